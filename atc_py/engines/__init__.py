@@ -1,0 +1,1 @@
+"""Task generation per engine (AI Core, AICPU)."""

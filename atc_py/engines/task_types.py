@@ -1,0 +1,23 @@
+"""GE's enums for tasks (rtModelTaskType_t) and kernels (ccKernelType)."""
+
+# ModelTaskType / rtModelTaskType_t
+KERNEL = 0
+EVENT_RECORD = 1
+EVENT_WAIT = 2
+ALL_KERNEL = 26
+FFTS_PLUS_TASK = 29
+UPDATE = 41
+NOP = 42
+PREPROCESS_KERNEL = 43
+SUPER_KERNEL = 44
+
+TASK_TYPE_NAMES = {KERNEL: "KERNEL", EVENT_RECORD: "EVENT_RECORD", EVENT_WAIT: "EVENT_WAIT",
+                   ALL_KERNEL: "ALL_KERNEL", FFTS_PLUS_TASK: "FFTS_PLUS_TASK", UPDATE: "UPDATE", NOP: "NOP",
+                   PREPROCESS_KERNEL: "PREPROCESS_KERNEL", SUPER_KERNEL: "SUPER_KERNEL"}
+
+# ccKernelType
+TE = 2
+AI_CPU = 6
+CUST_AI_CPU = 7
+
+ENGINE_LIB_NAME = {"AICORE": "AIcoreEngine", "AICPU": "aicpu_ascend_kernel"}

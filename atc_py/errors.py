@@ -1,0 +1,56 @@
+"""ATC-style errors: a code, a message built from GE's error-registry templates, no traceback."""
+from __future__ import annotations
+
+# Templates of GE's error registry (base/common/error_registry/error_registry.cc) that atc-py raises.
+TEMPLATES: dict[str, str] = {
+    "E10001": "Value {value} for parameter {parameter} is invalid. Reason: {reason}",
+    "E10002": "Value {value} for parameter --input_shape is invalid. Reason: {reason}. "
+              "The value must be formatted as {sample}.",
+    "E10003": "Value {value} for parameter --{parameter} is invalid. Reason: {reason}",
+    "E10004": "Value for --{parameter} is empty.",
+    "E10005": "Value {value} for parameter --{parameter} is invalid. The value must be either true or false.",
+    "E10006": "Value {value} for parameter --{parameter} is invalid. The value must be either 1 or 0.",
+    "E10007": "--{parameter} is required. The value must be {support}.",
+    "E10010": "Value {value} for parameter --log is invalid.",
+    "E10011": "Value {value} for parameter --input_shape is invalid. Reason: {reason}",
+    "E10016": "Op name {opname} specified in --{parameter} is not found in the model. "
+              "Confirm whether this node name exists, or node is deleted in optimization.",
+    "E10017": "Input Op {opname} specified in --{parameter} is invalid. The Op type must be Data.",
+    "E10021": "Path for parameter --{parameter} is too long. Keep the length within {max_len}.",
+    "E10022": "Path {path} for parameter --{parameter} does not include the file name.",
+    "E10041": "Failed to load the model from {path}. Reason: {reason}",
+    "E10054": "The required parameter --soc_version for ATC is empty. Another possible reason is that the "
+              "values of some parameters are not enclosed by quotation marks (\"\").",
+    "E10055": "The operation is not supported. Reason: {reason}.",
+    "E10057": "--{parameter0} and --{parameter1} can only be used together.",
+    "E13000": "Failed to open file {path}. Reason: {reason}",
+    "E19010": "No parser is registered for the following ops: {ops}.",
+    "E19999": "{message}",
+    # om-run / loader errors (our own family, msame has no registry)
+    "E30001": "Failed to load model {path}: {reason}",
+    "E30002": "Invalid input for om-run: {reason}",
+    "E30003": "Output mismatch: {reason}",
+    "E30004": "Execution failed while executing task {task}: {reason}",
+}
+
+
+class AtcError(Exception):
+    """A user-facing error: `code: message`. Raised anywhere, printed once by the CLI."""
+
+    def __init__(self, code: str, **fields: object) -> None:
+        self.code = code
+        self.fields = fields
+        template = TEMPLATES.get(code, "{message}")
+        try:
+            self.message = template.format(**fields)
+        except KeyError as missing:  # a programming error in the raiser; still report cleanly
+            self.message = f"{template} (missing field {missing})"
+        super().__init__(f"{code}: {self.message}")
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def internal(message: str) -> AtcError:
+    """E19999 for conditions the user cannot fix (a bug or an unsupported corner)."""
+    return AtcError("E19999", message=message)

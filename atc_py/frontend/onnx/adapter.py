@@ -1,0 +1,85 @@
+"""Adapter base: one class per ONNX op, `_impl_vN` per since-version (TVM relax style)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ...ir.graph import Value
+
+ADAPTERS: dict[tuple[str, str], type["OnnxOp"]] = {}
+
+
+class AdapterError(Exception):
+    """A node the adapter cannot translate (an attribute value outside what we support)."""
+
+
+def onnx_op(name: str, domain: str = ""):
+    def deco(cls):
+        cls.onnx_name, cls.domain = name, domain
+        ADAPTERS[(domain, name)] = cls
+        return cls
+    return deco
+
+
+class OnnxOp:
+    onnx_name = ""
+    domain = ""
+
+    @classmethod
+    def versions(cls) -> list[int]:
+        return sorted(int(k[len("_impl_v"):]) for k in dir(cls) if k.startswith("_impl_v"))
+
+    @classmethod
+    def impl_for(cls, opset: int) -> Callable | None:
+        """The implementation of the largest since-version <= opset."""
+        usable = [v for v in cls.versions() if v <= opset]
+        return getattr(cls, f"_impl_v{usable[-1]}") if usable else None
+
+
+def attr_value(a: onnx.AttributeProto) -> Any:
+    v = onnx.helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, onnx.TensorProto):
+        return numpy_helper.to_array(v)
+    if isinstance(v, list):
+        return [x.decode() if isinstance(x, bytes) else x for x in v]
+    return v
+
+
+class NodeCtx:
+    """What an adapter sees of one ONNX node and how it emits GE nodes."""
+
+    def __init__(self, conv, node: onnx.NodeProto, name: str):
+        self.conv = conv
+        self.node = node
+        self.name = name
+        self.attrs = {a.name: attr_value(a) for a in node.attribute}
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        return self.attrs.get(key, default)
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.node.input)
+
+    def input(self, i: int) -> Value | None:
+        if i >= len(self.node.input) or not self.node.input[i]:
+            return None
+        return self.conv.value(self.node.input[i])
+
+    def const(self, i: int) -> np.ndarray | None:
+        v = self.input(i)
+        return v.data if v is not None and v.is_const else None
+
+    def make_const(self, suffix: str, data: np.ndarray) -> Value:
+        return self.conv.graph.add_const(self.conv.graph.unique_name(f"{self.name}_{suffix}"), np.asarray(data))
+
+    def emit(self, op_type: str, inputs: list[Value | None], attrs: dict | None = None, suffix: str = "",
+             n_out: int = 1) -> list[Value]:
+        """Add a GE node (named after the ONNX node) and infer its outputs now."""
+        name = self.name if not suffix else self.conv.graph.unique_name(f"{self.name}_{suffix}")
+        return self.conv.emit(name, op_type, inputs, attrs or {}, n_out)

@@ -1,0 +1,2 @@
+"""ONNX op adapters, one module per family; importing registers them."""
+from . import elementwise, nn, tensor  # noqa: F401

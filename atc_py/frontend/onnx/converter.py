@@ -1,0 +1,135 @@
+"""ONNX ModelProto -> IR Graph: Data/Const nodes, adapters per op, NetOutput; all unsupported ops in one error."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ...errors import AtcError
+from ...ir.dtypes import dtype_from_onnx
+from ...ir.graph import Graph, TensorDesc, Value
+from ...ops import get_op
+from ...ops.base import OpError
+from ...passes.infer import infer_node
+from . import adapters  # noqa: F401  (registers the adapters)
+from .adapter import ADAPTERS, AdapterError, NodeCtx
+
+DOMAIN_ALIASES = {"ai.onnx": ""}
+
+
+def _domain_name(d: str) -> str:
+    return d or "ai.onnx"
+
+
+class OnnxConverter:
+    def __init__(self, model: onnx.ModelProto, input_shapes: dict | None):
+        self.model = model
+        self.graph = Graph(model.graph.name or "graph")
+        self.opsets = {DOMAIN_ALIASES.get(o.domain, o.domain): o.version for o in model.opset_import}
+        self.values: dict[str, Value] = {}
+        self.initializers = {t.name: t for t in model.graph.initializer}
+        self.input_shapes = input_shapes or {}
+        self.node_outputs: dict[str, list[str]] = {}   # onnx node name -> its output tensor names
+
+    # -- values ----------------------------------------------------------------------------------
+    def value(self, name: str) -> Value:
+        if name in self.values:
+            return self.values[name]
+        if name in self.initializers:
+            data = numpy_helper.to_array(self.initializers[name])
+            v = self.graph.add_const(self.graph.unique_name(_safe(name)), data)
+            self.values[name] = v
+            return v
+        raise AtcError("E19999", message=f"tensor '{name}' is used before it is produced (graph not topologically sorted?)")
+
+    def emit(self, name: str, op_type: str, inputs, attrs, n_out: int) -> list[Value]:
+        node = self.graph.add_node(name, op_type, inputs, [TensorDesc((), "float32")] * n_out, attrs)
+        infer_node(node)
+        return node.outputs
+
+    # -- whole graph -----------------------------------------------------------------------------
+    def check_supported(self) -> None:
+        missing: dict[tuple, list[str]] = {}
+        for k, n in enumerate(self.model.graph.node):
+            domain = DOMAIN_ALIASES.get(n.domain, n.domain)
+            opset = self.opsets.get(domain)
+            cls = ADAPTERS.get((domain, n.op_type))
+            if cls is not None and opset is not None and cls.impl_for(opset) is not None:
+                continue
+            if cls is None:
+                why = "no adapter"
+            elif opset is None:
+                why = f"domain not imported"
+            else:
+                why = f"supported since opset {cls.versions()[0]}"
+            key = (n.op_type, _domain_name(domain), opset, why)
+            missing.setdefault(key, []).append(n.name or f"{n.op_type}_{k}")
+        if missing:
+            items = [f"{t} (domain {d}, opset {o}, {why}): nodes {', '.join(names)}"
+                     for (t, d, o, why), names in sorted(missing.items(), key=lambda kv: kv[0][0])]
+            raise AtcError("E19010", ops="; ".join(items))
+
+    def inputs(self) -> None:
+        index = 0
+        for k, inp in enumerate(self.model.graph.input):
+            if inp.name in self.initializers:
+                continue  # old-style models list initializers as inputs
+            tt = inp.type.tensor_type
+            dt = dtype_from_onnx(tt.elem_type)
+            if dt is None:
+                raise AtcError("E10041", path=self.model.graph.name,
+                               reason=f"input '{inp.name}' has an unsupported element type {tt.elem_type}")
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+            shape = self.input_shapes.get(inp.name, self.input_shapes.get(index))
+            if shape is not None:
+                if len(shape) != len(dims) and tt.HasField("shape"):
+                    raise AtcError("E10001", value=",".join(map(str, shape)), parameter="--input_shape",
+                                   reason=f"input '{inp.name}' has rank {len(dims)}, the shape given has rank {len(shape)}")
+                dims = list(shape)
+            if any(d < 0 for d in dims):
+                raise AtcError("E10001", value="NULL", parameter="--input_shape",
+                               reason="The shapes of inputs contain -1 in the model. "
+                                      "You may need to set input shape to specify its shape.")
+            fmt = "NCHW" if len(dims) == 4 else "ND"
+            node = self.graph.add_node(_safe(inp.name), "Data", out_descs=[TensorDesc(tuple(dims), dt.name, fmt, fmt)],
+                                       attrs={"index": index}, out_names=[inp.name])
+            self.values[inp.name] = node.outputs[0]
+            index += 1
+
+    def nodes(self) -> None:
+        for k, n in enumerate(self.model.graph.node):
+            domain = DOMAIN_ALIASES.get(n.domain, n.domain)
+            cls = ADAPTERS[(domain, n.op_type)]
+            impl = cls.impl_for(self.opsets[domain])
+            name = self.graph.unique_name(_safe(n.name or f"{n.op_type}_{k}"))
+            ctx = NodeCtx(self, n, name)
+            try:
+                outs = impl(ctx)
+            except (AdapterError, OpError) as exc:
+                raise AtcError("E19999", message=f"Node {n.name or name} ({n.op_type}): {exc}") from None
+            self.node_outputs[n.name or name] = list(n.output)
+            for out_name, v in zip(n.output, outs):
+                if out_name:
+                    self.values[out_name] = v
+
+    def outputs(self) -> None:
+        outs = [self.value(o.name) for o in self.model.graph.output]
+        self.graph.add_node("NetOutput", "NetOutput", outs, [],
+                            attrs={"output_names": [o.name for o in self.model.graph.output]})
+
+
+def _safe(name: str) -> str:
+    return name.replace("/", "_").replace(":", "_") or "node"
+
+
+def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None) -> tuple[Graph, dict]:
+    """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes)."""
+    conv = OnnxConverter(model, input_shapes)
+    conv.check_supported()
+    for key in conv.input_shapes:
+        if isinstance(key, str) and key not in [i.name for i in model.graph.input]:
+            raise AtcError("E10016", opname=key, parameter="input_shape")
+    conv.inputs()
+    conv.nodes()
+    conv.outputs()
+    return conv.graph, {"node_outputs": conv.node_outputs, "values": conv.values}

@@ -1,0 +1,58 @@
+"""Load an ONNX file; external data is read only from inside the model's own folder."""
+from __future__ import annotations
+
+import os
+import pathlib
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from ...errors import AtcError
+
+
+def _fail(path, reason: str) -> AtcError:
+    return AtcError("E10041", path=str(path), reason=reason)
+
+
+def _load_external(model: onnx.ModelProto, base: pathlib.Path, path) -> None:
+    root = base.resolve()
+    tensors = list(onnx.external_data_helper._get_all_tensors(model))
+    for t in tensors:
+        if t.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        target = (root / loc).resolve()
+        if not loc or os.path.isabs(loc) or root not in target.parents:
+            raise _fail(path, f"external data '{loc}' of tensor '{t.name}' is outside the model's folder")
+        if not target.is_file():
+            raise _fail(path, f"external data file '{loc}' of tensor '{t.name}' does not exist")
+        try:
+            offset = int(info.get("offset", "0") or 0)
+            size = target.stat().st_size
+            length = int(info["length"]) if info.get("length") else size - offset
+        except ValueError:
+            raise _fail(path, f"bad offset/length for external data of tensor '{t.name}'") from None
+        if offset < 0 or length < 0 or offset + length > size:
+            raise _fail(path, f"external data of tensor '{t.name}' ({offset}+{length}) exceeds '{loc}' ({size} B)")
+        with open(target, "rb") as f:
+            f.seek(offset)
+            t.raw_data = f.read(length)
+        del t.external_data[:]
+        t.data_location = onnx.TensorProto.DEFAULT
+
+
+def load_onnx(path: str) -> onnx.ModelProto:
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise _fail(path, "the file does not exist or is not a regular file")
+    try:
+        model = onnx.load(str(p), load_external_data=False)
+    except (DecodeError, RuntimeWarning, ValueError, OSError, UnicodeDecodeError) as exc:
+        raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
+    except Exception as exc:  # protobuf's C++ backend raises its own error types
+        raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise _fail(path, "the model has no graph")
+    _load_external(model, p.parent, path)
+    return model

@@ -1,0 +1,58 @@
+"""Data types and their numbers in each world: numpy, GE proto enum, GE C++ enum, ONNX."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str          # numpy name, our canonical spelling
+    proto: int         # ge.proto.DataType (TensorDescriptor.dtype)
+    cpp: int           # ge::DataType (AttrDef.dt, MODEL_INOUT_INFO)
+    onnx: int          # onnx.TensorProto.DataType
+    ge_name: str       # "DT_FLOAT" ...
+
+    @property
+    def np(self) -> np.dtype:
+        return np.dtype(self.name)
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.name).itemsize
+
+
+_ALL = [
+    DType("float32", 1, 0, 1, "DT_FLOAT"),
+    DType("float16", 2, 1, 10, "DT_FLOAT16"),
+    DType("int8", 3, 2, 3, "DT_INT8"),
+    DType("int32", 7, 3, 6, "DT_INT32"),
+    DType("uint8", 4, 4, 2, "DT_UINT8"),
+    DType("int16", 5, 6, 5, "DT_INT16"),
+    DType("uint16", 6, 7, 4, "DT_UINT16"),
+    DType("uint32", 9, 8, 12, "DT_UINT32"),
+    DType("int64", 8, 9, 7, "DT_INT64"),
+    DType("uint64", 10, 10, 13, "DT_UINT64"),
+    DType("float64", 12, 11, 11, "DT_DOUBLE"),
+    DType("bool", 11, 12, 9, "DT_BOOL"),
+]
+_BY_NAME = {d.name: d for d in _ALL}
+_BY_ONNX = {d.onnx: d for d in _ALL}
+_BY_PROTO = {d.proto: d for d in _ALL}
+
+
+def dtype_by_name(name: str) -> DType:
+    return _BY_NAME[name]
+
+
+def dtype_from_numpy(dt) -> DType:
+    return _BY_NAME[np.dtype(dt).name]
+
+
+def dtype_from_onnx(code: int) -> DType | None:
+    return _BY_ONNX.get(code)
+
+
+def dtype_from_proto(code: int) -> DType | None:
+    return _BY_PROTO.get(code)

@@ -1,0 +1,182 @@
+"""Graph, Node, Value, TensorDesc. Framework-neutral; op types are GE's."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+
+@dataclass
+class TensorDesc:
+    """Shape (-1 = unknown dim), dtype (numpy name), format, and the origin format/shape from the framework."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    format: str = "ND"
+    origin_format: str = "ND"
+
+    @property
+    def known(self) -> bool:
+        return all(d >= 0 for d in self.shape)
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * np.dtype(self.dtype).itemsize
+
+
+class Value:
+    """One tensor edge: produced by `producer` at output `index`; `data` set for constants."""
+
+    def __init__(self, name: str, desc: TensorDesc, producer: "Node | None" = None, index: int = 0):
+        self.name = name
+        self.desc = desc
+        self.producer = producer
+        self.index = index
+        self.data: np.ndarray | None = None
+        self.consumers: list[tuple[Node, int]] = []
+
+    @property
+    def is_const(self) -> bool:
+        return self.producer is not None and self.producer.op_type == "Const"
+
+    def __repr__(self) -> str:
+        return f"Value({self.name}, {self.desc.shape}, {self.desc.dtype})"
+
+
+class Node:
+    """A GE op instance. `attrs` are the op's attributes; `meta` holds compiler decisions (engine, ...)."""
+
+    def __init__(self, name: str, op_type: str, attrs: dict[str, Any] | None = None):
+        self.name = name
+        self.op_type = op_type
+        self.attrs: dict[str, Any] = dict(attrs or {})
+        self.inputs: list[Value | None] = []
+        self.outputs: list[Value] = []
+        self.control_inputs: list[Node] = []
+        self.meta: dict[str, Any] = {}
+
+    def input_desc(self, i: int) -> TensorDesc | None:
+        v = self.inputs[i] if i < len(self.inputs) else None
+        return v.desc if v is not None else None
+
+    def const_input(self, i: int) -> np.ndarray | None:
+        v = self.inputs[i] if i < len(self.inputs) else None
+        return v.data if v is not None and v.is_const else None
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}: {self.op_type})"
+
+
+class Graph:
+    """Ordered nodes; Data nodes (attr `index`) are inputs, the single NetOutput node collects outputs."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.nodes: list[Node] = []
+        self._names: set[str] = set()
+
+    # -- construction -------------------------------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        name, k = base, 0
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        return name
+
+    def add_node(self, name: str, op_type: str, inputs: Iterable[Value | None] = (),
+                 out_descs: Iterable[TensorDesc] = (), attrs: dict[str, Any] | None = None,
+                 out_names: Iterable[str] | None = None) -> Node:
+        if name in self._names:
+            raise ValueError(f"duplicate node name {name}")
+        node = Node(name, op_type, attrs)
+        self._names.add(name)
+        for v in inputs:
+            self._attach(node, v)
+        names = list(out_names) if out_names is not None else None
+        for i, d in enumerate(out_descs):
+            node.outputs.append(Value(names[i] if names else f"{name}:{i}", d, node, i))
+        self.nodes.append(node)
+        return node
+
+    def _attach(self, node: Node, v: Value | None) -> None:
+        node.inputs.append(v)
+        if v is not None:
+            v.consumers.append((node, len(node.inputs) - 1))
+
+    def add_const(self, name: str, data: np.ndarray, fmt: str = "ND") -> Value:
+        data = np.ascontiguousarray(data)
+        node = self.add_node(name, "Const", out_descs=[TensorDesc(tuple(data.shape), data.dtype.name, fmt, fmt)])
+        node.outputs[0].data = data
+        return node.outputs[0]
+
+    def set_input(self, node: Node, i: int, v: Value | None) -> None:
+        old = node.inputs[i]
+        if old is not None:
+            old.consumers.remove((node, i))
+        node.inputs[i] = v
+        if v is not None:
+            v.consumers.append((node, i))
+
+    def replace_all_uses(self, old: Value, new: Value) -> None:
+        for node, i in list(old.consumers):
+            self.set_input(node, i, new)
+
+    def remove_node(self, node: Node) -> None:
+        for i, v in enumerate(node.inputs):
+            if v is not None:
+                v.consumers.remove((node, i))
+        for other in self.nodes:
+            if node in other.control_inputs:
+                other.control_inputs.remove(node)
+        self.nodes.remove(node)
+        self._names.discard(node.name)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def data_nodes(self) -> list[Node]:
+        return sorted((n for n in self.nodes if n.op_type == "Data"), key=lambda n: n.attrs["index"])
+
+    @property
+    def net_output(self) -> Node:
+        for n in self.nodes:
+            if n.op_type == "NetOutput":
+                return n
+        raise ValueError("graph has no NetOutput")
+
+    def node(self, name: str) -> Node | None:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        return None
+
+    def topo_sort(self) -> None:
+        """Stable topological order (original order among ready nodes)."""
+        order = {id(n): k for k, n in enumerate(self.nodes)}
+        indeg: dict[int, int] = {}
+        users: dict[int, list[Node]] = {id(n): [] for n in self.nodes}
+        for n in self.nodes:
+            preds = {id(v.producer) for v in n.inputs if v is not None and v.producer is not None}
+            preds |= {id(c) for c in n.control_inputs}
+            indeg[id(n)] = len(preds)
+            for p in preds:
+                users[p].append(n)
+        import heapq
+        ready = [(order[id(n)], n.name) for n in self.nodes if indeg[id(n)] == 0]
+        heapq.heapify(ready)
+        by_key = {(order[id(n)], n.name): n for n in self.nodes}
+        out: list[Node] = []
+        while ready:
+            n = by_key[heapq.heappop(ready)]
+            out.append(n)
+            for u in users[id(n)]:
+                indeg[id(u)] -= 1
+                if indeg[id(u)] == 0:
+                    heapq.heappush(ready, (order[id(u)], u.name))
+        if len(out) != len(self.nodes):
+            raise ValueError("graph has a cycle")
+        self.nodes = out

@@ -1,0 +1,69 @@
+"""Python attribute values <-> ge.proto.AttrDef (typed: bool, int, float, str, lists, TensorDef)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..proto import ge_ir_pb2 as ge
+
+LV = ge.AttrDef.ListValue
+
+
+def to_attr(value: Any) -> ge.AttrDef:
+    a = ge.AttrDef()
+    if isinstance(value, ge.TensorDef):
+        a.t.CopyFrom(value)
+    elif isinstance(value, bool):
+        a.b = value
+    elif isinstance(value, int):
+        a.i = value
+    elif isinstance(value, float):
+        a.f = value
+    elif isinstance(value, str):
+        a.s = value.encode()
+    elif isinstance(value, bytes):
+        a.s = value
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+        if all(isinstance(x, bool) for x in items) and items:
+            a.list.b.extend(items)
+            a.list.val_type = LV.VT_LIST_BOOL
+        elif all(isinstance(x, int) and not isinstance(x, bool) for x in items):
+            a.list.i.extend(items)
+            a.list.val_type = LV.VT_LIST_INT
+        elif all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in items):
+            a.list.f.extend(float(x) for x in items)
+            a.list.val_type = LV.VT_LIST_FLOAT
+        elif all(isinstance(x, str) for x in items):
+            a.list.s.extend(x.encode() for x in items)
+            a.list.val_type = LV.VT_LIST_STRING
+        else:
+            raise TypeError(f"unsupported list attribute {value!r}")
+    elif value is None:
+        a.list.val_type = LV.VT_LIST_NONE
+    else:
+        if hasattr(value, "tolist"):
+            return to_attr(value.tolist())
+        raise TypeError(f"unsupported attribute {value!r}")
+    return a
+
+
+def from_attr(a: ge.AttrDef) -> Any:
+    kind = a.WhichOneof("value")
+    if kind == "s":
+        return a.s.decode("utf-8", "replace")
+    if kind in ("i", "f", "b", "dt"):
+        return getattr(a, kind)
+    if kind == "t":
+        return a.t
+    if kind == "list":
+        vt = a.list.val_type
+        if vt == LV.VT_LIST_NONE:
+            return None
+        if vt == LV.VT_LIST_BOOL:
+            return list(a.list.b)
+        if vt == LV.VT_LIST_FLOAT:
+            return list(a.list.f)
+        if vt == LV.VT_LIST_STRING:
+            return [s.decode("utf-8", "replace") for s in a.list.s]
+        return list(a.list.i)
+    return None

@@ -1,0 +1,112 @@
+"""Writer and reader of the .om container: header | (table | partitions) per model.
+
+Tables are GE's 64-bit ModelPartitionTable (u32 num, u32 pad, {u32 type, u32 pad, u64 offset, u64 size}*),
+offsets relative to the end of the model's table. We fill the first 32 bytes of `checksum` with the
+SHA-256 of everything after the header; a reader verifies it when it is not all zero.
+"""
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass, field
+
+from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, ModelFileHeader
+from .partitions import NAMES
+
+_TABLE_HEAD = struct.Struct("<II")
+_ENTRY = struct.Struct("<IIQQ")
+MAX_PARTITIONS = 8        # GE accepts 1..8 partitions per table (PARTITION_SIZE 5 + 3)
+MAX_MODELS = 4096
+
+
+class OmFormatError(Exception):
+    """The file is not a well-formed .om; the message says what is wrong and where."""
+
+
+@dataclass
+class OmModel:
+    partitions: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def get(self, ptype: int) -> bytes | None:
+        for t, data in self.partitions:
+            if t == ptype:
+                return data
+        return None
+
+    def pack(self) -> bytes:
+        table = bytearray(_TABLE_HEAD.pack(len(self.partitions), 0))
+        offset = 0
+        for t, data in self.partitions:
+            table += _ENTRY.pack(t, 0, offset, len(data))
+            offset += len(data)
+        return bytes(table) + b"".join(d for _, d in self.partitions)
+
+
+@dataclass
+class OmFile:
+    header: ModelFileHeader
+    models: list[OmModel]
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.header.version >= MODEL_VERSION and (self.header.model_num > 1 or self.header.is_unknow_model == 1)
+
+
+def write_om(models: list[OmModel], name: str, is_unknown: bool = False) -> bytes:
+    for m in models:
+        if any(len(d) == 0 for _, d in m.partitions):
+            raise ValueError("empty partitions are never written")
+        if not 1 <= len(m.partitions) <= MAX_PARTITIONS:
+            raise ValueError(f"a model has {len(m.partitions)} partitions; 1..{MAX_PARTITIONS} allowed")
+    body = b"".join(m.pack() for m in models)
+    header = ModelFileHeader(name=name.encode()[:31], model_num=len(models), model_length=len(body),
+                             is_unknow_model=int(is_unknown), checksum=hashlib.sha256(body).digest() + b"\0" * 32)
+    return header.pack() + body
+
+
+def read_om(data: bytes) -> OmFile:
+    size = len(data)
+    if size < MODEL_FILE_HEAD_LEN:
+        raise OmFormatError(f"file has {size} bytes, shorter than the {MODEL_FILE_HEAD_LEN}-byte header")
+    h = ModelFileHeader.unpack(data[:MODEL_FILE_HEAD_LEN])
+    if h.magic != MODEL_FILE_MAGIC_NUM:
+        raise OmFormatError(f"bad magic 0x{h.magic:08X} (expected 0x{MODEL_FILE_MAGIC_NUM:08X}): not an .om file")
+    if h.headsize != MODEL_FILE_HEAD_LEN:
+        raise OmFormatError(f"header size {h.headsize} is not {MODEL_FILE_HEAD_LEN}")
+    if h.is_encrypt:
+        raise OmFormatError("encrypted models are not supported")
+    model_len = h.model_length if h.model_length else h.length
+    if model_len != size - MODEL_FILE_HEAD_LEN:
+        raise OmFormatError(f"header says {model_len} bytes follow the header, the file has "
+                            f"{size - MODEL_FILE_HEAD_LEN} (truncated or padded)")
+    if h.model_length == 0:
+        raise OmFormatError("legacy 32-bit partition tables (model_length == 0) are not supported")
+    body = data[MODEL_FILE_HEAD_LEN:]
+    digest = h.checksum[:32]
+    if any(digest) and hashlib.sha256(body).digest() != digest:
+        raise OmFormatError("checksum mismatch: the file is corrupted")
+    if not 1 <= h.model_num <= MAX_MODELS:
+        raise OmFormatError(f"model_num {h.model_num} is out of range 1..{MAX_MODELS}")
+    models, pos = [], 0
+    for k in range(h.model_num):
+        if pos + _TABLE_HEAD.size > len(body):
+            raise OmFormatError(f"partition table of model {k} at offset {pos} is truncated")
+        num, _ = _TABLE_HEAD.unpack_from(body, pos)
+        if not 1 <= num <= MAX_PARTITIONS:
+            raise OmFormatError(f"model {k} has {num} partitions; 1..{MAX_PARTITIONS} allowed")
+        table_end = pos + _TABLE_HEAD.size + num * _ENTRY.size
+        if table_end > len(body):
+            raise OmFormatError(f"partition table of model {k} runs past the end of the file")
+        entries = [_ENTRY.unpack_from(body, pos + _TABLE_HEAD.size + i * _ENTRY.size) for i in range(num)]
+        cursor, parts = table_end, []
+        for ptype, _, _, psize in entries:
+            if psize == 0 or cursor + psize > len(body):
+                raise OmFormatError(f"partition {NAMES.get(ptype, ptype)} of model {k} has size {psize}, "
+                                    f"which does not fit the file")
+            parts.append((ptype, body[cursor:cursor + psize]))
+            cursor += psize
+        models.append(OmModel(parts))
+        pos = cursor
+    if pos != len(body):
+        raise OmFormatError(f"{len(body) - pos} bytes after the last partition are not described by any table")
+    return OmFile(h, models)

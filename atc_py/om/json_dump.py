@@ -1,0 +1,68 @@
+"""`--mode=1`: MODEL_DEF as JSON the way GE's Pb2Json writes it, plus the tasks (our addition).
+
+Rules (reference ge_om_runtime §5): protobuf field names; only set fields; enums by name; floats as
+"%g" strings; maps as [{"key", "value"}]; bytes as C-escaped strings; black-listed fields dropped.
+Tasks are dumped with the same rules except that `args` bytes are shown as hex.
+"""
+from __future__ import annotations
+
+from google.protobuf.descriptor import FieldDescriptor as FD
+from google.protobuf.message import Message
+
+OM_BLACK_FIELDS = {"output", "data_offset", "data", "workspace", "workspace_bytes", "memory_size", "weight_size",
+                   "size", "bt", "quantize_factor"}
+
+
+def _c_escape(b: bytes) -> str:
+    out = []
+    for ch in b:
+        if ch in (0x22, 0x5C):
+            out.append("\\" + chr(ch))
+        elif 0x20 <= ch < 0x7F:
+            out.append(chr(ch))
+        else:
+            out.append(f"\\{ch:03o}")
+    return "".join(out)
+
+
+def _scalar(f, v, hex_bytes: bool):
+    if f.type == FD.TYPE_ENUM:
+        ev = f.enum_type.values_by_number.get(v)
+        return ev.name if ev else v
+    if f.type in (FD.TYPE_FLOAT, FD.TYPE_DOUBLE):
+        return f"{v:g}"
+    if f.type == FD.TYPE_BYTES:
+        return v.hex() if hex_bytes else _c_escape(v)
+    return v
+
+
+def message_to_json(msg: Message, black: set[str] = frozenset(), hex_bytes: bool = False) -> dict:
+    out: dict = {}
+    present = {f.name for f, _ in msg.ListFields()}
+    for f in msg.DESCRIPTOR.fields:
+        if f.name in black or f.name not in present:
+            continue
+        v = getattr(msg, f.name)
+        if f.message_type is not None and f.message_type.GetOptions().map_entry:
+            vf = f.message_type.fields_by_name["value"]
+            items = []
+            for k in sorted(v):
+                val = v[k]
+                items.append({"key": k, "value": message_to_json(val, black, hex_bytes)
+                              if vf.message_type is not None else _scalar(vf, val, hex_bytes)})
+            out[f.name] = items
+        elif f.label == FD.LABEL_REPEATED:
+            out[f.name] = [message_to_json(x, black, hex_bytes) if f.message_type is not None
+                           else _scalar(f, x, hex_bytes) for x in v]
+        elif f.message_type is not None:
+            out[f.name] = message_to_json(v, black, hex_bytes)
+        else:
+            out[f.name] = _scalar(f, v, hex_bytes)
+    return out
+
+
+def om_to_json(model_def, task_def=None) -> dict:
+    doc = message_to_json(model_def, OM_BLACK_FIELDS)
+    if task_def is not None:
+        doc["task_info"] = message_to_json(task_def, hex_bytes=True)
+    return doc

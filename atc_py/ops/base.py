@@ -1,0 +1,170 @@
+"""One registration per GE op type: prototype + infer, info, tiling, tiling dependency, kernel, cost.
+
+CANN splits these over its op proto, op info, op impl and tiling libraries; we keep them side by side
+(one class per op) so that a reader sees everything about an op in one place.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..ir.graph import Node, TensorDesc
+from ..platform.soc import SocSpec
+
+AICORE, AICPU = "AICORE", "AICPU"
+AIC, AIV, MIX = "AIC", "AIV", "MIX"            # cube, vector, both
+HOST, ON_AICPU = "HOST", "AICPU"               # tiling placements (TILING_ON_AICPU)
+
+
+class OpError(Exception):
+    """A user-visible problem with one node (bad attribute, incompatible shapes, bad value)."""
+
+
+class TilingStruct:
+    """A packed little-endian struct the op declares for its tiling data."""
+
+    def __init__(self, *fields: tuple[str, str]):
+        self.names = tuple(n for n, _ in fields)
+        self._st = struct.Struct("<" + "".join(f for _, f in fields))
+
+    @property
+    def size(self) -> int:
+        return self._st.size
+
+    def pack(self, **values: Any) -> bytes:
+        return self._st.pack(*(values[n] for n in self.names))
+
+    def unpack(self, data: bytes) -> dict[str, Any]:
+        if len(data) < self._st.size:
+            raise OpError(f"tiling data has {len(data)} bytes, the kernel expects {self._st.size}")
+        return dict(zip(self.names, self._st.unpack_from(data)))
+
+
+@dataclass
+class TilingResult:
+    block_dim: int
+    tiling_key: int
+    tiling_data: bytes
+    workspace: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TilingContext:
+    """What a tiling function may look at: descs, attrs, the SoC and the values of dependent inputs."""
+
+    inputs: list[TensorDesc | None]
+    outputs: list[TensorDesc]
+    attrs: dict[str, Any]
+    soc: SocSpec
+    depend_values: dict[int, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class KernelArgs:
+    """What a kernel is launched with: the tiling it was given, attrs and output descs."""
+
+    tiling: dict[str, Any]
+    tiling_key: int
+    block_dim: int
+    attrs: dict[str, Any]
+    outputs: list[TensorDesc]
+
+
+@dataclass
+class Work:
+    """Total work of one launch: cube fractal MACs, vector element-ops, bytes moved to/from memory."""
+
+    fractals: int = 0
+    vector_ops: int = 0
+    bytes: int = 0
+    dtype: str = "float32"
+
+
+class OpSpec:
+    """Base of every op registration. Subclasses set the class attributes and override the methods."""
+
+    op_type: ClassVar[str] = ""
+    inputs: ClassVar[tuple[str, ...]] = ()        # a trailing "?" marks an optional input
+    outputs: ClassVar[tuple[str, ...]] = ("y",)
+    attrs: ClassVar[dict[str, Any]] = {}          # attribute defaults; REQUIRED marks mandatory ones
+    engine: ClassVar[str] = AICORE
+    core_type: ClassVar[str] = AIV
+    dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
+    tiling_depend: ClassVar[frozenset[int]] = frozenset()
+    tiling_placements: ClassVar[frozenset[str]] = frozenset({HOST})
+    tiling_keys: ClassVar[tuple[int, ...]] = (0,)  # entries of the kernel binary; >1 → ALL_KERNEL task
+    tiling_struct: ClassVar[TilingStruct | None] = None
+    no_task: ClassVar[bool] = False                # view ops: output aliases input memory, no kernel
+    is_custom: ClassVar[bool] = False
+
+    # -- prototype -------------------------------------------------------------------------------
+    def attr(self, node_or_attrs, name: str) -> Any:
+        attrs = node_or_attrs.attrs if isinstance(node_or_attrs, Node) else node_or_attrs
+        if name in attrs:
+            return attrs[name]
+        default = self.attrs.get(name, REQUIRED)
+        if default is REQUIRED:
+            raise OpError(f"required attribute '{name}' of {self.op_type} is missing")
+        return default
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        raise NotImplementedError(self.op_type)
+
+    # -- tiling ----------------------------------------------------------------------------------
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        raise NotImplementedError(self.op_type)
+
+    # -- kernel ----------------------------------------------------------------------------------
+    def compute(self, args: KernelArgs, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
+        raise NotImplementedError(self.op_type)
+
+    # -- cost ------------------------------------------------------------------------------------
+    def work(self, ctx: TilingContext) -> Work:
+        """Total work; the default is a streaming op: one vector op per output element."""
+        out_elems = sum(d.numel for d in ctx.outputs)
+        moved = sum(d.nbytes for d in ctx.inputs if d is not None) + sum(d.nbytes for d in ctx.outputs)
+        return Work(vector_ops=out_elems, bytes=moved, dtype=ctx.outputs[0].dtype if ctx.outputs else "float32")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+# -- helpers shared by tiling functions ----------------------------------------------------------
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_rows(rows: int, cores: int, align: int = 1) -> tuple[int, int]:
+    """Split `rows` over at most `cores` blocks in chunks aligned to `align`: (block_dim, rows_per_block)."""
+    if rows <= 0:
+        return 1, 0
+    per = ceil_div(rows, max(1, cores))
+    per = ceil_div(per, align) * align
+    return ceil_div(rows, per), per
+
+
+def block_align_elems(soc: SocSpec, dtype: str) -> int:
+    """Elements in one UB block (the 32-byte granule data moves in)."""
+    ub_block = int(soc.raw.get("AICoreSpec", {}).get("ubblock_size", "32") or 32)
+    return max(1, ub_block // np.dtype(dtype).itemsize)
+
+
+def cores_for(spec: OpSpec, soc: SocSpec) -> int:
+    if spec.core_type == AIC:
+        return soc.cube_cores
+    if spec.core_type == AIV:
+        return soc.vector_cores
+    return soc.cube_cores  # MIX: one cube core plus its vector cores per block
+
+
+def prod(xs) -> int:
+    return int(math.prod(xs)) if xs else 1

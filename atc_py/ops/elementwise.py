@@ -1,0 +1,138 @@
+"""Elementwise family: binary ops with broadcasting (Add, Sub, Mul, RealDiv) and the unary base class.
+
+Tiling: the flattened output is split into `block_dim` equal, 32-byte-aligned chunks; each block
+streams its chunk through UB in passes of `ub_factor` elements. The kernel walks exactly those
+chunks, so it computes what the tiling says, not what the shapes say.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Node, TensorDesc
+from .base import (AIV, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
+                   block_align_elems, ceil_div, cores_for, split_rows)
+from .registry import register
+
+ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
+
+
+def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadcast: bool) -> TilingResult:
+    out = ctx.outputs[0]
+    total = out.numel
+    align = block_align_elems(ctx.soc, out.dtype)
+    block_dim, block_len = split_rows(total, cores_for(spec, ctx.soc), align)
+    # UB holds n_buffers tensors, double-buffered
+    ub_factor = max(align, (ctx.soc.ub_size // (2 * n_buffers * np.dtype(out.dtype).itemsize)) // align * align)
+    data = ELEMWISE_TILING.pack(total=total, block_len=block_len, ub_factor=ub_factor, broadcast=int(broadcast))
+    return TilingResult(block_dim, int(broadcast), data)
+
+
+def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -> np.ndarray:
+    """Apply fn to each block's chunk of the flattened inputs, as the tiling splits them."""
+    t = args.tiling
+    total, block_len = t["total"], t["block_len"]
+    out = np.zeros(args.outputs[0].numel, dtype=out_dtype)
+    for b in range(args.block_dim):
+        lo = b * block_len
+        hi = min(total, lo + block_len)
+        if lo >= hi:
+            break
+        out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
+    return out.reshape(args.outputs[0].shape)
+
+
+class BinaryOp(OpSpec):
+    inputs = ("x1", "x2")
+    tiling_keys = (0, 1)
+    tiling_struct = ELEMWISE_TILING
+
+    @staticmethod
+    def fn(a, b):
+        raise NotImplementedError
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        a, b = node.input_desc(0), node.input_desc(1)
+        if a.dtype != b.dtype:
+            raise OpError(f"input dtypes differ: {a.dtype} vs {b.dtype}")
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape)
+        except ValueError:
+            raise OpError(f"shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast") from None
+        return [TensorDesc(tuple(shape), a.dtype, a.format, a.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        broadcast = any(d.shape != ctx.outputs[0].shape for d in ctx.inputs)
+        return elementwise_tiling(self, ctx, 3, broadcast)
+
+    def compute(self, args: KernelArgs, inputs):
+        shape = args.outputs[0].shape
+        flat = [np.broadcast_to(x, shape).reshape(-1) for x in inputs]
+        return [run_blocks(args, flat, self.fn, args.outputs[0].dtype)]
+
+
+@register
+class Add(BinaryOp):
+    op_type = "Add"
+    fn = staticmethod(np.add)
+
+
+@register
+class Sub(BinaryOp):
+    op_type = "Sub"
+    fn = staticmethod(np.subtract)
+
+
+@register
+class Mul(BinaryOp):
+    op_type = "Mul"
+    fn = staticmethod(np.multiply)
+
+
+@register
+class RealDiv(BinaryOp):
+    op_type = "RealDiv"
+    fn = staticmethod(np.divide)
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= 2  # reciprocal + multiply on the vector unit (vdiv is multi-pass)
+        return w
+
+
+class UnaryOp(OpSpec):
+    inputs = ("x",)
+    tiling_struct = ELEMWISE_TILING
+    vector_ops_per_elem = 1  # vector instructions per element (cost)
+
+    @staticmethod
+    def fn(x):
+        raise NotImplementedError
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        d = node.input_desc(0)
+        return [TensorDesc(d.shape, d.dtype, d.format, d.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return elementwise_tiling(self, ctx, 2, False)
+
+    def compute(self, args: KernelArgs, inputs):
+        return [run_blocks(args, [inputs[0].reshape(-1)], self.fn, args.outputs[0].dtype)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= self.vector_ops_per_elem
+        return w
+
+
+@register
+class Identity(UnaryOp):
+    """A copy kernel; the identity pass removes Identity nodes, so this runs only when one must stay."""
+    op_type = "Identity"
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    fn = staticmethod(np.copy)
+
+    def compute(self, args, inputs):
+        return [run_blocks(args, [inputs[0].reshape(-1)], self.fn, inputs[0].dtype)]
+
+
+__all__ = ["BinaryOp", "UnaryOp", "elementwise_tiling", "run_blocks", "ELEMWISE_TILING", "ceil_div", "AIV"]

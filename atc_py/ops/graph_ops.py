@@ -1,0 +1,44 @@
+"""Graph plumbing: Data (inputs), Const (weights), NetOutput. No kernels, no tasks."""
+from __future__ import annotations
+
+from ..ir.graph import Node, TensorDesc
+from .base import OpSpec, TilingContext, TilingResult
+from .registry import register
+
+
+class PlumbingOp(OpSpec):
+    no_task = True
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool", "float64", "int16", "uint16",
+              "uint32", "uint64")
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return TilingResult(0, 0, b"")
+
+
+@register
+class Data(PlumbingOp):
+    op_type = "Data"
+    inputs = ()
+    attrs = {"index": 0}
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        return [node.outputs[0].desc]
+
+
+@register
+class Const(PlumbingOp):
+    op_type = "Const"
+    inputs = ()
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        return [node.outputs[0].desc]
+
+
+@register
+class NetOutput(PlumbingOp):
+    op_type = "NetOutput"
+    inputs = ("x*",)
+    outputs = ()
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        return []

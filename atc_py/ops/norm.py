@@ -1,0 +1,120 @@
+"""Normalisation: BNInfer (inference BatchNorm, per channel) and LayerNorm (over trailing axes)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Node, TensorDesc
+from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, prod, split_rows
+from .registry import register
+
+BN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("planes_per_block", "Q"), ("epsilon", "f"))
+
+
+@register
+class BNInfer(OpSpec):
+    op_type = "BNInfer"
+    inputs = ("x", "scale", "offset", "mean", "variance")
+    attrs = {"epsilon": 1e-5}
+    tiling_struct = BN_TILING
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        if len(x.shape) < 2:
+            raise OpError(f"BNInfer takes N,C,... input, got {list(x.shape)}")
+        for i in range(1, 5):
+            d = node.input_desc(i)
+            if d is None or d.shape != (x.shape[1],):
+                raise OpError(f"input {self.inputs[i]} must have shape [{x.shape[1]}]")
+        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        x = ctx.inputs[0]
+        n, c = x.shape[0], x.shape[1]
+        block_dim, per = split_rows(n * c, cores_for(self, ctx.soc))
+        data = BN_TILING.pack(n=n, c=c, plane=prod(x.shape[2:]), planes_per_block=per,
+                              epsilon=float(self.attr(ctx.attrs, "epsilon")))
+        return TilingResult(block_dim, 0, data)
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        x, scale, offset, mean, var = inputs
+        k = (scale / np.sqrt(var.astype(np.float32) + np.float32(t["epsilon"]))).astype(np.float32)
+        b = offset.astype(np.float32) - mean.astype(np.float32) * k
+        planes = x.reshape(t["n"] * t["c"], t["plane"])
+        out = np.zeros_like(planes)
+        per = t["planes_per_block"]
+        for blk in range(args.block_dim):
+            lo, hi = blk * per, min(planes.shape[0], (blk + 1) * per)
+            ch = np.arange(lo, hi) % t["c"]
+            out[lo:hi] = planes[lo:hi] * k[ch, None] + b[ch, None]
+        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= 2  # multiply-add per element
+        return w
+
+
+@register
+class LayerNorm(OpSpec):
+    op_type = "LayerNorm"
+    inputs = ("x", "gamma", "beta?")
+    outputs = ("y", "mean", "variance")
+    attrs = {"begin_norm_axis": -1, "begin_params_axis": -1, "epsilon": 1e-5}
+    tiling_struct = TilingStruct(("outer", "Q"), ("axis_len", "Q"), ("inner", "Q"), ("rows_per_block", "Q"),
+                                 ("epsilon", "f"))
+
+    def _axis(self, attrs, rank) -> int:
+        a = int(self.attr(attrs, "begin_norm_axis"))
+        if not -rank <= a < rank:
+            raise OpError(f"begin_norm_axis {a} is out of range for rank {rank}")
+        return a % rank
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        axis = self._axis(node.attrs, len(x.shape))
+        g = node.input_desc(1)
+        try:
+            np.broadcast_shapes(x.shape[axis:], g.shape)
+        except ValueError:
+            raise OpError(f"gamma shape {list(g.shape)} does not match normalised dims {list(x.shape[axis:])}") from None
+        stat = TensorDesc(x.shape[:axis] + (1,) * (len(x.shape) - axis), "float32", x.format, x.origin_format)
+        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format), stat, stat]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        x = ctx.inputs[0]
+        axis = self._axis(ctx.attrs, len(x.shape))
+        rows, length = prod(x.shape[:axis]), prod(x.shape[axis:])
+        block_dim, per = split_rows(rows, cores_for(self, ctx.soc))
+        data = self.tiling_struct.pack(outer=rows, axis_len=length, inner=1, rows_per_block=per,
+                                       epsilon=float(self.attr(ctx.attrs, "epsilon")))
+        return TilingResult(block_dim, 0, data)
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        x, gamma, beta = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
+        eps = np.float32(t["epsilon"])
+        flat = x.reshape(t["outer"], t["axis_len"])
+        out = np.zeros((t["outer"], t["axis_len"]), dtype=np.float32)
+        means = np.zeros((t["outer"], 1), dtype=np.float32)
+        vars_ = np.zeros((t["outer"], 1), dtype=np.float32)
+        per = t["rows_per_block"]
+        for blk in range(args.block_dim):
+            lo, hi = blk * per, min(t["outer"], (blk + 1) * per)
+            r = flat[lo:hi].astype(np.float32)
+            means[lo:hi] = r.mean(axis=1, keepdims=True)
+            vars_[lo:hi] = ((r - means[lo:hi]) ** 2).mean(axis=1, keepdims=True)
+            out[lo:hi] = (r - means[lo:hi]) / np.sqrt(vars_[lo:hi] + eps)
+        shape = args.outputs[0].shape
+        y = out.reshape(shape) * gamma.astype(np.float32)
+        if beta is not None:
+            y = y + beta.astype(np.float32)
+        return [y.astype(args.outputs[0].dtype), means.reshape(args.outputs[1].shape),
+                vars_.reshape(args.outputs[2].shape)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops = ctx.inputs[0].numel * 6  # mean, sub, square, mean, rsqrt-mul, affine
+        return w
+
+

@@ -1,0 +1,35 @@
+"""The op registry: GE op type → OpSpec instance; plugins add to it (custom ops)."""
+from __future__ import annotations
+
+from .base import OpSpec
+
+_REGISTRY: dict[str, OpSpec] = {}
+
+
+def register(cls: type[OpSpec]) -> type[OpSpec]:
+    """Class decorator: registers one instance under `cls.op_type`."""
+    if not cls.op_type:
+        raise ValueError(f"{cls.__name__} has no op_type")
+    _REGISTRY[cls.op_type] = cls()
+    return cls
+
+
+def get_op(op_type: str) -> OpSpec | None:
+    _load_builtin()
+    return _REGISTRY.get(op_type)
+
+
+def all_ops() -> dict[str, OpSpec]:
+    _load_builtin()
+    return dict(_REGISTRY)
+
+
+_loaded = False
+
+
+def _load_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from . import activation, conv_pool, elementwise, graph_ops, matmul, norm, shape_layout  # noqa: F401

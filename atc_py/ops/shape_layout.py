@@ -1,0 +1,162 @@
+"""Shape and layout: Reshape/Flatten (views: no kernel, output aliases input), TransposeD, ConcatD."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Node, TensorDesc
+from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, prod, split_rows
+from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .registry import register
+
+
+class ViewOp(OpSpec):
+    """Changes only the shape; GE gives it no task and lets the output share the input's memory."""
+    no_task = True
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return TilingResult(0, 0, b"")
+
+    def compute(self, args: KernelArgs, inputs):
+        return [inputs[0].reshape(args.outputs[0].shape)]
+
+
+def reshape_target(in_shape, spec, allowzero: bool) -> tuple[int, ...]:
+    spec = [int(s) for s in spec]
+    out = []
+    for i, s in enumerate(spec):
+        if s == 0 and not allowzero:
+            if i >= len(in_shape):
+                raise OpError(f"shape value 0 at position {i} has no input dim to copy")
+            out.append(in_shape[i])
+        else:
+            out.append(s)
+    if out.count(-1) > 1:
+        raise OpError(f"shape {spec} has more than one -1")
+    total = prod(in_shape)
+    if -1 in out:
+        rest = prod([d for d in out if d != -1])
+        if rest == 0 or total % rest:
+            raise OpError(f"cannot reshape {list(in_shape)} to {spec}")
+        out[out.index(-1)] = total // rest
+    if prod(out) != total:
+        raise OpError(f"cannot reshape {list(in_shape)} ({total} elements) to {spec}")
+    return tuple(out)
+
+
+@register
+class Reshape(ViewOp):
+    op_type = "Reshape"
+    inputs = ("x", "shape")
+    attrs = {"allowzero": 0}
+    tiling_depend = frozenset()  # the shape input decides the output shape, not the tiling
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        spec = node.const_input(1)
+        if spec is None:
+            n = node.input_desc(1).shape
+            return [TensorDesc((-1,) * (n[0] if n and n[0] >= 0 else 1), x.dtype, "ND", x.origin_format)]
+        return [TensorDesc(reshape_target(x.shape, spec.reshape(-1), bool(self.attr(node, "allowzero"))),
+                           x.dtype, "ND", x.origin_format)]
+
+
+@register
+class Flatten(ViewOp):
+    op_type = "Flatten"
+    inputs = ("x",)
+    attrs = {"axis": 1}
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        r = len(x.shape)
+        axis = int(self.attr(node, "axis"))
+        if not -r <= axis <= r:
+            raise OpError(f"axis {axis} is out of range for rank {r}")
+        if axis < 0:
+            axis += r
+        return [TensorDesc((prod(x.shape[:axis]), prod(x.shape[axis:])), x.dtype, "ND", x.origin_format)]
+
+
+@register
+class TransposeD(OpSpec):
+    op_type = "TransposeD"
+    inputs = ("x",)
+    attrs = {"perm": None}
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    tiling_struct = ELEMWISE_TILING
+
+    def _perm(self, attrs, rank):
+        perm = self.attr(attrs, "perm")
+        perm = list(range(rank))[::-1] if perm is None else [int(p) % max(rank, 1) for p in perm]
+        if sorted(perm) != list(range(rank)):
+            raise OpError(f"perm {perm} is not a permutation of {rank} axes")
+        return perm
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        perm = self._perm(node.attrs, len(x.shape))
+        return [TensorDesc(tuple(x.shape[p] for p in perm), x.dtype, "ND", x.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        res = elementwise_tiling(self, ctx, 2, False)
+        res.tiling_key = 0
+        return res
+
+    def compute(self, args: KernelArgs, inputs):
+        perm = self._perm(args.attrs, inputs[0].ndim)
+        moved = np.ascontiguousarray(np.transpose(inputs[0], perm)).reshape(-1)
+        return [run_blocks(args, [moved], lambda v: v, inputs[0].dtype)]
+
+
+CONCAT_TILING = TilingStruct(("outer", "Q"), ("out_inner", "Q"), ("rows_per_block", "Q"), ("num_inputs", "I"),
+                             ("axis", "I"))
+
+
+@register
+class ConcatD(OpSpec):
+    op_type = "ConcatD"
+    inputs = ("x*",)  # dynamic input: any number of tensors
+    attrs = {"concat_dim": None}
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    tiling_struct = CONCAT_TILING
+
+    def _axis(self, attrs, rank) -> int:
+        a = int(self.attr(attrs, "concat_dim"))
+        if not -rank <= a < rank:
+            raise OpError(f"concat_dim {a} is out of range for rank {rank}")
+        return a % rank
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        descs = [v.desc for v in node.inputs if v is not None]
+        if not descs:
+            raise OpError("ConcatD needs at least one input")
+        first = descs[0]
+        axis = self._axis(node.attrs, len(first.shape))
+        for d in descs[1:]:
+            if len(d.shape) != len(first.shape) or any(
+                    a != b for i, (a, b) in enumerate(zip(d.shape, first.shape)) if i != axis):
+                raise OpError(f"input shapes {[list(x.shape) for x in descs]} differ outside axis {axis}")
+        shape = list(first.shape)
+        shape[axis] = sum(d.shape[axis] for d in descs)
+        return [TensorDesc(tuple(shape), first.dtype, first.format, first.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        out = ctx.outputs[0]
+        axis = self._axis(ctx.attrs, len(out.shape))
+        outer = prod(out.shape[:axis])
+        block_dim, per = split_rows(outer, cores_for(self, ctx.soc))
+        return TilingResult(block_dim, 0, CONCAT_TILING.pack(outer=outer, out_inner=prod(out.shape[axis:]),
+                                                             rows_per_block=per, num_inputs=len(ctx.inputs),
+                                                             axis=axis))
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        parts = [x.reshape(t["outer"], -1) for x in inputs]
+        out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
+        per = t["rows_per_block"]
+        for blk in range(args.block_dim):
+            lo, hi = blk * per, min(t["outer"], (blk + 1) * per)
+            if lo < hi:
+                out[lo:hi] = np.concatenate([p[lo:hi] for p in parts], axis=1)
+        return [out.reshape(args.outputs[0].shape)]

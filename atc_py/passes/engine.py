@@ -1,0 +1,25 @@
+"""Engine assignment from op info: AI Core wins when both engines support the op (seed 003)."""
+from __future__ import annotations
+
+from ..errors import AtcError
+from ..ir.graph import Graph
+from ..ops import get_op
+
+
+def assign_engines(graph: Graph) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        if spec.no_task:
+            node.meta["engine"] = "NONE"
+            continue
+        dtypes = {v.desc.dtype for v in node.inputs if v is not None} | {v.desc.dtype for v in node.outputs}
+        bad = sorted(d for d in dtypes if d not in spec.dtypes)
+        if bad:
+            raise AtcError("E19999", message=f"Node {node.name} ({node.op_type}): dtype {', '.join(bad)} is not "
+                                             f"supported; supported: {', '.join(spec.dtypes)}")
+        node.meta["engine"] = spec.engine
+        node.meta["core_type"] = spec.core_type
+        key = f"{spec.engine}/{spec.core_type}"
+        counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -1,0 +1,38 @@
+"""Constant folding: a node whose inputs are all constants is run now (tiling + kernel) and becomes a Const."""
+from __future__ import annotations
+
+from ..errors import AtcError
+from ..ir.graph import Graph
+from ..ops import get_op
+from ..ops.base import OpError
+from ..ops.execute import run_op
+from ..platform.soc import SocSpec
+
+NEVER_FOLD = {"Data", "Const", "NetOutput"}
+
+
+def fold_constants(graph: Graph, soc: SocSpec) -> int:
+    folded = 0
+    for node in list(graph.nodes):
+        if node.op_type in NEVER_FOLD or not node.inputs:
+            continue
+        if not all(v is None or v.is_const for v in node.inputs):
+            continue
+        spec = get_op(node.op_type)
+        ins = [v.data if v is not None else None for v in node.inputs]
+        try:
+            outs = run_op(spec, [v.desc if v is not None else None for v in node.inputs],
+                          [v.desc for v in node.outputs], node.attrs, soc, ins)
+        except OpError as exc:
+            raise AtcError("E19999", message=f"Constant folding failed for node {node.name} ({node.op_type}): {exc}") \
+                from None
+        for k, (v, data) in enumerate(zip(node.outputs, outs)):
+            if not v.consumers:
+                continue
+            new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")),
+                                  data.astype(v.desc.dtype, copy=False))
+            graph.replace_all_uses(v, new)
+        graph.remove_node(node)
+        folded += 1
+    graph.topo_sort()
+    return folded

@@ -1,0 +1,120 @@
+"""Build the sample models deterministically (fixed seeds, no timestamps): python models/make_models.py."""
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = pathlib.Path(__file__).resolve().parent
+OPSET = 17
+
+
+def _init(rng, name, shape, scale=0.1):
+    return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def small_cnn() -> onnx.ModelProto:
+    """Conv-BN-Relu-MaxPool, a residual block, AvgPool branch concat, GAP, Gemm, Softmax."""
+    rng = np.random.RandomState(1)
+    inits = [
+        _init(rng, "conv1_w", (16, 3, 3, 3)), _init(rng, "conv1_b", (16,)),
+        numpy_helper.from_array((1 + 0.1 * rng.standard_normal(16)).astype(np.float32), "bn_scale"),
+        _init(rng, "bn_bias", (16,)), _init(rng, "bn_mean", (16,)),
+        numpy_helper.from_array((1 + 0.1 * rng.random_sample(16)).astype(np.float32), "bn_var"),
+        _init(rng, "conv2_w", (16, 16, 3, 3)), _init(rng, "conv3_w", (16, 16, 3, 3)),
+        _init(rng, "dw_w", (16, 1, 3, 3)),
+        _init(rng, "fc_w", (10, 32)), _init(rng, "fc_b", (10,)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["input", "conv1_w", "conv1_b"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "bn_scale", "bn_bias", "bn_mean", "bn_var"], ["bn1"],
+                         name="bn1", epsilon=1e-5),
+        helper.make_node("Relu", ["bn1"], ["r1"], name="relu1"),
+        helper.make_node("MaxPool", ["r1"], ["p1"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "conv2_w"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("Conv", ["r2", "conv3_w"], ["c3"], name="conv3", pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c3", "p1"], ["res"], name="residual_add"),
+        helper.make_node("Relu", ["res"], ["r3"], name="relu3"),
+        helper.make_node("Conv", ["r3", "dw_w"], ["dw"], name="depthwise", pads=[1, 1, 1, 1], group=16),
+        helper.make_node("AveragePool", ["dw"], ["ap"], name="avgpool", kernel_shape=[3, 3], strides=[1, 1],
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["r3", "ap"], ["cat"], name="concat", axis=1),
+        helper.make_node("GlobalAveragePool", ["cat"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["flat", "fc_w", "fc_b"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["prob"], name="softmax", axis=-1),
+    ]
+    graph = helper.make_graph(nodes, "small_cnn",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 32, 32])],
+                              [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples")
+
+
+def small_transformer() -> onnx.ModelProto:
+    """One pre-LN transformer encoder block: LayerNorm, 2-head self-attention, MLP with a sigmoid-GELU."""
+    rng = np.random.RandomState(2)
+    b, s, d, h = 2, 8, 32, 2
+    hd = d // h
+    inits = [
+        numpy_helper.from_array(np.ones(d, np.float32), "ln1_g"), numpy_helper.from_array(np.zeros(d, np.float32), "ln1_b"),
+        _init(rng, "wq", (d, d)), _init(rng, "wk", (d, d)), _init(rng, "wv", (d, d)), _init(rng, "wo", (d, d)),
+        _init(rng, "bq", (d,)), _init(rng, "bo", (d,)),
+        numpy_helper.from_array(np.ones(d, np.float32), "ln2_g"), numpy_helper.from_array(np.zeros(d, np.float32), "ln2_b"),
+        _init(rng, "w1", (d, 4 * d)), _init(rng, "b1", (4 * d,)), _init(rng, "w2", (4 * d, d)), _init(rng, "b2", (d,)),
+        numpy_helper.from_array(np.array([b, s, h, hd], np.int64), "heads_shape"),
+        numpy_helper.from_array(np.array([b, s, d], np.int64), "merge_shape"),
+        numpy_helper.from_array(np.array(np.sqrt(hd), np.float32), "scale"),
+        numpy_helper.from_array(np.array(1.702, np.float32), "gelu_k"),
+        numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+        numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+    ]
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln1_g", "ln1_b"], ["ln1"], name="ln1", axis=-1, epsilon=1e-5),
+        n("MatMul", ["ln1", "wq"], ["q0"], name="q_proj"), n("Add", ["q0", "bq"], ["q1"], name="q_bias"),
+        n("MatMul", ["ln1", "wk"], ["k0"], name="k_proj"), n("MatMul", ["ln1", "wv"], ["v0"], name="v_proj"),
+        n("Reshape", ["q1", "heads_shape"], ["q2"], name="q_split"),
+        n("Reshape", ["k0", "heads_shape"], ["k2"], name="k_split"),
+        n("Reshape", ["v0", "heads_shape"], ["v2"], name="v_split"),
+        n("Transpose", ["q2"], ["q3"], name="q_perm", perm=[0, 2, 1, 3]),
+        n("Transpose", ["k2"], ["k3"], name="k_perm", perm=[0, 2, 3, 1]),
+        n("Transpose", ["v2"], ["v3"], name="v_perm", perm=[0, 2, 1, 3]),
+        n("MatMul", ["q3", "k3"], ["qk"], name="qk"), n("Div", ["qk", "scale"], ["qk_s"], name="qk_scale"),
+        n("Softmax", ["qk_s"], ["attn"], name="attn_softmax", axis=-1),
+        n("MatMul", ["attn", "v3"], ["ctx0"], name="attn_v"),
+        n("Transpose", ["ctx0"], ["ctx1"], name="ctx_perm", perm=[0, 2, 1, 3]),
+        n("Reshape", ["ctx1", "merge_shape"], ["ctx2"], name="ctx_merge"),
+        n("MatMul", ["ctx2", "wo"], ["o0"], name="o_proj"), n("Add", ["o0", "bo"], ["o1"], name="o_bias"),
+        n("Add", ["x", "o1"], ["h1"], name="residual1"),
+        n("LayerNormalization", ["h1", "ln2_g", "ln2_b"], ["ln2"], name="ln2", axis=-1, epsilon=1e-5),
+        n("MatMul", ["ln2", "w1"], ["f0"], name="fc1"), n("Add", ["f0", "b1"], ["f1"], name="fc1_bias"),
+        n("Mul", ["f1", "gelu_k"], ["g0"], name="gelu_scale"), n("Sigmoid", ["g0"], ["g1"], name="gelu_sigmoid"),
+        n("Mul", ["f1", "g1"], ["g2"], name="gelu_mul"),
+        n("MatMul", ["g2", "w2"], ["f2"], name="fc2"), n("Add", ["f2", "b2"], ["f3"], name="fc2_bias"),
+        n("Add", ["h1", "f3"], ["h2"], name="residual2"),
+        # a tanh-gated head: tanh(h2) * 2 - 1 ... exercises Tanh, Sub
+        n("Tanh", ["h2"], ["t0"], name="head_tanh"), n("Mul", ["t0", "two"], ["t1"], name="head_scale"),
+        n("Sub", ["t1", "one"], ["y"], name="head_shift"),
+    ]
+    graph = helper.make_graph(nodes, "small_transformer",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, d])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, s, d])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples")
+
+
+SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer}
+
+
+def main() -> None:
+    for name, make in SAMPLES.items():
+        model = make()
+        onnx.checker.check_model(model)
+        (HERE / f"{name}.onnx").write_bytes(model.SerializeToString(deterministic=True))
+        print(f"wrote models/{name}.onnx")
+
+
+if __name__ == "__main__":
+    main()
