@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = pathlib.Path(__file__).resolve().parent
 OPSET = 17
+IR_VERSION = 8  # the IR version of opset 17; onnxruntime reads it
 
 
 def _init(rng, name, shape, scale=0.1):
@@ -50,7 +51,8 @@ def small_cnn() -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "small_cnn",
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 32, 32])],
                               [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [1, 10])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples")
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples",
+                             ir_version=IR_VERSION)
 
 
 def small_transformer() -> onnx.ModelProto:
@@ -102,7 +104,8 @@ def small_transformer() -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "small_transformer",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, s, d])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, s, d])], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples")
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples",
+                             ir_version=IR_VERSION)
 
 
 SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer}

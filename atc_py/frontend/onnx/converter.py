@@ -65,7 +65,7 @@ class OnnxConverter:
             key = (n.op_type, _domain_name(domain), opset, why)
             missing.setdefault(key, []).append(n.name or f"{n.op_type}_{k}")
         if missing:
-            items = [f"{t} (domain {d}, opset {o}, {why}): nodes {', '.join(names)}"
+            items = [f"{t} (domain {d}, opset {o}, {why}): {len(names)} node(s) {_names(names)}"
                      for (t, d, o, why), names in sorted(missing.items(), key=lambda kv: kv[0][0])]
             raise AtcError("E19010", ops="; ".join(items))
 
@@ -116,6 +116,11 @@ class OnnxConverter:
         outs = [self.value(o.name) for o in self.model.graph.output]
         self.graph.add_node("NetOutput", "NetOutput", outs, [],
                             attrs={"output_names": [o.name for o in self.model.graph.output]})
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    more = f", ... (+{len(names) - shown} more)" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _safe(name: str) -> str:

@@ -1,0 +1,212 @@
+"""atc-py: ATC's command line — flags -> GE options -> build -> ATC's messages and exit codes."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import sys
+import tempfile
+
+import click
+from google.protobuf.message import DecodeError
+
+from . import cmdline
+from .errors import AtcError
+from .om import read_om
+from .om import partitions as pt
+from .om.container import OmFormatError
+from .om.json_dump import om_to_json
+from .om.model_info import model_info
+from .proto import ge_ir_pb2 as ge
+from .proto import task_pb2
+
+START = "ATC start working now, please wait for a moment."
+SUCCESS = "ATC run success, welcome to the next use."
+FAILURE = "ATC run failed, Please check the detail log, Try 'atc --help' for more information"
+EXIT_FAILURE = 255  # main_impl returns int32 -1
+LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9}
+PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
+
+
+def write_atomic(path: pathlib.Path, data: bytes) -> None:
+    """Temp file + rename: a failed run never leaves a half-written or clobbered output."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _logger(level_name: str):
+    threshold = LOG_LEVELS[level_name]
+
+    def log(level: str, msg: str) -> None:
+        if LOG_LEVELS.get(level, 1) >= threshold:
+            click.echo(f"[{level.upper()}] GE(atc-py): {msg}")
+    return log
+
+
+def _output_path(output: str) -> pathlib.Path:
+    if not output:
+        raise AtcError("E10004", parameter="output")
+    if output.endswith("/"):
+        raise AtcError("E10022", path=output, parameter="output")
+    if not PATH_CHARS.match(output):
+        raise AtcError("E10001", value=output, parameter="--output",
+                       reason="The path can only contain 'a-z' 'A-Z' '0-9' '-' '.' '_' and Chinese characters.")
+    path = pathlib.Path(output + ".om")
+    if not path.parent.is_dir():
+        raise AtcError("E10001", value=output, parameter="--output", reason="The directory does not exist.")
+    return path
+
+
+def _check_flags(given: dict[str, str]) -> None:
+    """CheckFlags order of ATC: the first failure wins."""
+    v = lambda n: cmdline.value(given, n)  # noqa: E731
+    if not v("soc_version"):
+        raise AtcError("E10054")
+    _output_path(v("output"))
+    model = v("model")
+    if not model:
+        raise AtcError("E10004", parameter="model")
+    if not os.path.isfile(model) or not os.access(model, os.R_OK):
+        raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
+    if v("tiling_schedule_optimize") not in ("", "0", "1"):
+        raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
+    limit = v("static_model_ops_lower_limit")
+    if limit and not re.fullmatch(r"-1|\d+", limit):
+        raise AtcError("E10001", value=limit, parameter="--static_model_ops_lower_limit",
+                       reason="The value must be an integer greater than or equal to -1.")
+
+
+def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
+    v = lambda n: cmdline.value(given, n)  # noqa: E731
+    return {
+        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": v("input_shape"),
+        "ge.outputNodeName": v("out_nodes"), "ge.tiling_schedule_optimize": v("tiling_schedule_optimize"),
+        "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
+        "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",
+        "atc_cmdline": " ".join(["atc-py"] + argv), "om_name": pathlib.Path(v("output")).name,
+    }
+
+
+def _read_om(path: str):
+    if not path:
+        raise AtcError("E10004", parameter="om")
+    try:
+        data = pathlib.Path(path).read_bytes()
+    except OSError as exc:
+        raise AtcError("E10041", path=path, reason=exc.strerror or str(exc)) from None
+    try:
+        return read_om(data)
+    except OmFormatError as exc:
+        raise AtcError("E10041", path=path, reason=str(exc)) from None
+
+
+def run_mode_0(given, argv, log) -> None:
+    from .pipeline import build
+    if cmdline.value(given, "framework") == "-1":
+        raise AtcError("E10007", parameter="framework", support="0(Caffe) or 1(MindSpore) or 3(TensorFlow) or 5(Onnx)")
+    _check_flags(given)
+    out = _output_path(cmdline.value(given, "output"))
+    result = build(cmdline.value(given, "model"), _options(given, argv), log=log)
+    s = result.summary
+    click.echo(f"[INFO] build summary: {s['ops']} ops ({', '.join(f'{k} {n}' for k, n in sorted(s['ops_by_engine'].items()))}), "
+               f"{s['tasks']} tasks, {s['stream_num']} stream, feature map {s['memory_size']} B, "
+               f"weights {s['weight_size']} B, constants folded {s['constants_folded']}")
+    write_atomic(out, result.om)
+    if cmdline.value(given, "display_model_info") == "1":
+        click.echo(model_info(read_om(result.om)))
+
+
+def run_mode_1(given) -> None:
+    om_path, json_path = cmdline.value(given, "om"), cmdline.value(given, "json")
+    if not om_path:
+        raise AtcError("E10004", parameter="om")
+    if not json_path:
+        raise AtcError("E10004", parameter="json")
+    if cmdline.value(given, "framework") != "-1":
+        raise AtcError("E10055", reason="converting a framework model to JSON is not supported by atc-py; "
+                                        "give an .om with --om and no --framework")
+    om = _read_om(om_path)
+    md, mtd = ge.ModelDef(), task_pb2.ModelTaskDef()
+    try:
+        md.ParseFromString(om.models[0].get(pt.MODEL_DEF) or b"")
+        mtd.ParseFromString(om.models[0].get(pt.TASK_INFO) or b"")
+    except DecodeError as exc:
+        raise AtcError("E10041", path=om_path, reason=f"MODEL_DEF/TASK_INFO does not parse ({exc})") from None
+    doc = om_to_json(md, mtd if om.models[0].get(pt.TASK_INFO) else None)
+    target = pathlib.Path(json_path)
+    if not target.parent.is_dir():
+        raise AtcError("E10001", value=json_path, parameter="--json", reason="The directory does not exist.")
+    write_atomic(target, (json.dumps(doc, indent=2) + "\n").encode())
+
+
+def run_mode_6(given) -> None:
+    if "framework" in given:
+        raise AtcError("E10057", parameter0="om", parameter1="mode")
+    om = _read_om(cmdline.value(given, "om"))
+    try:
+        click.echo(model_info(om))
+    except DecodeError as exc:
+        raise AtcError("E10041", path=cmdline.value(given, "om"), reason=f"MODEL_DEF does not parse ({exc})") from None
+
+
+def run(argv: list[str]) -> int:
+    click.echo(START)
+    try:
+        given = cmdline.parse(argv)
+    except cmdline.SyntaxProblem as exc:
+        click.echo(f"ERROR: {exc}", err=True)
+        click.echo(FAILURE)
+        return EXIT_FAILURE
+    except AtcError as exc:
+        click.echo(FAILURE)
+        click.echo(str(exc))
+        return EXIT_FAILURE
+    if given.get("help", "false").lower() in cmdline.BOOL_TRUE:
+        click.echo(cmdline.usage())
+        return 0
+    log = _logger(cmdline.value(given, "log"))
+    mode = cmdline.value(given, "mode")
+    try:
+        if mode == "0":
+            run_mode_0(given, argv, log)
+        elif mode == "1":
+            run_mode_1(given)
+        elif mode == "6":
+            run_mode_6(given)
+        else:
+            raise AtcError("E10055", reason=f"--mode={mode} is not supported by atc-py (supported: 0, 1, 6)")
+    except AtcError as exc:
+        click.echo("...")
+        click.echo(FAILURE)
+        click.echo(str(exc))
+        return EXIT_FAILURE
+    except Exception as exc:  # a bug: still no traceback for the user, and the E19999 ATC prints
+        if os.environ.get("ATC_PY_DEBUG"):
+            raise
+        click.echo("...")
+        click.echo(FAILURE)
+        click.echo(f"E19999: Internal Error!\n        {type(exc).__name__}: {exc}")
+        return EXIT_FAILURE
+    click.echo("...")
+    click.echo(SUCCESS)
+    return 0
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                 "help_option_names": []}, add_help_option=False)
+@click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+def main(argv) -> None:
+    """atc-py: ATC-compatible offline model compiler (run with --help for the flags)."""
+    sys.exit(run(list(argv)))
+
+
+if __name__ == "__main__":
+    main()

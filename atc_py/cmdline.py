@@ -1,0 +1,122 @@
+"""ATC's command-line syntax (cmd_flag_info.cc): --flag=v / --flag v, -flag → --flag, '-' → '_' in names.
+
+Errors of the syntax itself print `ERROR: ...` to stderr like ATC; value checks raise AtcError.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import AtcError
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    kind: str          # "str" | "int" | "bool"
+    default: str
+    help: str
+
+
+FLAGS = {f.name: f for f in [
+    Flag("mode", "int", "0", "Run mode. 0(default): generate offline model; 1: convert model to JSON format; "
+                             "6: display model info"),
+    Flag("model", "str", "", "Model file"),
+    Flag("framework", "int", "-1", "Framework type. 5: Onnx"),
+    Flag("output", "str", "", "Output file path&name (the .om suffix is added)"),
+    Flag("soc_version", "str", "", "The soc version."),
+    Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'),
+    Flag("out_nodes", "str", "", 'Output nodes designated by users. E.g.: "node_name1:0;node_name1:1;node_name2:0"'),
+    Flag("om", "str", "", "The model file to be converted to json (mode 1) or displayed (mode 6)"),
+    Flag("json", "str", "", "The output json file path&name which is converted from a model"),
+    Flag("log", "str", "null", "Generate log with level. Support debug, info, warning, error, null"),
+    Flag("tiling_schedule_optimize", "str", "0", "Enable tiling sink. 1: enable; 0(default): disable"),
+    Flag("static_model_ops_lower_limit", "str", "", "Minimum node count of a static subgraph; -1: all dynamic"),
+    Flag("display_model_info", "str", "0", "Whether to display model info after generation. 0(default), 1"),
+    Flag("disable_reuse_memory", "str", "0", "The switch of reuse memory. 0(default): reuse; 1: do not reuse"),
+    Flag("help", "bool", "false", "Show this help message"),
+]}
+
+# cmd_flag_info.cc kStrValueRange (the subset our flags use)
+VALUE_RANGE = {
+    "framework": ["0", "1", "3", "5"],
+    "mode": ["0", "1", "3", "5", "6", "7", "30"],
+    "log": ["debug", "info", "warning", "error", "null"],
+    "display_model_info": ["0", "1"],
+    "disable_reuse_memory": ["0", "1"],
+}
+E10006_FLAGS = {"display_model_info", "disable_reuse_memory"}
+BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
+
+
+class SyntaxProblem(Exception):
+    """A command-line syntax error: printed as `ERROR: <msg>` on stderr."""
+
+
+def normalise(arg: str) -> str:
+    if arg.startswith("-") and not arg.startswith("--") and len(arg.split("=", 1)[0]) > 2:
+        arg = "-" + arg
+    if arg.startswith("--"):
+        name, eq, value = arg[2:].partition("=")
+        arg = "--" + name.replace("-", "_") + eq + value
+    return arg
+
+
+def parse(argv: list[str]) -> dict[str, str]:
+    """Flag name -> value for every flag given; raises SyntaxProblem or AtcError."""
+    given: dict[str, str] = {}
+    args = [normalise(a) for a in argv]
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-h", "--h"):
+            given["help"] = "true"
+            i += 1
+            continue
+        if not a.startswith("--") or a == "--":
+            raise SyntaxProblem(f"Non-option parameter: {a}")
+        name, eq, value = a[2:].partition("=")
+        flag = FLAGS.get(name)
+        if flag is None:
+            raise SyntaxProblem(f"unknown command line flag '{name}'")
+        if not eq and flag.kind != "bool":
+            if i + 1 >= len(args):
+                raise SyntaxProblem(f"flag '{name}' is missing its argument; flag description: {flag.help}")
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        given[name] = value
+        _check(flag, value)
+    return given
+
+
+def _check(flag: Flag, value: str) -> None:
+    if flag.kind == "int" and not value.isdigit():  # ATC accepts digits only: no sign
+        raise AtcError("E10003", value=value, parameter=flag.name, reason="The value type must be [int32].")
+    if flag.kind == "bool" and value.lower() not in BOOL_TRUE | BOOL_FALSE:
+        raise AtcError("E10003", value=value, parameter=flag.name, reason="The value type must be [bool].")
+    allowed = VALUE_RANGE.get(flag.name)
+    if allowed is None or value in allowed:
+        return
+    if flag.name in E10006_FLAGS:
+        raise AtcError("E10006", value=value, parameter=flag.name)
+    if flag.name == "log":
+        raise AtcError("E10010", value=value)
+    if flag.name == "framework":
+        raise AtcError("E10007", parameter="framework",
+                       support="0(Caffe) or 1(MindSpore) or 3(TensorFlow) or 5(Onnx)")
+    listing = " ".join(f"[{v}]" for v in sorted(allowed))
+    raise AtcError("E10001", value=value, parameter=f"--{flag.name}",
+                   reason=f"The value is not within the range of values. The valid range is {listing} .")
+
+
+def value(given: dict[str, str], name: str) -> str:
+    return given.get(name, FLAGS[name].default)
+
+
+def usage(prog: str = "atc-py") -> str:
+    lines = [f"usage: {prog} <args>", "example:",
+             f"  {prog} --model=./model.onnx --framework=5 --output=./out/model --soc_version=Ascend910B1", "",
+             "arguments:"]
+    for f in FLAGS.values():
+        lines.append(f"  --{f.name:<30} {f.help}" + (f" (default: {f.default})" if f.default else ""))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""om-run: loads an .om into a simulated Ascend device and runs it."""

@@ -1,0 +1,96 @@
+"""om-run: msame-like runner of .om files on the simulated device (numerics; timing is not modelled yet)."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import click
+import numpy as np
+
+from atc_py.engines.task_types import TASK_TYPE_NAMES
+from atc_py.errors import AtcError
+
+from .host.session import execute
+from .io import load_expected, load_inputs, write_outputs
+from .loader import DeviceModel, load_model
+
+
+def _shape(io) -> str:
+    return f"{io.desc.dtype}[{','.join(map(str, io.desc.shape))}]"
+
+
+def print_model(model: DeviceModel) -> None:
+    click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): {len(model.tasks)} tasks on "
+               f"{model.stream_num} stream(s), feature map {model.memory_size} B, weights {len(model.weights)} B")
+    kinds = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in model.tasks)
+    click.echo("[INFO] tasks: " + ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())))
+    for io in model.inputs:
+        click.echo(f"[INFO] input  {io.name}: {_shape(io)}")
+
+
+def compare(model: DeviceModel, outputs, expected, rtol: float, atol: float) -> bool:
+    ok = True
+    for io, got, exp in zip(model.outputs, outputs, expected):
+        if got.shape != exp.shape:
+            click.echo(f"[ERROR] output {io.name}: shape {list(got.shape)} != expected {list(exp.shape)}")
+            ok = False
+            continue
+        g, e = got.astype(np.float64), exp.astype(np.float64)
+        abs_err = np.abs(g - e)
+        rel_err = abs_err / np.maximum(np.abs(e), np.finfo(np.float32).tiny)
+        bad = ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+        status = "PASS" if not bad.any() else f"FAIL ({int(bad.sum())} of {bad.size} elements)"
+        click.echo(f"[INFO] compare {io.name}: max abs err {abs_err.max(initial=0):.3e}, "
+                   f"max rel err {rel_err.max(initial=0):.3e} (rtol {rtol}, atol {atol}): {status}")
+        ok &= not bad.any()
+    return ok
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("model_arg", required=False, metavar="[MODEL.om]")
+@click.option("--model", "model_opt", help="The .om file to run.")
+@click.option("--input", "input_spec", help="Comma-separated .npy files in input order, or one .npz keyed by input names.")
+@click.option("--output", "output_dir", help="Directory to write the outputs to.")
+@click.option("--outfmt", type=click.Choice(["NPY", "BIN", "TXT"], case_sensitive=False), default="NPY", show_default=True)
+@click.option("--loop", type=click.IntRange(min=1), default=1, show_default=True, help="Executions of the model.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs used without --input.")
+@click.option("--expected", help=".npz of expected outputs (by output name, or arr_0.. in output order).")
+@click.option("--rtol", type=float, default=1e-4, show_default=True)
+@click.option("--atol", type=float, default=1e-4, show_default=True)
+def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, rtol, atol):
+    """Run an .om compiled by atc-py on the simulated Ascend device and print its outputs."""
+    try:
+        path = model_opt or model_arg
+        if not path:
+            raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
+        model = load_model(path)
+        print_model(model)
+        inputs = load_inputs(model, input_spec, seed)
+        if not input_spec:
+            click.echo(f"[INFO] inputs: random (seed {seed})")
+        outputs = None
+        for k in range(loop):
+            result = execute(model, inputs)
+            if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
+                raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
+            outputs = result
+        if loop > 1:
+            click.echo(f"[INFO] {loop} loops: outputs identical in every loop")
+        for io, arr in zip(model.outputs, outputs):
+            a = arr.astype(np.float64) if arr.size else np.zeros(1)
+            click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
+                       f"mean {a.mean():.6g}")
+        if output_dir:
+            for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
+                click.echo(f"[INFO] wrote {p}")
+        if expected:
+            if not compare(model, outputs, load_expected(model, expected), rtol, atol):
+                raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
+        click.echo("[INFO] om-run finished successfully")
+    except AtcError as exc:
+        click.echo(f"[ERROR] {exc}", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The simulated device: memory and task execution."""

@@ -1,0 +1,37 @@
+"""Device memory: the feature-map arena and the weight arena, addressed by the logical addresses of the om."""
+from __future__ import annotations
+
+import numpy as np
+
+from atc_py.ir.graph import TensorDesc
+
+
+class MemoryFault(Exception):
+    pass
+
+
+class DeviceMemory:
+    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights: bytes):
+        self.regions = [
+            ("feature map", fm_base, np.zeros(fm_size, dtype=np.uint8)),
+            ("weights", weight_base, np.frombuffer(bytearray(weights), dtype=np.uint8)),
+        ]
+
+    def _locate(self, address: int, nbytes: int) -> tuple[np.ndarray, int]:
+        for name, base, buf in self.regions:
+            if base <= address < base + len(buf) or (nbytes == 0 and address == base):
+                off = address - base
+                if off + nbytes > len(buf):
+                    raise MemoryFault(f"{nbytes} bytes at 0x{address:X} run past the end of the {name} "
+                                      f"({len(buf)} B)")
+                return buf, off
+        raise MemoryFault(f"address 0x{address:X} is outside device memory")
+
+    def read(self, address: int, desc: TensorDesc) -> np.ndarray:
+        buf, off = self._locate(address, desc.nbytes)
+        return buf[off:off + desc.nbytes].view(desc.dtype).reshape(desc.shape).copy()
+
+    def write(self, address: int, array: np.ndarray) -> None:
+        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        buf, off = self._locate(address, raw.size)
+        buf[off:off + raw.size] = raw

@@ -1,0 +1,1 @@
+"""Host side of om-run: inputs, model execute, outputs."""

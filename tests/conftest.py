@@ -1,0 +1,49 @@
+"""Shared fixtures: repo paths, compiling samples, running both CLIs in-process."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+from click.testing import CliRunner
+
+import atc_py
+from atc_py.cli import run as atc_run
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+SAMPLES = sorted(p.stem for p in MODELS.glob("*.onnx"))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="regenerate tests/golden/*.json")
+
+
+@pytest.fixture
+def update_golden(request) -> bool:
+    return request.config.getoption("--update-golden")
+
+
+def compile_om(model, soc="Ascend910B1", **options) -> bytes:
+    opts = {"ge.socVersion": soc, "om_name": pathlib.Path(str(model)).stem if isinstance(model, (str, pathlib.Path)) else "m"}
+    opts.update(options)
+    return atc_py.build(str(model) if isinstance(model, pathlib.Path) else model, opts).om
+
+
+@pytest.fixture
+def atc(capsys):
+    """Run atc-py in-process: returns (exit code, stdout, stderr)."""
+    def _run(*argv: str):
+        code = atc_run(list(argv))
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return _run
+
+
+@pytest.fixture
+def om_run():
+    from runner.cli import main
+
+    def _run(*argv: str):
+        res = CliRunner().invoke(main, list(argv))
+        return res.exit_code, res.stdout, res.stderr
+    return _run

@@ -1,0 +1,107 @@
+"""The .om container: header layout, round trip, every corruption becomes one clean error."""
+import hashlib
+import struct
+
+import pytest
+
+from atc_py.om import read_om, write_om
+from atc_py.om import partitions as pt
+from atc_py.om.container import OmFormatError, OmModel
+from atc_py.om.header import MODEL_FILE_MAGIC_NUM, ModelFileHeader
+from atc_py.om.inout_info import IoDesc, build_inout, parse_inout
+from atc_py.om.kernel_store import build_store, parse_store
+
+from .conftest import MODELS, compile_om
+
+
+def _sample() -> bytes:
+    return write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, b"w" * 1000), (pt.TASK_INFO, b"ti")])], "net")
+
+
+def test_header_is_256_bytes_with_ge_offsets():
+    raw = ModelFileHeader(name=b"abc", model_num=3, model_length=77, is_unknow_model=1).pack()
+    assert len(raw) == 256
+    assert struct.unpack_from("<I", raw, 0)[0] == MODEL_FILE_MAGIC_NUM
+    assert raw[:4] == b"IMOD"
+    assert struct.unpack_from("<I", raw, 4)[0] == 256
+    assert struct.unpack_from("<I", raw, 8)[0] == 0x20000000
+    assert raw[84:87] == b"abc"
+    assert struct.unpack_from("<I", raw, 156)[0] == 3
+    assert struct.unpack_from("<Q", raw, 184)[0] == 77
+    assert raw[193] == 1
+
+
+def test_round_trip_and_table_layout():
+    data = _sample()
+    om = read_om(data)
+    assert om.header.model_num == 1 and om.header.model_length == len(data) - 256
+    assert [t for t, _ in om.models[0].partitions] == [pt.MODEL_DEF, pt.WEIGHTS_DATA, pt.TASK_INFO]
+    assert om.models[0].get(pt.WEIGHTS_DATA) == b"w" * 1000
+    num, = struct.unpack_from("<I", data, 256)
+    assert num == 3
+    ptype, _, off, size = struct.unpack_from("<IIQQ", data, 256 + 8 + 24)
+    assert (ptype, off, size) == (pt.WEIGHTS_DATA, 2, 1000)  # offsets relative to the end of the table
+    assert om.header.checksum[:32] == hashlib.sha256(data[256:]).digest()
+
+
+def test_multi_model_round_trip():
+    models = [OmModel([(pt.MODEL_DEF, b"root")]), OmModel([(pt.MODEL_DEF, b"sub"), (pt.TASK_INFO, b"t")])]
+    om = read_om(write_om(models, "dyn", is_unknown=True))
+    assert om.is_dynamic and om.header.model_num == 2
+    assert om.models[1].get(pt.TASK_INFO) == b"t"
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda d: d[:100], "shorter than the 256-byte header"),
+    (lambda d: d[:-1], "truncated or padded"),
+    (lambda d: d + b"\0", "truncated or padded"),
+    (lambda d: b"XXXX" + d[4:], "bad magic"),
+    (lambda d: d[:-5] + bytes([d[-5] ^ 0xFF]) + d[-4:], "checksum mismatch"),
+    (lambda d: d[:12] + b"\0" * 64 + d[76:256] + struct.pack("<I", 99) + d[260:], "partitions"),
+])
+def test_corruption_is_a_clean_error(mutate, needle):
+    with pytest.raises(OmFormatError, match=needle):
+        read_om(mutate(_sample()))
+
+
+def test_wrong_partition_size_without_checksum():
+    data = bytearray(_sample())
+    data[12:76] = b"\0" * 64  # no checksum: the length checks must still catch it
+    struct.pack_into("<Q", data, 256 + 8 + 24 + 16, 10**9)
+    with pytest.raises(OmFormatError, match="does not fit"):
+        read_om(bytes(data))
+
+
+def test_kernel_store_round_trip_and_corruption():
+    blob = build_store([("k2", b"bb"), ("k1", b"a")])
+    assert parse_store(blob) == {"k1": b"a", "k2": b"bb"}
+    assert struct.unpack_from("<I", blob)[0] == 0x5D776EFD
+    with pytest.raises(ValueError, match="runs past"):
+        parse_store(blob[:-1])
+
+
+def test_inout_info_round_trip():
+    blob = build_inout([IoDesc("x", (1, 3, 8, 8), 0, "NCHW", 768)], [IoDesc("y", (1, 10), 0, "ND", 40)])
+    parsed = parse_inout(blob)
+    assert parsed[0][0].name == "x" and parsed[0][0].shape == (1, 3, 8, 8)
+    assert parsed[1][0].shape == (1, 10)
+
+
+def test_compiled_model_partitions_in_ge_order_and_weights_aligned():
+    om = read_om(compile_om(MODELS / "small_cnn.onnx"))
+    types = [t for t, _ in om.models[0].partitions]
+    assert types == [pt.MODEL_INOUT_INFO, pt.MODEL_DEF, pt.WEIGHTS_DATA, pt.TBE_KERNELS, pt.TASK_INFO]
+    from atc_py.proto import ge_ir_pb2 as ge
+    md = ge.ModelDef.FromString(om.models[0].get(pt.MODEL_DEF))
+    consts = [op for op in md.graph[0].op if op.type == "Const"]
+    assert consts
+    for op in consts:
+        t = op.attr["value"].t
+        assert t.data == b"", "weights never live inside the protobuf"
+        assert t.desc.data_offset % 512 == 0 and t.desc.data_offset >= 512
+    weights = om.models[0].get(pt.WEIGHTS_DATA)
+    assert len(weights) == md.attr["weight_size"].i
+
+
+def test_same_input_same_bytes():
+    assert compile_om(MODELS / "small_transformer.onnx") == compile_om(MODELS / "small_transformer.onnx")

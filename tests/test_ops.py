@@ -1,0 +1,203 @@
+"""Operator library: every op's kernel against a numpy reference, tiling invariants, stale tiling, cost."""
+import numpy as np
+import pytest
+
+from atc_py.ir.graph import Graph, TensorDesc
+from atc_py.ops import all_ops, get_op
+from atc_py.ops.base import OpError, TilingResult
+from atc_py.ops.cost import block_cost
+from atc_py.ops.execute import launch, run_op, tiling_context
+from atc_py.platform import load_soc
+
+SOC = load_soc("Ascend910B1")
+RNG = np.random.default_rng(0)
+
+
+def run(op_type, inputs, attrs=None, soc=SOC):
+    """Build a one-node graph, infer, then tiling + kernel."""
+    g = Graph("t")
+    vals = [None if x is None else g.add_node(f"in{i}", "Data", out_descs=[TensorDesc(x.shape, x.dtype.name)],
+                                                attrs={"index": i}).outputs[0] for i, x in enumerate(inputs)]
+    spec = get_op(op_type)
+    node = g.add_node("n", op_type, vals, [TensorDesc((), "float32")] * len(spec.outputs), attrs or {})
+    for v, d in zip(node.outputs, spec.infer(node)):
+        v.desc = d
+    outs = run_op(spec, [v.desc if v else None for v in vals], [v.desc for v in node.outputs], node.attrs, soc, inputs)
+    return outs, node
+
+
+def r(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("op,ref", [("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                                    ("RealDiv", np.divide)])
+def test_binary_broadcast(op, ref):
+    a, b = r(2, 3, 4, 5), r(1, 3, 1, 5) + 3.0
+    (y,), _ = run(op, [a, b])
+    np.testing.assert_allclose(y, ref(a, b), rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,ref", [("Relu", lambda x: np.maximum(x, 0)), ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+                                    ("Tanh", np.tanh), ("Identity", lambda x: x)])
+def test_unary(op, ref):
+    x = r(3, 1000)
+    (y,), _ = run(op, [x])
+    np.testing.assert_allclose(y, ref(x), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax_any_axis(axis):
+    x = r(3, 4, 5)
+    (y,), _ = run("SoftmaxV2", [x], {"axes": [axis]})
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True), (True, True)])
+def test_matmul_transposes_and_bias(ta, tb):
+    a, b, bias = r(37, 19), r(19, 23), r(23)
+    a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
+    (y,), _ = run("MatMulV2", [a_in, b_in, bias], {"transpose_x1": ta, "transpose_x2": tb})
+    np.testing.assert_allclose(y, a @ b + bias, rtol=1e-5, atol=1e-5)
+
+
+def test_batch_matmul_broadcast():
+    a, b = r(2, 3, 5, 7), r(3, 7, 4)
+    (y,), _ = run("BatchMatMulV2", [a, b, None])
+    np.testing.assert_allclose(y, np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def conv_ref(x, w, b, stride, pad, dil, groups):
+    n, c, h, wd = x.shape
+    co, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[1]), (pad[2], pad[3])))
+    ho = (h + pad[0] + pad[1] - dil * (kh - 1) - 1) // stride + 1
+    wo = (wd + pad[2] + pad[3] - dil * (kw - 1) - 1) // stride + 1
+    out = np.zeros((n, co, ho, wo), np.float64)
+    og = co // groups
+    for o in range(co):
+        g = o // og
+        for i in range(ho):
+            for j in range(wo):
+                patch = xp[:, g * cg:(g + 1) * cg, i * stride:i * stride + dil * (kh - 1) + 1:dil,
+                           j * stride:j * stride + dil * (kw - 1) + 1:dil]
+                out[:, o, i, j] = (patch * w[o]).sum(axis=(1, 2, 3))
+    return out + (b.reshape(1, -1, 1, 1) if b is not None else 0)
+
+
+@pytest.mark.parametrize("stride,pad,dil,groups", [(1, [1, 1, 1, 1], 1, 1), (2, [0, 1, 0, 1], 1, 1),
+                                                   (1, [2, 2, 2, 2], 2, 1), (1, [1, 1, 1, 1], 1, 4)])
+def test_conv2d(stride, pad, dil, groups):
+    x, w, b = r(2, 8, 9, 9), r(40, 8 // groups, 3, 3), r(40)
+    attrs = {"strides": [1, 1, stride, stride], "pads": pad, "dilations": [1, 1, dil, dil], "groups": groups}
+    (y,), _ = run("Conv2D", [x, w, b], attrs)
+    np.testing.assert_allclose(y, conv_ref(x, w, b, stride, pad, dil, groups), rtol=1e-4, atol=1e-4)
+
+
+def test_maxpool_ceil_mode_and_avgpool_exclusive():
+    x = r(1, 2, 7, 7)
+    attrs = {"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "pads": [1, 1, 1, 1], "ceil_mode": True}
+    (y,), _ = run("MaxPoolV3", [x], attrs)
+    assert y.shape == (1, 2, 4, 4)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 2), (1, 2)), constant_values=-np.inf)
+    ref = np.array([[[[xp[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max() for j in range(4)] for i in range(4)]
+                     for c in range(2)]])
+    np.testing.assert_allclose(y, ref)
+    (a,), _ = run("AvgPoolV2", [x], {**attrs, "ceil_mode": False, "exclusive": True})
+    xz = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ones = np.pad(np.ones((7, 7)), 1)
+    ref = np.array([[[[xz[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() / ones[2 * i:2 * i + 3, 2 * j:2 * j + 3].sum()
+                       for j in range(4)] for i in range(4)] for c in range(2)]])
+    np.testing.assert_allclose(a, ref, rtol=1e-5)
+
+
+def test_global_average_pool_and_bninfer():
+    x = r(2, 5, 4, 3)
+    (y,), _ = run("GlobalAveragePool", [x])
+    np.testing.assert_allclose(y, x.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
+    s, o, m, v = r(5), r(5), r(5), np.abs(r(5)) + 0.5
+    (y,), _ = run("BNInfer", [x, s, o, m, v], {"epsilon": 1e-3})
+    ref = (x - m[:, None, None]) / np.sqrt(v[:, None, None] + 1e-3) * s[:, None, None] + o[:, None, None]
+    np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_layernorm():
+    x, g, b = r(4, 6, 16), r(16), r(16)
+    (y, mean, var), _ = run("LayerNorm", [x, g, b], {"begin_norm_axis": -1, "epsilon": 1e-5})
+    mu, va = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    np.testing.assert_allclose(y, (x - mu) / np.sqrt(va + 1e-5) * g + b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+
+
+def test_layout_ops():
+    x = r(2, 3, 4)
+    (y,), _ = run("TransposeD", [x], {"perm": [2, 0, 1]})
+    np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
+    (y,), _ = run("ConcatD", [x, r(2, 5, 4)], {"concat_dim": 1})
+    assert y.shape == (2, 8, 4)
+    (y,), node = run("Flatten", [x], {"axis": 2})
+    assert y.shape == (6, 4) and get_op("Flatten").no_task
+
+
+def test_reshape_infer_zero_and_minus_one():
+    from atc_py.ops.shape_layout import reshape_target
+    assert reshape_target((2, 3, 4), [0, -1], False) == (2, 12)
+    with pytest.raises(OpError, match="cannot reshape"):
+        reshape_target((2, 3, 4), [5, -1], False)
+
+
+def test_infer_rejects_bad_shapes():
+    g = Graph("t")
+    a = g.add_node("a", "Data", out_descs=[TensorDesc((2, 3), "float32")], attrs={"index": 0}).outputs[0]
+    b = g.add_node("b", "Data", out_descs=[TensorDesc((4, 5), "float32")], attrs={"index": 1}).outputs[0]
+    node = g.add_node("mm", "MatMulV2", [a, b], [TensorDesc((), "float32")])
+    with pytest.raises(OpError, match="inner dimensions"):
+        get_op("MatMulV2").infer(node)
+
+
+def test_every_task_op_has_tiling_kernel_and_cost():
+    for name, spec in all_ops().items():
+        if spec.no_task:
+            continue
+        assert spec.tiling_struct is not None, name
+        assert spec.engine in ("AICORE", "AICPU") and spec.core_type in ("AIC", "AIV", "MIX"), name
+
+
+def test_tiling_spreads_blocks_within_core_count():
+    for soc_name in ("Ascend910B1", "Ascend310P3"):
+        soc = load_soc(soc_name)
+        spec = get_op("Add")
+        d = TensorDesc((64, 1024), "float32")
+        t = spec.tiling(tiling_context(spec, [d, d], [d], {}, soc))
+        assert 1 < t.block_dim <= soc.vector_cores
+        mm = get_op("MatMulV2")
+        t = mm.tiling(tiling_context(mm, [TensorDesc((1024, 64), "float32"), TensorDesc((64, 64), "float32")],
+                                     [TensorDesc((1024, 64), "float32")], {}, soc))
+        assert 1 < t.block_dim <= soc.cube_cores
+
+
+def test_kernel_computes_from_its_tiling_not_its_inputs():
+    """A kernel launched with stale tiling (fewer blocks) leaves part of its output unwritten."""
+    spec = get_op("Relu")
+    d = TensorDesc((4096,), "float32")
+    x = np.abs(r(4096)) + 1
+    good = spec.tiling(tiling_context(spec, [d], [d], {}, SOC))
+    (y,) = launch(spec, good, {}, [d], [x])
+    np.testing.assert_array_equal(y, x)
+    stale = TilingResult(1, good.tiling_key, good.tiling_data)
+    (y,) = launch(spec, stale, {}, [d], [x])
+    assert good.block_dim > 1
+    block_len = spec.tiling_struct.unpack(good.tiling_data)["block_len"]
+    np.testing.assert_array_equal(y[:block_len], x[:block_len])
+    assert (y[block_len:] == 0).all()
+
+
+def test_cost_uses_soc_figures():
+    mm = get_op("MatMulV2")
+    descs = [TensorDesc((2048, 2048), "float16"), TensorDesc((2048, 2048), "float16")]
+    out = [TensorDesc((2048, 2048), "float16")]
+    c910 = block_cost(mm, tiling_context(mm, descs, out, {}, load_soc("Ascend910B1")), 24, load_soc("Ascend910B1"))
+    c310 = block_cost(mm, tiling_context(mm, descs, out, {}, load_soc("Ascend310P3")), 8, load_soc("Ascend310P3"))
+    assert c910.cube == (128 ** 3) // 24 + (1 if (128 ** 3) % 24 else 0)
+    assert c310.cube > c910.cube  # fewer cube cores
