@@ -36,6 +36,12 @@ def _scalar(f, v, hex_bytes: bool):
     return v
 
 
+def _is_repeated(f) -> bool:
+    """protobuf >= 6 has `is_repeated`; older runtimes only `label`."""
+    rep = getattr(f, "is_repeated", None)
+    return rep if rep is not None else f.label == FD.LABEL_REPEATED
+
+
 def message_to_json(msg: Message, black: set[str] = frozenset(), hex_bytes: bool = False) -> dict:
     out: dict = {}
     present = {f.name for f, _ in msg.ListFields()}
@@ -51,7 +57,7 @@ def message_to_json(msg: Message, black: set[str] = frozenset(), hex_bytes: bool
                 items.append({"key": k, "value": message_to_json(val, black, hex_bytes)
                               if vf.message_type is not None else _scalar(vf, val, hex_bytes)})
             out[f.name] = items
-        elif f.label == FD.LABEL_REPEATED:
+        elif _is_repeated(f):
             out[f.name] = [message_to_json(x, black, hex_bytes) if f.message_type is not None
                            else _scalar(f, x, hex_bytes) for x in v]
         elif f.message_type is not None:

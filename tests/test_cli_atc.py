@@ -1,0 +1,142 @@
+"""atc-py command line: ATC's flag syntax, start/success/failure lines, error codes, exit status, no output on failure."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from atc_py.cli import FAILURE, START, SUCCESS
+
+from .conftest import MODELS, ROOT
+
+CNN = str(MODELS / "small_cnn.onnx")
+
+
+def ok_args(out, *extra):
+    return ["--model", CNN, "--framework=5", f"--output={out}", "--soc_version=Ascend910B1", *extra]
+
+
+def test_success(atc, tmp_path):
+    code, out, _ = atc(*ok_args(tmp_path / "cnn"))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == START and lines[-1] == SUCCESS and lines[-2] == "..."
+    assert (tmp_path / "cnn.om").is_file()
+
+
+def test_single_dash_and_dashed_names_and_space_separated_values(atc, tmp_path):
+    code, out, _ = atc("-model", CNN, "-framework=5", "--output", str(tmp_path / "c"), "--soc-version", "Ascend910B1")
+    assert code == 0 and (tmp_path / "c.om").is_file()
+
+
+@pytest.mark.parametrize("extra,code_text", [
+    (["--tiling_schedule_optimize=2"],
+     "E10006: Value 2 for parameter --tiling_schedule_optimize is invalid. The value must be either 1 or 0."),
+    (["--log=loud"], "E10010: Value loud for parameter --log is invalid."),
+    (["--mode=9"], "E10001: Value 9 for parameter --mode is invalid. Reason: The value is not within the range of "
+                   "values. The valid range is [0] [1] [3] [30] [5] [6] [7] ."),
+    (["--mode=x"], "E10003: Value x for parameter --mode is invalid. Reason: The value type must be [int32]."),
+    (["--display_model_info=2"], "E10006: Value 2 for parameter --display_model_info"),
+    (["--input_shape=input:1,3,a,32"], "E10002"),
+    (["--input_shape=input:1,3,0,32"], "E10011"),
+    (["--input_shape=input:1,3,32.5,32"], "The float number is unsupported"),
+    (["--input_shape=nothere:1,3,32,32"], "E10016: Op name nothere specified in --input_shape is not found"),
+    (["--out_nodes=nothere:0"], "E10016: Op name nothere specified in --out_nodes"),
+    (["--out_nodes=fc:3"], "E10003: Value fc:3 for parameter --out_nodes is invalid"),
+    (["--out_nodes=fc:0;prob"], "Only one of index, top_name and output_name can be used."),
+    (["--static_model_ops_lower_limit=-2"], "E10001"),
+])
+def test_option_errors_have_codes_exit_255_and_write_nothing(atc, tmp_path, extra, code_text):
+    code, out, _ = atc(*ok_args(tmp_path / "cnn"), *extra)
+    assert code == 255
+    assert FAILURE in out and code_text in out
+    assert "Traceback" not in out
+    assert not list(tmp_path.iterdir())
+
+
+def test_required_flags(atc, tmp_path):
+    code, out, _ = atc("--model", CNN, f"--output={tmp_path / 'x'}", "--soc_version=Ascend910B1")
+    assert code == 255 and "E10007: --framework is required." in out
+    code, out, _ = atc("--model", CNN, "--framework=5", f"--output={tmp_path / 'x'}")
+    assert code == 255 and "E10054: The required parameter --soc_version for ATC is empty." in out
+    code, out, _ = atc("--model", CNN, "--framework=5", "--soc_version=Ascend910B1")
+    assert code == 255 and "E10004: Value for --output is empty." in out
+    code, out, _ = atc("--framework=5", f"--output={tmp_path / 'x'}", "--soc_version=Ascend910B1")
+    assert code == 255 and "E10004: Value for --model is empty." in out
+    code, out, _ = atc(*ok_args(tmp_path / "x")[:-1], "--soc_version=Ascend999")
+    assert code == 255 and "E10001: Value Ascend999 for parameter --soc_version" in out
+    code, out, _ = atc(*ok_args(str(tmp_path) + "/"))
+    assert code == 255 and "E10022" in out
+
+
+def test_syntax_errors(atc, tmp_path):
+    code, out, err = atc(*ok_args(tmp_path / "x"), "--bogus=1")
+    assert code == 255 and "ERROR: unknown command line flag 'bogus'" in err and FAILURE in out
+    code, out, err = atc(*ok_args(tmp_path / "x"), "stray")
+    assert code == 255 and "ERROR: Non-option parameter: stray" in err
+    code, out, err = atc(*ok_args(tmp_path / "x"), "--json")
+    assert code == 255 and "ERROR: flag 'json' is missing its argument" in err
+
+
+def test_failure_keeps_existing_output(atc, tmp_path):
+    target = tmp_path / "cnn.om"
+    target.write_bytes(b"previous")
+    code, _, _ = atc(*ok_args(tmp_path / "cnn"), "--input_shape=input:1,3,0,32")
+    assert code == 255 and target.read_bytes() == b"previous"
+
+
+def test_unsupported_model_names_every_missing_op(atc, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Foo", ["x"], ["a"], name="f"), helper.make_node("Bar", ["a"], ["y"], name="b")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    p = tmp_path / "u.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    code, out, _ = atc("--model", str(p), "--framework=5", f"--output={tmp_path / 'u'}", "--soc_version=Ascend910B1")
+    assert code == 255 and "E19010" in out and "Foo" in out and "Bar" in out
+    assert not (tmp_path / "u.om").exists()
+
+
+def test_mode1_json_and_mode6_info(atc, tmp_path):
+    assert atc(*ok_args(tmp_path / "cnn"))[0] == 0
+    om = str(tmp_path / "cnn.om")
+    code, out, _ = atc("--mode=1", f"--om={om}", f"--json={tmp_path / 'cnn.json'}")
+    assert code == 0
+    doc = json.loads((tmp_path / "cnn.json").read_text())
+    assert doc["name"] == "cnn" and doc["graph"][0]["op"]
+    assert "task" in doc["task_info"]
+    attrs = {a["key"]: a["value"] for a in doc["attr"]}
+    assert attrs["soc_version"] == {"s": "Ascend910B1"}
+    assert "memory_size" in attrs  # model attrs keep their keys; the field black-list is for proto fields
+    code, out, _ = atc("--mode=6", f"--om={om}")
+    assert code == 0 and "resource info: memory_size[" in out and "task     info:" in out
+    code, out, _ = atc("--mode=6", f"--om={om}", "--framework=5")
+    assert code == 255 and "E10057" in out
+    code, out, _ = atc("--mode=1", f"--om={om}")
+    assert code == 255 and "E10004: Value for --json is empty." in out
+
+
+def test_mode6_on_corrupt_om(atc, tmp_path):
+    p = tmp_path / "bad.om"
+    p.write_bytes(b"IMOD" + b"\0" * 300)
+    code, out, _ = atc("--mode=6", f"--om={p}")
+    assert code == 255 and "E10041" in out
+
+
+def test_display_model_info_after_build(atc, tmp_path):
+    code, out, _ = atc(*ok_args(tmp_path / "cnn"), "--display_model_info=1")
+    assert code == 0 and "Display Model Info start" in out
+
+
+def test_log_info_prints_stages(atc, tmp_path):
+    code, out, _ = atc(*ok_args(tmp_path / "cnn"), "--log=info")
+    assert code == 0 and "[INFO] GE(atc-py): stage tiling:" in out
+
+
+def test_console_scripts_and_module_entry(tmp_path):
+    """The installed entry points: python -m atc_py works the same as atc-py."""
+    res = subprocess.run([sys.executable, "-m", "atc_py", *ok_args(tmp_path / "cnn"), "--tiling_schedule_optimize=2"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 255 and "E10006" in res.stdout and not os.path.exists(tmp_path / "cnn.om")

@@ -1,0 +1,62 @@
+"""Graph passes: folding (with the kernels), identity and dead-node removal, memory plan."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from atc_py.frontend.onnx import convert_onnx
+from atc_py.ir.graph import Graph, TensorDesc
+from atc_py.passes.fold import fold_constants
+from atc_py.passes.infer import infer_graph
+from atc_py.passes.memory import MEM_ALIGN, WEIGHTS_START_OFFSET, plan_memory
+from atc_py.passes.prune import remove_dead_nodes, remove_identities
+from atc_py.platform import load_soc
+
+SOC = load_soc("Ascend910B1")
+
+
+def _graph(nodes, inits, out_shape=(2, 3)):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))], inits)
+    return convert_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))[0]
+
+
+def test_constant_subgraph_is_folded_with_the_kernels():
+    c1 = numpy_helper.from_array(np.full((2, 3), 2.0, np.float32), "c1")
+    c2 = numpy_helper.from_array(np.full((2, 3), 3.0, np.float32), "c2")
+    g = _graph([helper.make_node("Mul", ["c1", "c2"], ["k"], name="const_mul"),
+                helper.make_node("Add", ["x", "k"], ["y"], name="add")], [c1, c2])
+    assert fold_constants(g, SOC) == 1
+    types = [n.op_type for n in g.nodes]
+    assert "Mul" not in types and types.count("Add") == 1
+    k = g.node("add").inputs[1]
+    assert k.is_const and np.all(k.data == 6.0)
+
+
+def test_identity_removed_and_dead_nodes_dropped():
+    g = _graph([helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Relu", ["i"], ["y"]),
+                helper.make_node("Sigmoid", ["x"], ["unused"], name="dead")], [])
+    assert remove_identities(g) == 1
+    assert remove_dead_nodes(g) == 1
+    assert [n.op_type for n in g.nodes] == ["Data", "Relu", "NetOutput"]
+
+
+def test_identity_between_input_and_output_is_kept():
+    g = _graph([helper.make_node("Identity", ["x"], ["y"])], [])
+    assert remove_identities(g) == 0
+
+
+def test_memory_plan_aligned_disjoint_and_views_alias():
+    shape = numpy_helper.from_array(np.array([3, 2], np.int64), "s")
+    g = _graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "s"], ["v"]),
+                helper.make_node("Sigmoid", ["v"], ["y"])], [shape], out_shape=(3, 2))
+    infer_graph(g)
+    plan = plan_memory(g, {"Sigmoid_2": [100]})
+    relu = g.node("Relu_0").outputs[0]
+    view = g.node("Reshape_1").outputs[0]
+    assert plan.fm_offset[id(view)] == plan.fm_offset[id(relu)]
+    ranges = sorted((plan.fm_offset[id(v)], v.desc.nbytes) for n in g.nodes for v in n.outputs
+                    if id(v) in plan.fm_offset and n.op_type != "Reshape")
+    for (o1, s1), (o2, _) in zip(ranges, ranges[1:]):
+        assert o1 % MEM_ALIGN == 0 and o1 + s1 <= o2
+    assert plan.workspace["Sigmoid_2"][0][0] % MEM_ALIGN == 0
+    assert plan.memory_size % MEM_ALIGN == 0
+    assert not plan.weights or all(o >= WEIGHTS_START_OFFSET for o in plan.weight_offset.values())
