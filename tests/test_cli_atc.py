@@ -42,6 +42,7 @@ def test_single_dash_and_dashed_names_and_space_separated_values(atc, tmp_path):
     (["--input_shape=input:1,3,0,32"], "E10011"),
     (["--input_shape=input:1,3,32.5,32"], "The float number is unsupported"),
     (["--input_shape=nothere:1,3,32,32"], "E10016: Op name nothere specified in --input_shape is not found"),
+    (["--input_shape=r1:1,16,32,32"], "E10017: Input Op r1 specified in --input_shape is invalid. The Op type must be Data."),
     (["--out_nodes=nothere:0"], "E10016: Op name nothere specified in --out_nodes"),
     (["--out_nodes=fc:3"], "E10003: Value fc:3 for parameter --out_nodes is invalid"),
     (["--out_nodes=fc:0;prob"], "Only one of index, top_name and output_name can be used."),

@@ -105,3 +105,23 @@ def test_compiled_model_partitions_in_ge_order_and_weights_aligned():
 
 def test_same_input_same_bytes():
     assert compile_om(MODELS / "small_transformer.onnx") == compile_om(MODELS / "small_transformer.onnx")
+
+
+def test_same_bytes_across_processes_with_different_hash_seeds(tmp_path):
+    """No dependence on set/dict order or hash randomisation: two CLI runs, two seeds, same file."""
+    import os
+    import subprocess
+    import sys
+    from .conftest import ROOT
+    outs = []
+    for seed in ("1", "2"):
+        cwd = tmp_path / f"m{seed}"
+        cwd.mkdir()
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
+        res = subprocess.run([sys.executable, "-m", "atc_py", f"--model={MODELS / 'small_cnn.onnx'}", "--framework=5",
+                              "--output=cnn", "--soc_version=Ascend910B1"], cwd=cwd, env=env,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stdout
+        outs.append((cwd / "cnn.om").read_bytes())
+    # the command line is recorded in the om (atc_cmdline), so both runs use the same relative --output
+    assert outs[0] == outs[1]

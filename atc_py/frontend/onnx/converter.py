@@ -131,9 +131,16 @@ def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None) -> tu
     """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes)."""
     conv = OnnxConverter(model, input_shapes)
     conv.check_supported()
+    inputs = [i.name for i in model.graph.input if i.name not in conv.initializers]
+    produced = {o for n in model.graph.node for o in n.output} | {n.name for n in model.graph.node} | \
+        set(conv.initializers)
     for key in conv.input_shapes:
-        if isinstance(key, str) and key not in [i.name for i in model.graph.input]:
-            raise AtcError("E10016", opname=key, parameter="input_shape")
+        if isinstance(key, str) and key not in inputs:
+            code = "E10017" if key in produced else "E10016"
+            raise AtcError(code, opname=key, parameter="input_shape")
+        if isinstance(key, int) and key >= len(inputs):
+            raise AtcError("E10002", value=str(key), reason=f"the model has {len(inputs)} inputs",
+                           sample='"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"')
     conv.inputs()
     conv.nodes()
     conv.outputs()
