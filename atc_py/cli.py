@@ -115,13 +115,23 @@ def run_mode_0(given, argv, log) -> None:
     _check_flags(given)
     out = _output_path(cmdline.value(given, "output"))
     result = build(cmdline.value(given, "model"), _options(given, argv), log=log)
-    s = result.summary
-    click.echo(f"[INFO] build summary: {s['ops']} ops ({', '.join(f'{k} {n}' for k, n in sorted(s['ops_by_engine'].items()))}), "
-               f"{s['tasks']} tasks, {s['stream_num']} stream, feature map {s['memory_size']} B, "
-               f"weights {s['weight_size']} B, constants folded {s['constants_folded']}")
+    for line in summary_lines(result.summary):
+        click.echo(line)
     write_atomic(out, result.om)
     if cmdline.value(given, "display_model_info") == "1":
         click.echo(model_info(read_om(result.om)))
+
+
+def summary_lines(s: dict) -> list[str]:
+    engines = ", ".join(f"{k} {n}" for k, n in sorted(s["ops_by_engine"].items()))
+    tasks = ", ".join(f"{k} {n}" for k, n in s["tasks_by_type"].items())
+    models = "1 static model" if s["models"] == 1 else \
+        f"{s['models']} models (root + {s['known_subgraphs']} known, {s['unknown_subgraphs']} unknown subgraphs)"
+    return [f"[INFO] build summary: {s['ops']} ops ({engines}); {models}",
+            f"[INFO] build summary: {s['tasks']} tasks ({tasks}); {s['stream_num']} stream(s), {s['event_num']} event(s)",
+            f"[INFO] build summary: feature map {s['memory_size']} B, weights {s['weight_size']} B, "
+            f"constants folded {s['constants_folded']}",
+            f"[INFO] build summary: {s['tiling_sink']}"]
 
 
 def run_mode_1(given) -> None:

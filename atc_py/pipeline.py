@@ -1,20 +1,19 @@
-"""The compile pipeline as a Python API: atc_py.build(model, options) -> BuildResult (the .om bytes + summary).
+"""The compile pipeline as a Python API: build(model, options) -> BuildResult (the .om bytes + summary).
 
 Options use GE's names (ge.socVersion, ge.frameworkType, input_shape, ge.outputNodeName,
-ge.tiling_schedule_optimize, ge.buildGraphMode, ...).
+ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_limit, ...).
 """
 from __future__ import annotations
 
-import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
 
 import onnx
 
 from . import __version__
-from .engines.aicore import generate_tasks
-from .engines.tiling import tile_graph
+from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx
 from .ir.dtypes import dtype_by_name
@@ -22,16 +21,17 @@ from .ir.graph import Graph
 from .om import OmModel, write_om
 from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout
-from .om.kernel_store import build_store
 from .om.modeldef import model_def
 from .ops import get_op
 from .options import check_tiling_schedule_optimize_session, parse_input_shape, parse_out_nodes
 from .passes.engine import assign_engines
 from .passes.fold import fold_constants
 from .passes.infer import infer_graph
-from .passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, plan_memory
+from .passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
+from .passes.partition import DEFAULT_LOWER_LIMIT, PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
+from .passes.tiling_sink import decide_tiling_sink, summary_line
 from .platform import load_soc
 from .proto import task_pb2
 
@@ -64,84 +64,79 @@ def _no_log(level: str, msg: str) -> None:
     pass
 
 
-def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = False, device=None,
-          log: Callable[[str, str], None] = _no_log) -> BuildResult:
-    check_tiling_schedule_optimize_session(options.get("ge.tiling_schedule_optimize", ""))
-    framework = options.get("ge.frameworkType", FRAMEWORK_ONNX)
-    if framework != FRAMEWORK_ONNX:
-        raise AtcError("E10001", value=framework, parameter="--framework",
-                       reason="This version of atc-py supports 5(Onnx) only.")
-    soc = load_soc(options.get("ge.socVersion", ""))
-    st = _Stages(log)
+def _lower_limit(options: dict[str, str]) -> int:
+    text = options.get("ge.exec.static_model_ops_lower_limit", "")
+    if text == "":
+        return DEFAULT_LOWER_LIMIT
+    try:
+        value = int(text)
+    except ValueError:
+        value = -2
+    if value < -1:
+        raise AtcError("E10001", value=text, parameter="--static_model_ops_lower_limit",
+                       reason="The value must be an integer greater than or equal to -1.")
+    return value
+
+
+def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
     proto = st.run("load", load_onnx, model) if isinstance(model, str) else model
     shapes = parse_input_shape(options.get("input_shape", ""))
     graph, info = st.run("parse", convert_onnx, proto, shapes)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
-    stats: dict[str, int] = {}
-    stats["identities_removed"] = st.run("identity", remove_identities, graph)
+    return graph
+
+
+def optimize(graph: Graph, soc, st: _Stages) -> dict[str, int]:
+    stats = {"identities_removed": st.run("identity", remove_identities, graph)}
     st.run("infer", infer_graph, graph)
     stats["constants_folded"] = st.run("fold", fold_constants, graph, soc)
     stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph)
     graph.topo_sort()
-    engines = st.run("engines", assign_engines, graph)
-    tilings = st.run("tiling", tile_graph, graph, soc)
-    plan = st.run("memory", plan_memory, graph, {n: t.workspace for n, t in tilings.items()})
-    ids = {n.name: k for k, n in enumerate(graph.nodes)}
-    tasks, kernels = st.run("taskgen", generate_tasks, graph, ids, tilings, plan)
-
-    name = options.get("om_name", graph.name)
-    tbe = build_store([(k.name, _kernel_binary(k)) for k in kernels.values() if k.engine == "AICORE"])
-    cust = b""
-    mtd = task_pb2.ModelTaskDef(version="2.0", memory_size=plan.memory_size, weight_size=plan.weight_size,
-                                stream_num=1, event_num=0, base_addr=FEATURE_MAP_BASE, weight_addr=WEIGHT_BASE)
-    mtd.task.extend(tasks)
-    task_bytes = mtd.SerializeToString(deterministic=True)
-    tiling_info = {n: {"_tiling_key": t.tiling_key, "tvm_blockdim": t.block_dim, "_kernelname": _kname(n, tasks, ids)}
-                   for n, t in tilings.items()}
-    for node in graph.nodes:
-        if node.meta.get("engine") not in (None, "NONE"):
-            tiling_info.setdefault(node.name, {})["_ge_attr_op_kernel_lib_name"] = \
-                "AIcoreEngine" if node.meta["engine"] == "AICORE" else "aicpu_ascend_kernel"
-            tiling_info[node.name]["_cube_vector_core_type"] = node.meta["core_type"]
-    model_attrs = {
-        "stream_num": 1, "event_num": 0, "label_num": 0, "batch_num": 0,
-        "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
-        "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", ""),
-        "om_info_list": [plan.weight_size, len(tbe), len(cust), len(task_bytes), 0],
-    }
-    md = model_def(graph, ids, plan, model_attrs, tiling_info, name)
-    md_bytes = md.SerializeToString(deterministic=True)
-    inout = build_inout(_io_descs(graph, plan, inputs=True), _io_descs(graph, plan, inputs=False))
-    parts = {pt.MODEL_INOUT_INFO: inout, pt.MODEL_DEF: md_bytes, pt.WEIGHTS_DATA: plan.weights,
-             pt.TBE_KERNELS: tbe, pt.CUST_AICPU_KERNELS: cust, pt.TASK_INFO: task_bytes}
-    om_model = OmModel([(t, parts[t]) for t in pt.STATIC_ORDER if parts.get(t)])
-    om = write_om([om_model], name)
-
-    summary = {
-        "soc_version": soc.soc_version, "ops": sum(1 for n in graph.nodes if get_op(n.op_type).no_task is False),
-        "ops_by_engine": engines, "tasks": len(tasks), "memory_size": plan.memory_size,
-        "weight_size": plan.weight_size, "stream_num": 1, "event_num": 0, **stats,
-        "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
-    }
-    return BuildResult(om, summary, graph)
+    return stats
 
 
-def _kname(node_name: str, tasks, ids) -> str:
-    for t in tasks:
-        k = t.kernel if t.HasField("kernel") else t.kernel_with_handle
-        if k.context.op_index == ids[node_name]:
-            return t.kernel.kernel_name if t.HasField("kernel") else t.kernel_with_handle.original_kernel_key
-    return ""
+def _model_attrs(soc, framework: str, options: dict, streams: int, events: int) -> dict:
+    return {"stream_num": streams, "event_num": events, "label_num": 0, "batch_num": 0,
+            "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
+            "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", "")}
 
 
-def _kernel_binary(k) -> bytes:
-    """Our stand-in for a kernel binary: its descriptor (op type, core type, tiling-key entries)."""
-    return json.dumps({"kernel_name": k.name, "op_type": k.op_type, "core_type": k.core_type,
-                       "tiling_keys": list(k.tiling_keys)}, sort_keys=True).encode()
+def _ids(graph: Graph) -> dict[str, int]:
+    return {n.name: k for k, n in enumerate(graph.nodes)}
 
 
-def _io_descs(graph: Graph, plan, inputs: bool) -> list[IoDesc]:
+def static_partitions(sm: StaticModel, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
+    tbe, cust = kernel_partitions(sm)
+    tasks = task_info(sm)
+    attrs = _model_attrs(soc, framework, options, sm.stream_num, sm.event_num)
+    attrs["om_info_list"] = [sm.plan.weight_size, len(tbe), len(cust), len(tasks), 0]
+    md = model_def(sm.graph, _ids(sm.graph), sm.plan, attrs, sm.node_attrs, name)
+    return {pt.MODEL_DEF: md.SerializeToString(deterministic=True), pt.WEIGHTS_DATA: sm.plan.weights,
+            pt.TBE_KERNELS: tbe, pt.CUST_AICPU_KERNELS: cust, pt.TASK_INFO: tasks}
+
+
+def dynamic_partitions(graph: Graph, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
+    """What the host executor needs: the graph with its attributes and its weights; no tasks."""
+    plan = plan_weights_only(graph)
+    tasks = task_pb2.ModelTaskDef(version="2.0", weight_size=plan.weight_size, weight_addr=WEIGHT_BASE)
+    task_bytes = tasks.SerializeToString(deterministic=True)
+    node_attrs = {n.name: {"_ge_attr_op_kernel_lib_name": "AIcoreEngine" if n.meta.get("engine") == "AICORE"
+                           else "aicpu_ascend_kernel", "_cube_vector_core_type": n.meta["core_type"]}
+                  for n in graph.nodes if n.meta.get("engine") not in (None, "NONE")}
+    attrs = _model_attrs(soc, framework, options, 0, 0)
+    attrs["om_info_list"] = [plan.weight_size, 0, 0, len(task_bytes), 0]
+    attrs["_is_unknown_shape"] = True
+    md = model_def(graph, _ids(graph), plan, attrs, node_attrs, name)
+    return {pt.MODEL_DEF: md.SerializeToString(deterministic=True), pt.WEIGHTS_DATA: plan.weights,
+            pt.TASK_INFO: task_bytes}
+
+
+def _om_model(parts: dict[int, bytes]) -> OmModel:
+    return OmModel([(t, parts[t]) for t in pt.STATIC_ORDER if parts.get(t)])
+
+
+def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
     if inputs:
         vals = [(n.outputs[0].name, n.outputs[0]) for n in graph.data_nodes]
     else:
@@ -149,3 +144,76 @@ def _io_descs(graph: Graph, plan, inputs: bool) -> list[IoDesc]:
         vals = list(zip(net.attrs.get("output_names", [v.name for v in net.inputs]), net.inputs))
     return [IoDesc(name, v.desc.shape, dtype_by_name(v.desc.dtype).cpp, v.desc.format, v.desc.nbytes)
             for name, v in vals]
+
+
+def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = False, device=None,
+          log: Callable[[str, str], None] = _no_log) -> BuildResult:
+    options = dict(options)
+    check_tiling_schedule_optimize_session(options.get("ge.tiling_schedule_optimize", ""))
+    if online:
+        options.pop("ge.buildGraphMode", None) if options.get("ge.buildGraphMode") == "offline" else None
+    else:
+        options["ge.buildGraphMode"] = "offline"
+    framework = options.get("ge.frameworkType", FRAMEWORK_ONNX)
+    if framework != FRAMEWORK_ONNX:
+        raise AtcError("E10001", value=framework, parameter="--framework",
+                       reason="This version of atc-py supports 5(Onnx) only.")
+    soc = load_soc(options.get("ge.socVersion", ""))
+    if options.get("debug_sink_nops", "") != "":
+        log("warning", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "
+                       f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
+                       "prefetched before its UPDATE (debug only, never deploy it)")
+    limit = _lower_limit(options)
+    st = _Stages(log)
+    graph = frontend(model, options, st)
+    stats = optimize(graph, soc, st)
+    engines = st.run("engines", assign_engines, graph)
+    decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
+    for d in decisions:
+        log("info", d.line())
+    part = st.run("partition", partition, graph, limit)
+    name = options.get("om_name", graph.name)
+    if part is None:
+        sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
+        parts = static_partitions(sm, name, soc, framework, options)
+        parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False))
+        om = write_om([_om_model(parts)], name)
+        statics, dynamics = [sm], []
+    else:
+        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st)
+    tasks = [t for sm in statics for t in sm.tasks]
+    from .engines.task_types import TASK_TYPE_NAMES
+    summary = {
+        "soc_version": soc.soc_version,
+        "ops": sum(1 for n in graph.nodes if not get_op(n.op_type).no_task),
+        "ops_by_engine": engines, "tasks": len(tasks),
+        "tasks_by_type": dict(sorted(Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in tasks).items())),
+        "memory_size": sum(sm.plan.memory_size for sm in statics),
+        "weight_size": sum(sm.plan.weight_size for sm in statics),
+        "stream_num": max([sm.stream_num for sm in statics] or [0]),
+        "event_num": sum(sm.event_num for sm in statics),
+        "models": 1 if part is None else 1 + len(part.subgraphs),
+        "known_subgraphs": len(statics) if part is not None else 0, "unknown_subgraphs": len(dynamics),
+        "tiling_sink": summary_line(decisions), "sink_decisions": [d.__dict__ for d in decisions], **stats,
+        "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
+    }
+    return BuildResult(om, summary, graph)
+
+
+def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages):
+    root_plan = MemoryPlan()
+    root_attrs = _model_attrs(soc, framework, options, 0, 0)
+    root_attrs["_dynamic_shape_partitioned"] = True
+    root_md = model_def(part.root, _ids(part.root), root_plan, root_attrs, {}, name)
+    models = [_om_model({pt.MODEL_INOUT_INFO: build_inout(_io_descs(part.root, True), _io_descs(part.root, False)),
+                         pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
+    statics, dynamics = [], []
+    for sub in part.subgraphs:
+        if sub.known:
+            sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), soc, options)
+            statics.append(sm)
+            models.append(_om_model(static_partitions(sm, sub.name, soc, framework, options)))
+        else:
+            dynamics.append(sub.name)
+            models.append(_om_model(dynamic_partitions(sub.graph, sub.name, soc, framework, options)))
+    return write_om(models, name, is_unknown=True), statics, dynamics

@@ -133,7 +133,7 @@ def test_display_model_info_after_build(atc, tmp_path):
 
 def test_log_info_prints_stages(atc, tmp_path):
     code, out, _ = atc(*ok_args(tmp_path / "cnn"), "--log=info")
-    assert code == 0 and "[INFO] GE(atc-py): stage tiling:" in out
+    assert code == 0 and "[INFO] GE(atc-py): stage compile:" in out
 
 
 def test_console_scripts_and_module_entry(tmp_path):

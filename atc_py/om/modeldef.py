@@ -32,7 +32,8 @@ def op_def(node, node_id: int, plan: MemoryPlan, tiling_info: dict) -> ge.OpDef:
         op.input.append(_src(v))
         op.src_name.append(v.producer.name)
         op.src_index.append(v.index)
-        op.input_i.append(plan.address(v))
+        if plan.has(v):
+            op.input_i.append(plan.address(v))
         op.is_input_const.append(v.is_const)
         op.input_desc.append(tensor_desc(v.desc))
     names = node.attrs.get("output_names") if node.op_type == "NetOutput" else None
@@ -40,7 +41,7 @@ def op_def(node, node_id: int, plan: MemoryPlan, tiling_info: dict) -> ge.OpDef:
         for td, n in zip(op.input_desc, names):
             td.name = n
     for v in node.outputs:
-        if node.op_type != "NetOutput":
+        if node.op_type != "NetOutput" and plan.has(v):
             op.output_i.append(plan.address(v))
         td = tensor_desc(v.desc, name=v.name if node.op_type == "Data" else "")
         if plan.is_weight(v):
@@ -63,6 +64,8 @@ def op_def(node, node_id: int, plan: MemoryPlan, tiling_info: dict) -> ge.OpDef:
         op.attr["value"].CopyFrom(to_attr(t))
     for key, value in sorted(tiling_info.get(node.name, {}).items()):
         op.attr[key].CopyFrom(to_attr(value))
+    if node.op_type == "PartitionedCall":
+        op.subgraph_name.append(node.attrs["f"])
     return op
 
 

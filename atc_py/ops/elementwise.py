@@ -43,6 +43,7 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
 
 class BinaryOp(OpSpec):
     inputs = ("x1", "x2")
+    dtypes = ("float32", "float16", "int32", "int64")
     tiling_keys = (0, 1)
     tiling_struct = ELEMWISE_TILING
 
@@ -91,6 +92,7 @@ class Mul(BinaryOp):
 @register
 class RealDiv(BinaryOp):
     op_type = "RealDiv"
+    dtypes = ("float32", "float16")
     fn = staticmethod(np.divide)
 
     def work(self, ctx: TilingContext) -> Work:

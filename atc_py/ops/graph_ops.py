@@ -42,3 +42,14 @@ class NetOutput(PlumbingOp):
 
     def infer(self, node: Node) -> list[TensorDesc]:
         return []
+
+
+@register
+class PartitionedCall(PlumbingOp):
+    """Calls a partitioned subgraph (attr `f`); its outputs keep the descs the partitioner gave them."""
+    op_type = "PartitionedCall"
+    inputs = ("args*",)
+    outputs = ("output*",)
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        return [v.desc for v in node.outputs]

@@ -32,4 +32,5 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import activation, conv_pool, elementwise, graph_ops, matmul, norm, shape_layout  # noqa: F401
+    from . import (activation, attention_moe, conv_pool, elementwise, graph_ops, matmul, norm,  # noqa: F401
+                   scan_mask, shape_layout)

@@ -32,6 +32,9 @@ class MemoryPlan:
     weight_size: int = 0
     weights: bytes = b""
 
+    def has(self, v: Value) -> bool:
+        return id(v) in self.weight_offset or id(v) in self.fm_offset
+
     def address(self, v: Value) -> int:
         if id(v) in self.weight_offset:
             return WEIGHT_BASE + self.weight_offset[id(v)]
@@ -83,6 +86,13 @@ def plan_feature_map(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[
         if ws:
             plan.workspace[node.name] = ws
     plan.memory_size = offset
+
+
+def plan_weights_only(graph: Graph) -> MemoryPlan:
+    """For graphs the host executor runs (unknown subgraphs): weights are placed, activations are not."""
+    plan = MemoryPlan()
+    plan_weights(graph, plan)
+    return plan
 
 
 def plan_memory(graph: Graph, workspaces: dict[str, list[int]]) -> MemoryPlan:

@@ -1,0 +1,146 @@
+"""Compile one static (known-shape) graph: tiling, running params, memory, streams/events, tasks → partitions."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from .. import __version__
+from ..errors import AtcError
+from ..ir.graph import Graph
+from ..om import partitions as pt
+from ..om.kernel_store import build_store
+from ..ops import AICORE, get_op
+from ..ops.base import OpError, TilingResult
+from ..ops.execute import tiling_context
+from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_memory
+from ..passes.tiling_sink import TILING_SINK_OP
+from ..platform.soc import SocSpec
+from ..proto import task_pb2
+from . import sink
+from .aicore import KernelInfo, kernel_name, kernel_task
+
+MAIN_STREAM = 0
+
+
+@dataclass
+class StaticModel:
+    graph: Graph
+    plan: MemoryPlan
+    tasks: list
+    kernels: dict
+    tilings: dict[str, TilingResult]
+    sink_ops: list[str]
+    stream_num: int
+    event_num: int
+    node_attrs: dict[str, dict] = field(default_factory=dict)
+    partitions: dict[int, bytes] = field(default_factory=dict)
+
+
+def _const_depend_values(node, spec) -> dict:
+    return {i: node.inputs[i].data for i in spec.tiling_depend
+            if i < len(node.inputs) and node.inputs[i] is not None and node.inputs[i].is_const}
+
+
+def tile(graph: Graph, soc: SocSpec) -> dict[str, TilingResult]:
+    """Compile-time tiling. Sink ops run it once on the host with worst-case placeholder values: that fixes
+    their workspace; the real tiling runs on the device's AICPU."""
+    out = {}
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        if spec.no_task:
+            continue
+        depend = _const_depend_values(node, spec)
+        ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs],
+                             [v.desc for v in node.outputs], node.attrs, soc, depend)
+        if node.attrs.get(TILING_SINK_OP):
+            ctx.depend_values.update({k: v for k, v in spec.placeholder_values(ctx).items() if k not in depend})
+        try:
+            res = spec.tiling(ctx)
+        except OpError as exc:
+            raise AtcError("E19999", message=f"Tiling failed for node {node.name} ({node.op_type}): {exc}") from None
+        if res.block_dim < 1:
+            raise AtcError("E19999", message=f"Tiling of node {node.name} returned block_dim {res.block_dim}")
+        if node.attrs.get(TILING_SINK_OP) and spec.is_custom:
+            res.workspace = list(res.workspace) + [sink.CUSTOM_TILING_OP_DUMP_SIZE]
+        out[node.name] = res
+    return out
+
+
+def _produced_inside(v) -> bool:
+    return v is not None and v.producer is not None and v.producer.op_type not in ("Data", "Const")
+
+
+def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dict[str, str]) -> StaticModel:
+    tilings = tile(graph, soc)
+    plan = plan_memory(graph, {n: t.workspace for n, t in tilings.items()})
+    nops = soc.prefetch_num
+    if options.get("debug_sink_nops", "") != "":
+        nops = int(options["debug_sink_nops"])
+    tasks: list[task_pb2.TaskDef] = []
+    kernels: dict[str, KernelInfo] = {}
+    sink_ops: list[str] = []
+    node_attrs: dict[str, dict] = {}
+    events = 0
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        if spec.no_task:
+            continue
+        node.meta["stream_id"] = MAIN_STREAM
+        t = tilings[node.name]
+        is_sink = bool(node.attrs.get(TILING_SINK_OP))
+        kt = kernel_task(node, ids[node.name], t, plan, soc, MAIN_STREAM, sink=is_sink)
+        name = kernel_name(node)
+        kernels.setdefault(name, KernelInfo(name, node.op_type, spec.engine, spec.core_type, tuple(spec.tiling_keys)))
+        attrs = node_attrs.setdefault(node.name, {})
+        attrs.update({"_kernelname": name, "tvm_blockdim": t.block_dim, "_tiling_key": t.tiling_key,
+                      "compile_info_json": json.dumps({"op_type": node.op_type, "soc": soc.short_soc_version,
+                                                       "core_type": spec.core_type}, sort_keys=True),
+                      "_ge_attr_op_kernel_lib_name": "AIcoreEngine" if spec.engine == AICORE else "aicpu_ascend_kernel",
+                      "_cube_vector_core_type": spec.core_type})
+        if not is_sink:
+            tasks.append(kt)
+            continue
+        depend = sorted(i for i in spec.tiling_depend if i < len(node.inputs) and node.inputs[i] is not None
+                        and not node.inputs[i].is_const)
+        dep_event = None
+        if any(_produced_inside(node.inputs[i]) for i in depend):
+            dep_event, events = events, events + 1
+        res = sink.SinkResources(MAIN_STREAM, 1, events, dep_event, sink.so_name_for(node, soc.short_soc_version,
+                                                                                    __version__), spec.is_custom)
+        events += 1
+        attrs.update({"_attached_stream_info": ["tiling"], "_attached_stream_depend_value_input_indices": depend,
+                      "_attached_stream_id": res.attached_stream, "_attached_sync_res_info": ["tiling"],
+                      "_attached_sync_res_id": res.tiling_event, "op_para_size": sink.MAX_TILING_DATA_SIZE,
+                      "_block_dim_placeholder": True})
+        tasks.extend(sink.sink_sequence(ids[node.name], kt, res, nops, max(len(t.workspace) - 1, 0)))
+        sink_ops.append(node.name)
+        if spec.is_custom:
+            so = res.so_name
+            kernels.setdefault(so, KernelInfo(so, node.op_type, "CUST_AICPU", "AICPU", ()))
+    for k, task in enumerate(tasks):
+        task.id = k
+    stream_num = 2 if sink_ops else 1
+    return StaticModel(graph, plan, tasks, kernels, tilings, sink_ops, stream_num, events, node_attrs)
+
+
+def kernel_binary(k: KernelInfo) -> bytes:
+    """Our stand-in for a kernel binary: its descriptor (op type, core type, tiling-key entries)."""
+    return json.dumps({"kernel_name": k.name, "op_type": k.op_type, "core_type": k.core_type,
+                       "tiling_keys": list(k.tiling_keys)}, sort_keys=True).encode()
+
+
+def task_info(model: StaticModel) -> bytes:
+    mtd = task_pb2.ModelTaskDef(version="2.0", memory_size=model.plan.memory_size,
+                                weight_size=model.plan.weight_size, stream_num=model.stream_num,
+                                event_num=model.event_num, base_addr=FEATURE_MAP_BASE, weight_addr=WEIGHT_BASE)
+    mtd.task.extend(model.tasks)
+    return mtd.SerializeToString(deterministic=True)
+
+
+def kernel_partitions(model: StaticModel) -> tuple[bytes, bytes]:
+    tbe = build_store([(k.name, kernel_binary(k)) for k in model.kernels.values() if k.engine == AICORE])
+    cust = build_store([(k.name, kernel_binary(k)) for k in model.kernels.values() if k.engine == "CUST_AICPU"])
+    return tbe, cust
+
+
+__all__ = ["StaticModel", "compile_static", "task_info", "kernel_partitions", "pt"]
