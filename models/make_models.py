@@ -108,7 +108,87 @@ def small_transformer() -> onnx.ModelProto:
                              ir_version=IR_VERSION)
 
 
-SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer}
+DECODER = dict(tokens=8, heads=2, head_dim=16, cache=64, experts=4, layers=2)
+
+
+def decoder_step() -> onnx.ModelProto:
+    """One decode step of a small MoE decoder: per layer IncreFlashAttention over a KV cache and a
+    GroupedMatmul MoE. `actual_seq_lengths` (= seq_lens + 1) and `group_list` (= CumSum of per-expert
+    token counts) are computed on the device from graph inputs, so without tiling sink the host must
+    fetch them before it can tile the attention and the MoE."""
+    rng = np.random.RandomState(3)
+    c = DECODER
+    b, n, d, s, g = c["tokens"], c["heads"], c["head_dim"], c["cache"], c["experts"]
+    hd = n * d
+    nd = helper.make_node
+    inits = [numpy_helper.from_array(np.array(1, np.int64), "one"),
+             numpy_helper.from_array(np.array(0, np.int64), "axis0"),
+             numpy_helper.from_array(np.array([b, n, 1, d], np.int64), "q_shape"),
+             numpy_helper.from_array(np.array([b, hd], np.int64), "o_shape")]
+    nodes = [nd("Add", ["seq_lens", "one"], ["lens"], name="lens_plus_one"),
+             nd("CumSum", ["expert_counts", "axis0"], ["group_list"], name="group_list_cumsum")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, hd]),
+              helper.make_tensor_value_info("seq_lens", TensorProto.INT64, [b]),
+              helper.make_tensor_value_info("expert_counts", TensorProto.INT64, [g])]
+    # input stage (static): LayerNorm -> projection -> bias -> tanh
+    inits += [numpy_helper.from_array(np.ones(hd, np.float32), "ln_in_g"),
+              numpy_helper.from_array(np.zeros(hd, np.float32), "ln_in_b"),
+              _init(rng, "w_in", (hd, hd), 0.2), _init(rng, "b_in", (hd,))]
+    nodes += [nd("LayerNormalization", ["x", "ln_in_g", "ln_in_b"], ["x_ln"], name="ln_in", axis=-1),
+              nd("MatMul", ["x_ln", "w_in"], ["x_p"], name="in_proj"),
+              nd("Add", ["x_p", "b_in"], ["x_b"], name="in_bias"),
+              nd("Tanh", ["x_b"], ["h0"], name="in_act")]
+    h = "h0"
+    for layer in range(c["layers"]):
+        p = f"l{layer}_"
+        inputs += [helper.make_tensor_value_info(f"{p}k_cache", TensorProto.FLOAT, [b, n, s, d]),
+                   helper.make_tensor_value_info(f"{p}v_cache", TensorProto.FLOAT, [b, n, s, d])]
+        inits += [_init(rng, f"{p}wq", (hd, hd), 0.2), _init(rng, f"{p}wo", (hd, hd), 0.2),
+                  _init(rng, f"{p}w_experts", (g, hd, hd), 0.2)]
+        nodes += [
+            nd("MatMul", [h, f"{p}wq"], [f"{p}q2d"], name=f"{p}q_proj"),
+            nd("Reshape", [f"{p}q2d", "q_shape"], [f"{p}q"], name=f"{p}q_heads"),
+            nd("IncreFlashAttention", [f"{p}q", f"{p}k_cache", f"{p}v_cache", "lens"], [f"{p}attn"],
+               name=f"{p}ifa", domain="ascend", num_heads=n, input_layout="BNSD"),
+            nd("Reshape", [f"{p}attn", "o_shape"], [f"{p}attn2d"], name=f"{p}attn_merge"),
+            nd("MatMul", [f"{p}attn2d", f"{p}wo"], [f"{p}o"], name=f"{p}o_proj"),
+            nd("Add", [h, f"{p}o"], [f"{p}h1"], name=f"{p}residual_attn"),
+            nd("GroupedMatmul", [f"{p}h1", f"{p}w_experts", "group_list"], [f"{p}moe"], name=f"{p}moe",
+               domain="ascend"),
+            nd("Add", [f"{p}h1", f"{p}moe"], [f"{p}out"], name=f"{p}residual_moe"),
+        ]
+        h = f"{p}out"
+    # output head (static): LayerNorm -> vocabulary projection -> bias -> softmax
+    vocab = 48
+    inits += [numpy_helper.from_array(np.ones(hd, np.float32), "ln_out_g"),
+              numpy_helper.from_array(np.zeros(hd, np.float32), "ln_out_b"),
+              _init(rng, "w_vocab", (hd, vocab), 0.2), _init(rng, "b_vocab", (vocab,))]
+    nodes += [nd("LayerNormalization", [h, "ln_out_g", "ln_out_b"], ["h_ln"], name="ln_out", axis=-1),
+              nd("MatMul", ["h_ln", "w_vocab"], ["logits0"], name="lm_head"),
+              nd("Add", ["logits0", "b_vocab"], ["logits"], name="lm_bias"),
+              nd("Softmax", ["logits"], ["probs"], name="probs", axis=-1)]
+    graph = helper.make_graph(nodes, "decoder_step", inputs,
+                              [helper.make_tensor_value_info("probs", TensorProto.FLOAT, [b, vocab])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ascend", 1)],
+                             producer_name="atc-py-samples", ir_version=IR_VERSION)
+
+
+def decoder_inputs() -> dict[str, np.ndarray]:
+    """Valid inputs for decoder_step: lengths within the cache, expert counts summing to the token count."""
+    rng = np.random.RandomState(4)
+    c = DECODER
+    b, n, d, s = c["tokens"], c["heads"], c["head_dim"], c["cache"]
+    feeds = {"x": rng.standard_normal((b, n * d)).astype(np.float32),
+             "seq_lens": np.array([3, 17, 0, 40, 63 - 1, 5, 9, 30], np.int64),
+             "expert_counts": np.array([3, 0, 4, 1], np.int64)}
+    for layer in range(c["layers"]):
+        feeds[f"l{layer}_k_cache"] = rng.standard_normal((b, n, s, d)).astype(np.float32)
+        feeds[f"l{layer}_v_cache"] = rng.standard_normal((b, n, s, d)).astype(np.float32)
+    return feeds
+
+
+SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer, "decoder_step": decoder_step}
+INPUTS = {"decoder_step": decoder_inputs}
 
 
 def main() -> None:
@@ -117,6 +197,9 @@ def main() -> None:
         onnx.checker.check_model(model)
         (HERE / f"{name}.onnx").write_bytes(model.SerializeToString(deterministic=True))
         print(f"wrote models/{name}.onnx")
+        if name in INPUTS:
+            np.savez(HERE / f"{name}.inputs.npz", **INPUTS[name]())
+            print(f"wrote models/{name}.inputs.npz")
 
 
 if __name__ == "__main__":
