@@ -14,18 +14,15 @@ from google.protobuf.message import DecodeError
 from . import cmdline
 from .errors import AtcError
 from .om import read_om
-from .om import partitions as pt
 from .om.container import OmFormatError
-from .om.json_dump import om_to_json
+from .om.json_dump import om_file_to_json
 from .om.model_info import model_info
-from .proto import ge_ir_pb2 as ge
-from .proto import task_pb2
 
 START = "ATC start working now, please wait for a moment."
 SUCCESS = "ATC run success, welcome to the next use."
 FAILURE = "ATC run failed, Please check the detail log, Try 'atc --help' for more information"
 EXIT_FAILURE = 255  # main_impl returns int32 -1
-LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9}
+LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9, "alert": 10}  # alert: always shown
 PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
 
 
@@ -47,7 +44,7 @@ def _logger(level_name: str):
 
     def log(level: str, msg: str) -> None:
         if LOG_LEVELS.get(level, 1) >= threshold:
-            click.echo(f"[{level.upper()}] GE(atc-py): {msg}")
+            click.echo(f"[{'WARNING' if level == 'alert' else level.upper()}] GE(atc-py): {msg}")
     return log
 
 
@@ -78,6 +75,12 @@ def _check_flags(given: dict[str, str]) -> None:
         raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
     if v("tiling_schedule_optimize") not in ("", "0", "1"):
         raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
+    nops = v("debug_sink_nops")
+    if nops and not nops.isdigit():
+        raise AtcError("E10003", value=nops, parameter="debug_sink_nops", reason="The value type must be [int32].")
+    for key in ("op_attr_config",):
+        if v(key) and not os.path.isfile(v(key)):
+            raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
     limit = v("static_model_ops_lower_limit")
     if limit and not re.fullmatch(r"-1|\d+", limit):
         raise AtcError("E10001", value=limit, parameter="--static_model_ops_lower_limit",
@@ -92,6 +95,7 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
         "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",
         "atc_cmdline": " ".join(["atc-py"] + argv), "om_name": pathlib.Path(v("output")).name,
+        "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
     }
 
 
@@ -144,13 +148,10 @@ def run_mode_1(given) -> None:
         raise AtcError("E10055", reason="converting a framework model to JSON is not supported by atc-py; "
                                         "give an .om with --om and no --framework")
     om = _read_om(om_path)
-    md, mtd = ge.ModelDef(), task_pb2.ModelTaskDef()
     try:
-        md.ParseFromString(om.models[0].get(pt.MODEL_DEF) or b"")
-        mtd.ParseFromString(om.models[0].get(pt.TASK_INFO) or b"")
+        doc = om_file_to_json(om)
     except DecodeError as exc:
         raise AtcError("E10041", path=om_path, reason=f"MODEL_DEF/TASK_INFO does not parse ({exc})") from None
-    doc = om_to_json(md, mtd if om.models[0].get(pt.TASK_INFO) else None)
     target = pathlib.Path(json_path)
     if not target.parent.is_dir():
         raise AtcError("E10001", value=json_path, parameter="--json", reason="The directory does not exist.")

@@ -33,6 +33,11 @@ FLAGS = {f.name: f for f in [
     Flag("static_model_ops_lower_limit", "str", "", "Minimum node count of a static subgraph; -1: all dynamic"),
     Flag("display_model_info", "str", "0", "Whether to display model info after generation. 0(default), 1"),
     Flag("disable_reuse_memory", "str", "0", "The switch of reuse memory. 0(default): reuse; 1: do not reuse"),
+    Flag("op_plugin", "str", "", "Python modules (files or folders, ':'-separated) registering custom operators; "
+                                 "ASCEND_CUSTOM_OPP_PATH is read too"),
+    Flag("op_attr_config", "str", "", "JSON file: node name -> attributes to set (e.g. _super_kernel_scope)"),
+    Flag("debug_sink_nops", "str", "", "DEBUG ONLY: NOPs before each tiling-sink kernel instead of the SoC's "
+                                       "prefetch_num (shows the prefetch hazard)"),
     Flag("help", "bool", "false", "Show this help message"),
 ]}
 

@@ -24,7 +24,9 @@ from .om.inout_info import IoDesc, build_inout
 from .om.modeldef import model_def
 from .ops import get_op
 from .options import check_tiling_schedule_optimize_session, parse_input_shape, parse_out_nodes
+from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines
+from .plugins import load_plugins
 from .passes.fold import fold_constants
 from .passes.infer import infer_graph
 from .passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_weights_only
@@ -79,11 +81,13 @@ def _lower_limit(options: dict[str, str]) -> int:
 
 
 def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
+    load_plugins(options.get("op_plugin", ""))
     proto = st.run("load", load_onnx, model) if isinstance(model, str) else model
     shapes = parse_input_shape(options.get("input_shape", ""))
     graph, info = st.run("parse", convert_onnx, proto, shapes)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
+    apply_attr_config(graph, options.get("op_attr_config", ""))
     return graph
 
 
@@ -160,7 +164,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                        reason="This version of atc-py supports 5(Onnx) only.")
     soc = load_soc(options.get("ge.socVersion", ""))
     if options.get("debug_sink_nops", "") != "":
-        log("warning", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "
+        log("alert", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "
                        f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
                        "prefetched before its UPDATE (debug only, never deploy it)")
     limit = _lower_limit(options)

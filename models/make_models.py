@@ -187,14 +187,77 @@ def decoder_inputs() -> dict[str, np.ndarray]:
     return feeds
 
 
-SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer, "decoder_step": decoder_step}
-INPUTS = {"decoder_step": decoder_inputs}
+def superkernel() -> onnx.ModelProto:
+    """An attention block whose projection, IncreFlashAttention and residual share one
+    `_super_kernel_scope`: they fuse into a SUPER_KERNEL task (with sink, IFA's tiling task notifies the
+    super kernel through an event address instead of wait/NOP/update/record)."""
+    rng = np.random.RandomState(5)
+    b, n, d, s = 4, 2, 16, 32
+    hd = n * d
+    nd = helper.make_node
+    sk = {"_super_kernel_scope": "sk_attn"}
+    inits = [numpy_helper.from_array(np.array(1, np.int64), "one"),
+             numpy_helper.from_array(np.array([b, n, 1, d], np.int64), "q_shape"),
+             numpy_helper.from_array(np.array([b, hd], np.int64), "o_shape"),
+             _init(rng, "wq", (hd, hd), 0.2), _init(rng, "wo", (hd, hd), 0.2)]
+    nodes = [nd("Add", ["seq_lens", "one"], ["lens"], name="lens_plus_one"),
+             nd("MatMul", ["x", "wq"], ["q2d"], name="q_proj", **sk),
+             nd("Reshape", ["q2d", "q_shape"], ["q"], name="q_heads"),
+             nd("IncreFlashAttention", ["q", "k_cache", "v_cache", "lens"], ["attn"], name="ifa", domain="ascend",
+                num_heads=n, **sk),
+             nd("Reshape", ["attn", "o_shape"], ["attn2d"], name="attn_merge"),
+             nd("MatMul", ["attn2d", "wo"], ["o"], name="o_proj", **sk),
+             nd("Add", ["x", "o"], ["y"], name="residual", **sk)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, hd]),
+              helper.make_tensor_value_info("seq_lens", TensorProto.INT64, [b]),
+              helper.make_tensor_value_info("k_cache", TensorProto.FLOAT, [b, n, s, d]),
+              helper.make_tensor_value_info("v_cache", TensorProto.FLOAT, [b, n, s, d])]
+    graph = helper.make_graph(nodes, "superkernel", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, hd])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("ascend", 1)],
+                             producer_name="atc-py-samples", ir_version=IR_VERSION)
+
+
+def superkernel_inputs() -> dict[str, np.ndarray]:
+    rng = np.random.RandomState(6)
+    return {"x": rng.standard_normal((4, 32)).astype(np.float32), "seq_lens": np.array([0, 7, 31, 12], np.int64),
+            "k_cache": rng.standard_normal((4, 2, 32, 16)).astype(np.float32),
+            "v_cache": rng.standard_normal((4, 2, 32, 16)).astype(np.float32)}
+
+
+def custom_op() -> onnx.ModelProto:
+    """Uses the example plugin's custom::RowScale (plugins/example_custom_ops.py), whose active-row count
+    is computed on the device."""
+    rng = np.random.RandomState(7)
+    nd = helper.make_node
+    inits = [numpy_helper.from_array(np.array([1], np.int64), "one"), _init(rng, "w", (32, 16), 0.2)]
+    nodes = [nd("Add", ["valid_rows", "one"], ["active"], name="active_rows"),
+             nd("Relu", ["x"], ["xr"], name="relu"),
+             nd("RowScale", ["xr", "active"], ["scaled"], name="row_scale", domain="custom", scale=0.5),
+             nd("MatMul", ["scaled", "w"], ["y"], name="proj")]
+    graph = helper.make_graph(nodes, "custom_op",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 32]),
+                               helper.make_tensor_value_info("valid_rows", TensorProto.INT64, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("custom", 1)],
+                             producer_name="atc-py-samples", ir_version=IR_VERSION)
+
+
+def custom_op_inputs() -> dict[str, np.ndarray]:
+    rng = np.random.RandomState(8)
+    return {"x": rng.standard_normal((16, 32)).astype(np.float32), "valid_rows": np.array([10], np.int64)}
+
+
+SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer, "decoder_step": decoder_step,
+           "superkernel": superkernel, "custom_op": custom_op}
+INPUTS = {"decoder_step": decoder_inputs, "superkernel": superkernel_inputs, "custom_op": custom_op_inputs}
 
 
 def main() -> None:
     for name, make in SAMPLES.items():
         model = make()
-        onnx.checker.check_model(model)
+        if name not in ("decoder_step", "superkernel", "custom_op"):  # custom domains: no schema to check
+            onnx.checker.check_model(model)
         (HERE / f"{name}.onnx").write_bytes(model.SerializeToString(deterministic=True))
         print(f"wrote models/{name}.onnx")
         if name in INPUTS:

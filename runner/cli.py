@@ -10,6 +10,8 @@ import numpy as np
 from atc_py.engines.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 
+from atc_py.plugins import load_plugins
+
 from .host.session import execute
 from .io import load_expected, load_inputs, write_outputs
 from .loader import DeviceModel, load_model
@@ -55,14 +57,17 @@ def compare(model: DeviceModel, outputs, expected, rtol: float, atol: float) -> 
 @click.option("--loop", type=click.IntRange(min=1), default=1, show_default=True, help="Executions of the model.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs used without --input.")
 @click.option("--expected", help=".npz of expected outputs (by output name, or arr_0.. in output order).")
+@click.option("--op_plugin", "--op-plugin", "op_plugin", default="",
+              help="Custom operator packages (':'-separated; ASCEND_CUSTOM_OPP_PATH is read too).")
 @click.option("--rtol", type=float, default=1e-4, show_default=True)
 @click.option("--atol", type=float, default=1e-4, show_default=True)
-def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, rtol, atol):
+def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol):
     """Run an .om compiled by atc-py on the simulated Ascend device and print its outputs."""
     try:
         path = model_opt or model_arg
         if not path:
             raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
+        load_plugins(op_plugin)
         model = load_model(path)
         print_model(model)
         inputs = load_inputs(model, input_spec, seed)

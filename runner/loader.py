@@ -107,6 +107,14 @@ def _io(model: ModelBase) -> None:
                                               op.input_i[k] if k < len(op.input_i) else None))
 
 
+def _check_ops_registered(path, ops) -> None:
+    from atc_py.ops import get_op
+    missing = sorted({op.type for op in ops.values() if get_op(op.type) is None})
+    if missing:
+        raise _fail(path, f"op type(s) {', '.join(missing)} are not registered: load the custom operator package "
+                          "with --op_plugin or ASCEND_CUSTOM_OPP_PATH")
+
+
 def _load_one(path, m: OmModel) -> ModelBase:
     md = _parse(path, ge.ModelDef(), m.get(pt.MODEL_DEF), "MODEL_DEF")
     if not md.graph:
@@ -116,6 +124,7 @@ def _load_one(path, m: OmModel) -> ModelBase:
     if attrs.get("weight_size", len(weights)) != len(weights):
         raise _fail(path, f"weight_size {attrs.get('weight_size')} does not match WEIGHTS_DATA ({len(weights)} B)")
     ops = {op.id: op for op in md.graph[0].op}
+    _check_ops_registered(path, ops)
     common = dict(name=md.name, soc_version=attrs.get("soc_version", ""), ops=ops, weights=weights,
                   weight_base=int(attrs.get("task_gen_weight_addr", 0)), attrs=attrs)
     if attrs.get("_is_unknown_shape"):

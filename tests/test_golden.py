@@ -1,4 +1,4 @@
-"""Golden files: the --mode=1 JSON (MODEL_DEF + tasks) of every sample compiled for Ascend910B1.
+"""Golden files: the --mode=1 JSON (MODEL_DEF + tasks, every sub-model) of each sample.
 
 Regenerate with `make golden` (pytest --update-golden) and review the diff.
 """
@@ -7,29 +7,28 @@ import json
 import pytest
 
 from atc_py.om import read_om
-from atc_py.om import partitions as pt
-from atc_py.om.json_dump import om_to_json
-from atc_py.proto import ge_ir_pb2 as ge
-from atc_py.proto import task_pb2
+from atc_py.om.json_dump import om_file_to_json
 
-from .conftest import MODELS, ROOT, SAMPLES, compile_om
+from .conftest import MODELS, ROOT, compile_om
 
 GOLDEN = ROOT / "tests" / "golden"
-SOCS = ["Ascend910B1"]
+# (sample, soc, tiling_schedule_optimize)
+CASES = [("small_cnn", "Ascend910B1", "0"), ("small_transformer", "Ascend910B1", "0")] + [
+    (name, soc, sink) for name in ("decoder_step", "superkernel", "custom_op") for soc in ("Ascend910B1", "Ascend310P3")
+    for sink in ("0", "1")]
 
 
-def dump(name: str, soc: str) -> str:
-    om = read_om(compile_om(MODELS / f"{name}.onnx", soc=soc))
-    md = ge.ModelDef.FromString(om.models[0].get(pt.MODEL_DEF))
-    mtd = task_pb2.ModelTaskDef.FromString(om.models[0].get(pt.TASK_INFO))
-    return json.dumps(om_to_json(md, mtd), indent=1, sort_keys=False) + "\n"
+def dump(name: str, soc: str, sink: str) -> str:
+    from .conftest import PLUGIN
+    om = read_om(compile_om(MODELS / f"{name}.onnx", soc=soc, **{"ge.tiling_schedule_optimize": sink,
+                                                                  "op_plugin": str(PLUGIN)}))
+    return json.dumps(om_file_to_json(om), indent=1) + "\n"
 
 
-@pytest.mark.parametrize("soc", SOCS)
-@pytest.mark.parametrize("name", SAMPLES)
-def test_golden(name, soc, update_golden):
-    path = GOLDEN / f"{name}.{soc}.json"
-    text = dump(name, soc)
+@pytest.mark.parametrize("name,soc,sink", CASES)
+def test_golden(name, soc, sink, update_golden):
+    path = GOLDEN / f"{name}.{soc}.sink{sink}.json"
+    text = dump(name, soc, sink)
     if update_golden:
         path.write_text(text)
     assert path.exists(), f"{path} is missing: run `make golden`"

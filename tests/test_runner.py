@@ -7,21 +7,21 @@ from runner.host.session import execute
 from runner.io import random_inputs
 from runner.loader import load_model
 
-from .conftest import MODELS, SAMPLES, compile_om
+from .conftest import MODELS, ORT_SAMPLES, compile_om
 
 
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     d = tmp_path_factory.mktemp("om")
     paths = {}
-    for name in SAMPLES:
+    for name in ORT_SAMPLES:
         p = d / f"{name}.om"
         p.write_bytes(compile_om(MODELS / f"{name}.onnx"))
         paths[name] = p
     return paths
 
 
-@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("name", ORT_SAMPLES)
 @pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310P3"])
 def test_numerics_match_onnxruntime(tmp_path, name, soc):
     p = tmp_path / "m.om"

@@ -16,7 +16,8 @@ from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_memo
 from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
-from . import sink
+from . import sink, superkernel
+from . import task_types as tt
 from .aicore import KernelInfo, kernel_name, kernel_task
 
 MAIN_STREAM = 0
@@ -81,6 +82,14 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
     sink_ops: list[str] = []
     node_attrs: dict[str, dict] = {}
     events = 0
+    sk_members: list = []       # pending SuperKernel members of the current scope
+
+    def flush_super_kernel():
+        if sk_members:
+            tasks.append(superkernel.super_kernel_task(sk_members[0][0].attrs[superkernel.SUPER_KERNEL_SCOPE],
+                                                       sk_members, plan, MAIN_STREAM))
+            sk_members.clear()
+
     for node in graph.nodes:
         spec = get_op(node.op_type)
         if spec.no_task:
@@ -88,7 +97,12 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
         node.meta["stream_id"] = MAIN_STREAM
         t = tilings[node.name]
         is_sink = bool(node.attrs.get(TILING_SINK_OP))
-        kt = kernel_task(node, ids[node.name], t, plan, soc, MAIN_STREAM, sink=is_sink)
+        scope = node.attrs.get(superkernel.SUPER_KERNEL_SCOPE)
+        if not sk_members or scope != sk_members[0][0].attrs.get(superkernel.SUPER_KERNEL_SCOPE):
+            flush_super_kernel()
+        if scope:
+            superkernel.check_reuse_binary(node, is_sink)
+        kt = None if scope else kernel_task(node, ids[node.name], t, plan, soc, MAIN_STREAM, sink=is_sink)
         name = kernel_name(node)
         kernels.setdefault(name, KernelInfo(name, node.op_type, spec.engine, spec.core_type, tuple(spec.tiling_keys)))
         attrs = node_attrs.setdefault(node.name, {})
@@ -98,7 +112,10 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
                       "_ge_attr_op_kernel_lib_name": "AIcoreEngine" if spec.engine == AICORE else "aicpu_ascend_kernel",
                       "_cube_vector_core_type": spec.core_type})
         if not is_sink:
-            tasks.append(kt)
+            if scope:
+                sk_members.append((node, ids[node.name], t, None))
+            else:
+                tasks.append(kt)
             continue
         depend = sorted(i for i in spec.tiling_depend if i < len(node.inputs) and node.inputs[i] is not None
                         and not node.inputs[i].is_const)
@@ -112,11 +129,24 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
                       "_attached_stream_id": res.attached_stream, "_attached_sync_res_info": ["tiling"],
                       "_attached_sync_res_id": res.tiling_event, "op_para_size": sink.MAX_TILING_DATA_SIZE,
                       "_block_dim_placeholder": True})
-        tasks.extend(sink.sink_sequence(ids[node.name], kt, res, nops, max(len(t.workspace) - 1, 0)))
+        if scope:  # SK variant: tiling task notifies the super kernel through an event address
+            inside = {id(m[0]) for m in sk_members}
+            if any(node.inputs[i].producer is not None and id(node.inputs[i].producer) in inside for i in depend):
+                raise AtcError("E19999", message=f"SuperKernel node[{node.name}, {node.op_type}]: its tiling depends "
+                                                 "on a value computed inside the same super kernel scope")
+            if res.dep_event is not None:
+                tasks += [sink.event_task(tt.EVENT_RECORD, MAIN_STREAM, res.dep_event, ids[node.name]),
+                          sink.event_task(tt.EVENT_WAIT, res.attached_stream, res.dep_event, ids[node.name])]
+            tasks.append(superkernel.sk_tiling_task(ids[node.name], res.attached_stream, res.tiling_event,
+                                                    res.so_name, res.is_custom))
+            sk_members.append((node, ids[node.name], t, res.tiling_event))
+        else:
+            tasks.extend(sink.sink_sequence(ids[node.name], kt, res, nops, max(len(t.workspace) - 1, 0)))
         sink_ops.append(node.name)
         if spec.is_custom:
             so = res.so_name
             kernels.setdefault(so, KernelInfo(so, node.op_type, "CUST_AICPU", "AICPU", ()))
+    flush_super_kernel()
     for k, task in enumerate(tasks):
         task.id = k
     stream_num = 2 if sink_ops else 1

@@ -72,3 +72,19 @@ def om_to_json(model_def, task_def=None) -> dict:
     if task_def is not None:
         doc["task_info"] = message_to_json(task_def, hex_bytes=True)
     return doc
+
+
+def om_file_to_json(om) -> dict:
+    """Model 0 as GE dumps it (plus its tasks); a multi-model om adds its sub-models under "submodels"."""
+    from ..proto import ge_ir_pb2, task_pb2
+    from . import partitions as pt
+
+    def one(m) -> dict:
+        md = ge_ir_pb2.ModelDef.FromString(m.get(pt.MODEL_DEF) or b"")
+        ti = m.get(pt.TASK_INFO)
+        return om_to_json(md, task_pb2.ModelTaskDef.FromString(ti) if ti else None)
+
+    doc = one(om.models[0])
+    if len(om.models) > 1:
+        doc["submodels"] = [one(m) for m in om.models[1:]]
+    return doc

@@ -118,6 +118,12 @@ class OpSpec:
     def tiling(self, ctx: TilingContext) -> TilingResult:
         raise NotImplementedError(self.op_type)
 
+    def placeholder_values(self, ctx: TilingContext) -> dict[int, np.ndarray]:
+        """Values of the tiling-dependent inputs for the one compile-time host tiling run of a sink op
+        (it sizes the workspace). Ops override this with their worst case; the default is zeros."""
+        return {i: np.zeros(ctx.inputs[i].shape, ctx.inputs[i].dtype) for i in self.tiling_depend
+                if i < len(ctx.inputs) and ctx.inputs[i] is not None}
+
     # -- kernel ----------------------------------------------------------------------------------
     def compute(self, args: KernelArgs, inputs: list[np.ndarray | None]) -> list[np.ndarray]:
         raise NotImplementedError(self.op_type)

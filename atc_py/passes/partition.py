@@ -141,8 +141,8 @@ class Partitioner:
 
     def run(self) -> list[Cluster] | None:
         unknown = {id(n) for n in self.graph.nodes if is_unknown_node(n)}
-        if not unknown:
-            return None
+        if not unknown and self.limit != -1:
+            return None  # -1 short-cuts to "whole graph unknown" even when every node is known
         for n in self.graph.nodes:  # an unknown node's direct constants go with it
             if id(n) in unknown:
                 for v in n.inputs:

@@ -59,7 +59,8 @@ class Executor:
         self.handlers = {tt.KERNEL: self.run_kernel, tt.ALL_KERNEL: self.run_kernel,
                          tt.FFTS_PLUS_TASK: self.run_kernel, tt.PREPROCESS_KERNEL: self.run_device_tiling,
                          tt.UPDATE: self.run_update, tt.NOP: lambda t: None,
-                         tt.EVENT_RECORD: self.run_record, tt.EVENT_WAIT: self.run_wait}
+                         tt.EVENT_RECORD: self.run_record, tt.EVENT_WAIT: self.run_wait,
+                         tt.SUPER_KERNEL: self.run_super_kernel}
 
     def _static_key(self, op_index: int) -> int:
         op = self.model.ops.get(op_index)
@@ -74,13 +75,22 @@ class Executor:
             progressed = False
             for sid in sorted(queues):
                 q = queues[sid]
-                while q and not (q[0].type == tt.EVENT_WAIT and q[0].event_id not in self.events):
+                while q and self.ready(q[0]):
                     self.execute(q.popleft())
                     progressed = True
             if not progressed:
                 heads = ", ".join(f"stream {s}: task {q[0].id} waits for event {q[0].event_id}"
                                   for s, q in sorted(queues.items()) if q)
                 raise AtcError("E30004", task="-", reason=f"deadlock: {heads} that no stream records")
+
+    def ready(self, task) -> bool:
+        """A stream head can start: EVENT_WAIT needs its event; a super kernel needs the notifications of
+        its sink members' tiling tasks (event_addr)."""
+        if task.type == tt.EVENT_WAIT:
+            return task.event_id in self.events
+        if task.type == tt.SUPER_KERNEL:
+            return all(m["op_index"] in self.sink_ctx for m in self._sk_members(task) if self._sk_sink(m))
+        return True
 
     def execute(self, task) -> None:
         handler = self.handlers.get(task.type)
@@ -143,6 +153,49 @@ class Executor:
             raise OpError(f"UPDATE finds no kernel task of op {op_index}")
         self.sqe[target] = Sqe(res.block_dim, res.tiling_key)
 
+    @staticmethod
+    def _sk_members(task) -> list[dict]:
+        import json
+        try:
+            return json.loads(task.kernel.kernel_ext_info)["members"]
+        except (ValueError, KeyError, TypeError):
+            raise OpError("SUPER_KERNEL kernel_ext_info does not describe its members") from None
+
+    @staticmethod
+    def _sk_sink(member: dict) -> bool:
+        return "tiling_context.tiling_data" in member["args_format"]
+
+    def run_super_kernel(self, task) -> None:
+        """Each member runs in order from its own slice of the fused args; sink members read the tiling
+        data, key and block dim their device tiling wrote."""
+        args = task.kernel.args
+        for m in self._sk_members(task):
+            if m["offset"] + m["size"] > len(args):
+                raise OpError(f"SUPER_KERNEL member {m['op_index']} args run past the fused args")
+            op = self.model.ops[m["op_index"]]
+            addrs, tiling_data = parse_args(m["args_format"], args[m["offset"]:m["offset"] + m["size"]])
+            if self._sk_sink(m):
+                res = self.sink_ctx[op.id]
+                tiling = res
+            else:
+                tiling = TilingResult(self._static_block_dim(op), self._static_key(op.id), tiling_data)
+            self._launch(op, addrs, tiling)
+
+    def _static_block_dim(self, op) -> int:
+        return int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
+
+    def _launch(self, op, addrs: dict, tiling: TilingResult) -> None:
+        spec = get_op(op.type)
+        if spec is None:
+            raise OpError(f"no kernel is registered for op type {op.type}")
+        out_descs = [desc_from_proto(d) for d in op.output_desc]
+        outs = launch(spec, tiling, op_attrs(op), out_descs, self._inputs(op, addrs))
+        for i, arr in enumerate(outs):
+            key = f"o{i}"
+            if key not in addrs:
+                raise OpError(f"args have no address for output {i}")
+            self.mem.write(addrs[key], arr.astype(out_descs[i].dtype, copy=False))
+
     def run_kernel(self, task) -> None:
         k = kernel_of(task)
         if k is not None:
@@ -157,9 +210,6 @@ class Executor:
             if len(items) != len(mix.task_addr):
                 raise OpError(f"FFTS+ context has {len(mix.task_addr)} addresses for {len(items)} args")
             addrs, tiling_data = dict(zip(items, mix.task_addr)), task.private_def
-        spec = get_op(op.type)
-        if spec is None:
-            raise OpError(f"no kernel is registered for op type {op.type}")
         sqe = self.sqe[task.id]
         if sqe.block_dim == TILING_SINK_BLOCK_DIM:
             raise OpError("kernel launched with the placeholder block_dim 0xFFFFFFFF: its SQE was not patched by "
@@ -169,11 +219,4 @@ class Executor:
             if res is None:
                 raise OpError("the device tiling data of this op was never written (its tiling task did not run)")
             tiling_data = res.tiling_data
-        out_descs = [desc_from_proto(d) for d in op.output_desc]
-        outs = launch(spec, TilingResult(sqe.block_dim, sqe.tiling_key, tiling_data), op_attrs(op), out_descs,
-                      self._inputs(op, addrs))
-        for i, arr in enumerate(outs):
-            key = f"o{i}"
-            if key not in addrs:
-                raise OpError(f"args have no address for output {i}")
-            self.mem.write(addrs[key], arr.astype(out_descs[i].dtype, copy=False))
+        self._launch(op, addrs, TilingResult(sqe.block_dim, sqe.tiling_key, tiling_data))

@@ -80,6 +80,8 @@ class NodeCtx:
 
     def emit(self, op_type: str, inputs: list[Value | None], attrs: dict | None = None, suffix: str = "",
              n_out: int = 1) -> list[Value]:
-        """Add a GE node (named after the ONNX node) and infer its outputs now."""
+        """Add a GE node (named after the ONNX node) and infer its outputs now. Private attributes of the
+        ONNX node (names starting with '_', e.g. _super_kernel_scope) pass through to it."""
         name = self.name if not suffix else self.conv.graph.unique_name(f"{self.name}_{suffix}")
-        return self.conv.emit(name, op_type, inputs, attrs or {}, n_out)
+        private = {k: v for k, v in self.attrs.items() if k.startswith("_")}
+        return self.conv.emit(name, op_type, inputs, {**(attrs or {}), **private}, n_out)

@@ -1,0 +1,35 @@
+"""--op_attr_config FILE: a JSON map node name -> {attribute: value} applied after parsing."""
+from __future__ import annotations
+
+import json
+
+from ..errors import AtcError
+from ..ir.graph import Graph
+
+SCALARS = (bool, int, float, str)
+
+
+def apply_attr_config(graph: Graph, path: str) -> int:
+    if not path:
+        return 0
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise AtcError("E10001", value=path, parameter="--op_attr_config",
+                       reason=f"The file is not valid JSON: {exc}") from None
+    if not isinstance(config, dict) or not all(isinstance(v, dict) for v in config.values()):
+        raise AtcError("E10001", value=path, parameter="--op_attr_config",
+                       reason='The file must map node names to attribute objects: {"node": {"attr": value}}.')
+    count = 0
+    for name in sorted(config):
+        node = graph.node(name) or graph.node(name.replace("/", "_").replace(":", "_"))
+        if node is None:
+            raise AtcError("E10016", opname=name, parameter="op_attr_config")
+        for key, value in sorted(config[name].items()):
+            if not (isinstance(value, SCALARS) or (isinstance(value, list) and all(isinstance(x, SCALARS) for x in value))):
+                raise AtcError("E10001", value=f"{name}.{key}", parameter="--op_attr_config",
+                               reason="Attribute values must be booleans, numbers, strings or lists of them.")
+            node.attrs[key] = value
+            count += 1
+    return count

@@ -1,0 +1,60 @@
+"""Custom operator packages: Python modules with the same registrations as atc_py.ops (and, optionally,
+ONNX adapters), loaded from --op_plugin PATH or ASCEND_CUSTOM_OPP_PATH (':'-separated files or folders).
+Every op a plugin registers is *custom*: its tiling-sink task is CUST_AI_CPU with an extra workspace, and
+its device-tiling library lands in the CUST_AICPU_KERNELS partition.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import pathlib
+import sys
+
+from .errors import AtcError
+from .ops import registry
+
+ENV = "ASCEND_CUSTOM_OPP_PATH"
+_loaded: dict[str, list[str]] = {}
+
+
+def plugin_paths(option: str = "") -> list[pathlib.Path]:
+    parts = [p for p in (option or "").split(":") if p] + [p for p in os.environ.get(ENV, "").split(":") if p]
+    files: list[pathlib.Path] = []
+    for part in parts:
+        path = pathlib.Path(part)
+        if path.is_dir():
+            files += sorted(f for f in path.glob("*.py") if not f.name.startswith("_"))
+        elif path.is_file() and path.suffix == ".py":
+            files.append(path)
+        else:
+            raise AtcError("E10001", value=part, parameter="--op_plugin",
+                           reason="The path is neither a Python file nor a folder of Python files.")
+    return files
+
+
+def load_plugins(option: str = "") -> list[str]:
+    """Import each plugin once; returns the custom op types registered."""
+    registered: list[str] = []
+    for path in plugin_paths(option):
+        key = str(path.resolve())
+        if key not in _loaded:
+            before = set(registry.all_ops())
+            name = "atc_py_plugin_" + hashlib.sha256(key.encode()).hexdigest()[:12]
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:  # a broken plugin is the user's input: report it, no traceback
+                sys.modules.pop(name, None)
+                raise AtcError("E10001", value=str(path), parameter="--op_plugin",
+                               reason=f"The plugin failed to load: {type(exc).__name__}: {exc}") from None
+            new = sorted(set(registry.all_ops()) - before)
+            for op_type in new:
+                op = registry.get_op(op_type)
+                type(op).is_custom = True
+                type(op).custom_op_file_path = str(path.parent.resolve())
+            _loaded[key] = new
+        registered += _loaded[key]
+    return registered
