@@ -3,7 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
-SAMPLES := $(basename $(notdir $(wildcard models/*.onnx)))
 
 .PHONY: venv test demo bench golden proto clean
 
@@ -19,13 +18,7 @@ test: venv
 	$(PY) -m pytest
 
 demo: venv
-	@mkdir -p out
-	@for m in $(SAMPLES); do \
-	  echo "== $$m: atc-py --model models/$$m.onnx --framework=5 --output=out/$$m --soc_version=$(SOC)"; \
-	  $(VENV)/bin/atc-py --model models/$$m.onnx --framework=5 --output=out/$$m --soc_version=$(SOC) || exit 1; \
-	  echo "== $$m: om-run out/$$m.om"; \
-	  $(VENV)/bin/om-run out/$$m.om || exit 1; \
-	done
+	SOC=$(SOC) BIN=$(VENV)/bin bash tools/demo.sh
 
 bench: venv
 	$(PY) bench/bench.py

@@ -14,15 +14,19 @@ from atc_py.plugins import load_plugins
 
 from .host.session import execute
 from .io import load_expected, load_inputs, write_outputs
-from .loader import DeviceModel, load_model
+from .loader import DeviceModel, RootModel, load_model
 
 
 def _shape(io) -> str:
     return f"{io.desc.dtype}[{','.join(map(str, io.desc.shape))}]"
 
 
-def print_model(model: DeviceModel) -> None:
-    click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): {len(model.tasks)} tasks on "
+def print_model(model) -> None:
+    if isinstance(model, RootModel):
+        known = sum(isinstance(s, DeviceModel) for s in model.subs.values())
+        click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): multi-model om, {len(model.subs)} subgraphs "
+                   f"({known} static on the device, {len(model.subs) - known} dynamic on the host executor)")
+    click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): {len(model.tasks)} device tasks on "
                f"{model.stream_num} stream(s), feature map {model.memory_size} B, weights {len(model.weights)} B")
     kinds = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in model.tasks)
     click.echo("[INFO] tasks: " + ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())))

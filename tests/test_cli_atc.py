@@ -141,3 +141,60 @@ def test_console_scripts_and_module_entry(tmp_path):
     res = subprocess.run([sys.executable, "-m", "atc_py", *ok_args(tmp_path / "cnn"), "--tiling_schedule_optimize=2"],
                          capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 255 and "E10006" in res.stdout and not os.path.exists(tmp_path / "cnn.om")
+
+
+DECODER = str(MODELS / "decoder_step.onnx")
+PLUGIN = str(ROOT / "plugins" / "example_custom_ops.py")
+
+
+def test_log_info_prints_every_sink_decision_and_summary_counts(atc, tmp_path):
+    code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd'}", "--soc_version=Ascend910B1",
+                       "--tiling_schedule_optimize=1", "--log=info")
+    assert code == 0
+    assert out.count("sinks its tiling to AICPU") == 4
+    assert "[INFO] build summary: tiling sink: 4 ops sunk, 0 forced dynamic" in out
+    code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd0'}", "--soc_version=Ascend910B1")
+    assert "tiling sink: 0 ops sunk, 4 forced dynamic: l0_ifa (IncreFlashAttention) tiling_schedule_optimize is not 1" \
+        in out and "goes dynamic" not in out  # decisions only with --log=info; the summary always
+
+
+def test_debug_sink_nops_warns_loudly_even_with_log_null(atc, tmp_path):
+    code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd'}", "--soc_version=Ascend910B1",
+                       "--tiling_schedule_optimize=1", "--debug_sink_nops=0")
+    assert code == 0 and "[WARNING] GE(atc-py): --debug_sink_nops=0 overrides" in out
+    code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd'}", "--soc_version=Ascend910B1",
+                       "--debug_sink_nops=x")
+    assert code == 255 and "E10003" in out
+
+
+def test_op_plugin_flag_env_and_errors(atc, tmp_path, monkeypatch):
+    custom = str(MODELS / "custom_op.onnx")
+    args = ["--model", custom, "--framework=5", "--soc_version=Ascend910B1", "--tiling_schedule_optimize=1"]
+    code, out, _ = atc(*args, f"--output={tmp_path / 'a'}", f"--op_plugin={PLUGIN}")
+    assert code == 0
+    monkeypatch.setenv("ASCEND_CUSTOM_OPP_PATH", str(ROOT / "plugins"))
+    code, out, _ = atc(*args, f"--output={tmp_path / 'b'}")
+    assert code == 0 and (tmp_path / "a.om").read_bytes() != b""
+    code, out, _ = atc(*args, f"--output={tmp_path / 'c'}", "--op_plugin=/nonexistent/x.py")
+    assert code == 255 and "E10001" in out and "--op_plugin" in out
+    bad = tmp_path / "bad_plugin.py"
+    bad.write_text("raise RuntimeError('boom')\n")
+    code, out, _ = atc(*args, f"--output={tmp_path / 'd'}", f"--op_plugin={bad}")
+    assert code == 255 and "The plugin failed to load: RuntimeError: boom" in out and "Traceback" not in out
+
+
+def test_op_attr_config_flag(atc, tmp_path):
+    cfg = tmp_path / "a.json"
+    cfg.write_text('{"o_proj": {"super_kernel_reuse_binary": true}}')
+    code, out, _ = atc("--model", str(MODELS / "superkernel.onnx"), "--framework=5", f"--output={tmp_path / 's'}",
+                       "--soc_version=Ascend910B1", "--tiling_schedule_optimize=1", f"--op_attr_config={cfg}")
+    assert code == 255 and "SK procedure failed" in out and not (tmp_path / "s.om").exists()
+    code, out, _ = atc("--model", str(MODELS / "superkernel.onnx"), "--framework=5", f"--output={tmp_path / 's'}",
+                       "--soc_version=Ascend910B1", f"--op_attr_config={tmp_path / 'none.json'}")
+    assert code == 255 and "E10001" in out
+
+
+def test_static_model_ops_lower_limit_flag(atc, tmp_path):
+    code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd'}", "--soc_version=Ascend910B1",
+                       "--static_model_ops_lower_limit=-1")
+    assert code == 0 and "root + 0 known, 1 unknown" in out
