@@ -31,6 +31,7 @@ TEMPLATES: dict[str, str] = {
     "E30002": "Invalid input for om-run: {reason}",
     "E30003": "Output mismatch: {reason}",
     "E30004": "Execution failed while executing task {task}: {reason}",
+    "E30005": "Hazard: {detail} (run with --allow-hazards to continue)",
 }
 
 

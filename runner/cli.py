@@ -1,6 +1,7 @@
-"""om-run: msame-like runner of .om files on the simulated device (numerics; timing is not modelled yet)."""
+"""om-run: msame-like runner of .om files on the simulated Ascend device — numerics and simulated time."""
 from __future__ import annotations
 
+import json
 import sys
 from collections import Counter
 
@@ -9,12 +10,14 @@ import numpy as np
 
 from atc_py.engines.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
-
 from atc_py.plugins import load_plugins
 
-from .host.session import execute
-from .io import load_expected, load_inputs, write_outputs
+from .host.session import check_inputs
+from .io import atomic_write, load_expected, load_inputs, write_outputs
 from .loader import DeviceModel, RootModel, load_model
+from .sim.host import Simulation
+from .sim.profile import RuntimeProfile
+from .sim.report import console, summary_json, write_profile
 
 
 def _shape(io) -> str:
@@ -29,12 +32,13 @@ def print_model(model) -> None:
     click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): {len(model.tasks)} device tasks on "
                f"{model.stream_num} stream(s), feature map {model.memory_size} B, weights {len(model.weights)} B")
     kinds = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in model.tasks)
-    click.echo("[INFO] tasks: " + ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())))
+    if kinds:
+        click.echo("[INFO] tasks: " + ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())))
     for io in model.inputs:
         click.echo(f"[INFO] input  {io.name}: {_shape(io)}")
 
 
-def compare(model: DeviceModel, outputs, expected, rtol: float, atol: float) -> bool:
+def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
     ok = True
     for io, got, exp in zip(model.outputs, outputs, expected):
         if got.shape != exp.shape:
@@ -65,8 +69,18 @@ def compare(model: DeviceModel, outputs, expected, rtol: float, atol: float) -> 
               help="Custom operator packages (':'-separated; ASCEND_CUSTOM_OPP_PATH is read too).")
 @click.option("--rtol", type=float, default=1e-4, show_default=True)
 @click.option("--atol", type=float, default=1e-4, show_default=True)
-def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol):
-    """Run an .om compiled by atc-py on the simulated Ascend device and print its outputs."""
+@click.option("--sim-config", "sim_config", help="JSON overriding runtime-profile parameters (see runner/sim/profile.py).")
+@click.option("--allow-hazards", is_flag=True, help="Report hazards and go on instead of stopping.")
+@click.option("--tiling-cache", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="Host tiling cache of the dynamic-shape executor.")
+@click.option("--host-threads", type=click.Choice(["1", "3"]), default="1", show_default=True,
+              help="Host pipeline threads of the dynamic-shape executor (MAX_RUNTIME_CORE_NUMBER).")
+@click.option("--summary-json", "summary_path", help="Write the simulated-time summary as JSON.")
+@click.option("--profile", "profile_dir", help="Write op_summary.csv and trace.json (Chrome/Perfetto) here.")
+@click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels.")
+def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute):
+    """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time."""
     try:
         path = model_opt or model_arg
         if not path:
@@ -74,26 +88,39 @@ def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         load_plugins(op_plugin)
         model = load_model(path)
         print_model(model)
-        inputs = load_inputs(model, input_spec, seed)
-        if not input_spec:
-            click.echo(f"[INFO] inputs: random (seed {seed})")
-        outputs = None
+        prof = RuntimeProfile.load(sim_config)
+        inputs = None
+        if not no_compute:
+            inputs = load_inputs(model, input_spec, seed)
+            check_inputs(model, inputs)
+            if not input_spec:
+                click.echo(f"[INFO] inputs: random (seed {seed})")
+        sim = Simulation(model, prof, compute=not no_compute, allow_hazards=allow_hazards,
+                         tiling_cache=tiling_cache == "on", host_threads=int(host_threads))
+        loops, outputs = [], None
         for k in range(loop):
-            result = execute(model, inputs)
+            result, stats = sim.run(inputs)
+            loops.append(stats)
             if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
                 raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
             outputs = result
-        if loop > 1:
-            click.echo(f"[INFO] {loop} loops: outputs identical in every loop")
-        for io, arr in zip(model.outputs, outputs):
-            a = arr.astype(np.float64) if arr.size else np.zeros(1)
-            click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
-                       f"mean {a.mean():.6g}")
-        if output_dir:
-            for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
+        for line in console(loops, int(host_threads), tiling_cache == "on"):
+            click.echo(line)
+        if summary_path:
+            atomic_write(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1) + "\n").encode())
+            click.echo(f"[INFO] wrote {summary_path}")
+        if profile_dir:
+            for p in write_profile(profile_dir, loops[-1], model.name, atomic_write):
                 click.echo(f"[INFO] wrote {p}")
-        if expected:
-            if not compare(model, outputs, load_expected(model, expected), rtol, atol):
+        if outputs is not None:
+            for io, arr in zip(model.outputs, outputs):
+                a = arr.astype(np.float64) if arr.size else np.zeros(1)
+                click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
+                           f"mean {a.mean():.6g}")
+            if output_dir:
+                for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
+                    click.echo(f"[INFO] wrote {p}")
+            if expected and not compare(model, outputs, load_expected(model, expected), rtol, atol):
                 raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
         click.echo("[INFO] om-run finished successfully")
     except AtcError as exc:

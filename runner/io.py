@@ -67,6 +67,12 @@ def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:
                                     f"or arr_0..arr_{len(names) - 1}")
 
 
+def atomic_write(path, data: bytes) -> None:
+    """Write bytes to path through a temp file + rename."""
+    path = pathlib.Path(path)
+    _atomic_write(path, lambda f: f.write(data))
+
+
 def _atomic_write(path: pathlib.Path, write) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:

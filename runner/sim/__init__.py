@@ -1,0 +1,1 @@
+"""The cycle-counted simulator: runtime profile, cores, task scheduler, host runtime, reports."""

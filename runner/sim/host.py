@@ -1,0 +1,295 @@
+"""The host runtime around the device: H2D input copies, model execute, stream sync, D2H outputs; and for
+multi-model oms the dynamic-shape executor of seed 001 — per node InferShape → Tiling → Alloc → Launch as
+host costs on one thread or three pipeline threads, a stream sync + D2H copy before a tiling that needs a
+value produced on the device, and a tiling cache keyed by the tiling inputs."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from atc_py.errors import AtcError
+from atc_py.ir.graph import Node, TensorDesc, Value
+from atc_py.ops import get_op
+from atc_py.ops.base import OpError
+from atc_py.ops.execute import launch, tiling_context
+from atc_py.platform import load_soc
+
+from ..device.memory import DeviceMemory
+from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
+from .cores import Cores
+from .device import DeviceRun, TaskRecord
+from .hazards import Hazard
+from .profile import RuntimeProfile
+from .program import Program, block_ns, build_program, op_attrs
+
+STAGES = ("InferShape+Tiling", "Alloc", "Launch")
+
+
+@dataclass
+class HostEvent:
+    thread: str
+    name: str
+    start: int
+    end: int
+
+
+@dataclass
+class LoopStats:
+    e2e_ns: int = 0
+    host_ns: int = 0
+    device_ns: int = 0
+    h2d_ns: int = 0
+    d2h_ns: int = 0
+    syncs: int = 0
+    tiling_cache_hits: int = 0
+    records: list[TaskRecord] = field(default_factory=list)
+    host_events: list[HostEvent] = field(default_factory=list)
+    flows: list = field(default_factory=list)
+    hazards: list[Hazard] = field(default_factory=list)
+    unit_busy: dict[str, tuple[int, int]] = field(default_factory=dict)   # name -> (busy ns, cores)
+
+    @property
+    def tasks(self) -> int:
+        return len(self.records)
+
+    def utilisation(self) -> dict[str, float]:
+        return {k: (busy / (n * self.e2e_ns) if self.e2e_ns else 0.0) for k, (busy, n) in self.unit_busy.items()}
+
+
+def _copy_ns(nbytes: int, latency: int, gbps: float) -> int:
+    return latency + int(nbytes / gbps)  # GB/s == bytes/ns
+
+
+def _union_ns(records: list[TaskRecord]) -> int:
+    total, cur_lo, cur_hi = 0, None, None
+    for r in sorted(records, key=lambda r: r.start):
+        if cur_hi is None or r.start > cur_hi:
+            if cur_hi is not None:
+                total += cur_hi - cur_lo
+            cur_lo, cur_hi = r.start, r.end
+        else:
+            cur_hi = max(cur_hi, r.end)
+    return total + (cur_hi - cur_lo if cur_hi is not None else 0)
+
+
+class Simulation:
+    """Runs a loaded model (static or multi-model) once per call, in simulated time, with or without numerics."""
+
+    def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
+                 allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1):
+        if host_threads not in (1, 3):
+            raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
+        self.model = model
+        self.prof = prof or RuntimeProfile()
+        self.compute = compute
+        self.allow = allow_hazards
+        self.use_cache = tiling_cache
+        self.threads = host_threads
+        self.soc = load_soc(model.soc_version)
+        self.programs: dict[str, Program] = {}
+        self.cache: set = set()
+
+    def program(self, m: DeviceModel) -> Program:
+        if m.name not in self.programs:
+            try:
+                self.programs[m.name] = build_program(m, self.soc, self.prof)
+            except OpError as exc:
+                raise AtcError("E30001", path=m.name, reason=str(exc)) from None
+        return self.programs[m.name]
+
+    # -- one execution -----------------------------------------------------------------------------
+    def run(self, inputs: list[np.ndarray] | None) -> tuple[list[np.ndarray] | None, LoopStats]:
+        self.stats = LoopStats()
+        self.cores = Cores(self.soc)
+        self.device_free = 0
+        self.stage_free = [0, 0, 0]
+        self.host_resident: set[str] = set()
+        m = self.model
+        t = self.h2d(m, inputs)
+        if isinstance(m, DeviceModel):
+            t = self.host("main", "ModelExecute", t, self.prof.model_execute_launch_ns)
+            outs, _ = self.run_static(m, inputs, t)
+        elif isinstance(m, HostModel):
+            outs = self.run_dynamic(m, inputs, {i: True for i in range(len(m.inputs))})
+        else:
+            outs = self.run_root(m, inputs, t)
+        t = max(self.stage_free + [self.device_free, t])
+        t = self.host("main", "StreamSync", t, self.prof.stream_sync_ns, wait_from=max(self.stage_free + [0]))
+        for io in m.outputs:
+            dur = _copy_ns(io.desc.nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
+            t = self.host("main", f"D2H {io.name}", t, dur)
+            self.stats.d2h_ns += dur
+        s = self.stats
+        s.e2e_ns = t
+        s.device_ns = _union_ns(s.records)
+        s.host_ns = sum(e.end - e.start for e in s.host_events if e.name != "wait")
+        s.unit_busy = {p.name: (p.busy_ns, p.count) for p in self.cores.pools()}
+        return outs, s
+
+    def host(self, thread: str, name: str, t: int, dur: int, wait_from: int | None = None) -> int:
+        if wait_from is not None and wait_from < t:
+            self.stats.host_events.append(HostEvent(thread, "wait", wait_from, t))
+        self.stats.host_events.append(HostEvent(thread, name, t, t + dur))
+        return t + dur
+
+    def h2d(self, m: ModelBase, inputs) -> int:
+        t = 0
+        for io in m.inputs:
+            dur = _copy_ns(io.desc.nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
+            t = self.host("main", f"H2D {io.name}", t, dur)
+            self.stats.h2d_ns += dur
+        self.stage_free = [t, t, t]
+        return t
+
+    def run_static(self, m: DeviceModel, inputs, launch_done: int, id_offset: int = 0):
+        mem = None
+        if self.compute:
+            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, m.weights)
+            for io, arr in zip(m.inputs, inputs):
+                mem.write(io.address, arr)
+        run = DeviceRun(self.program(m), self.cores, self.prof, mem, self.allow, id_offset=len(self.stats.records))
+        res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
+        self.device_free = res.end
+        self.stats.records += res.records
+        self.stats.hazards += res.hazards
+        self.stats.flows += [(k, a + run.id_offset, b + run.id_offset) for k, a, b in res.flows]
+        outs = [mem.read(io.address, io.desc) for io in m.outputs] if mem is not None else None
+        return outs, res.end
+
+    # -- multi-model om ----------------------------------------------------------------------------
+    def run_root(self, m: RootModel, inputs, t: int):
+        values: dict[str, np.ndarray | None] = {}
+        on_host: dict[str, bool] = {}
+        for op in sorted(m.ops.values(), key=lambda o: o.id):
+            if op.type == "Data":
+                idx = int(op.attr["index"].i)
+                values[f"{op.name}:0"] = inputs[idx] if inputs is not None else None
+                on_host[f"{op.name}:0"] = True      # model inputs: the host still has them
+            elif op.type == "PartitionedCall":
+                sub = m.subs[op.subgraph_name[0]]
+                args = [values[s] for s in op.input]
+                if isinstance(sub, DeviceModel):
+                    done = self.stage(2, f"ModelExecute {sub.name}", self.stage_free[2],
+                                      self.prof.model_execute_launch_ns)
+                    outs, _ = self.run_static(sub, args if self.compute else None, done)
+                else:
+                    outs = self.run_dynamic(sub, args, [on_host[s] for s in op.input])
+                for i in range(len(sub.outputs)):
+                    values[f"{op.name}:{i}"] = outs[i] if outs is not None else None
+                    on_host[f"{op.name}:{i}"] = False
+            elif op.type == "NetOutput":
+                return [values[s] for s in op.input] if self.compute else None
+        raise AtcError("E30004", task="root", reason="the root graph has no NetOutput")
+
+    def stage(self, k: int, name: str, ready: int, dur: int) -> int:
+        """Run a host kernel on pipeline stage k (one thread: every stage is the same thread)."""
+        if self.threads == 1:
+            start = max(ready, max(self.stage_free))
+            end = self.host("host thread", name, start, dur)
+            self.stage_free = [end, end, end]
+            return end
+        start = max(ready, self.stage_free[k])
+        end = self.host(STAGES[k], name, start, dur)
+        self.stage_free[k] = end
+        return end
+
+    def sync(self, reason: str, ready: int, nbytes: int) -> int:
+        """Host waits for everything launched so far, then copies the value it needs."""
+        issued = max(self.stage_free[2], ready)
+        t = max(issued, self.device_free)
+        t = self.host("host thread" if self.threads == 1 else STAGES[0], f"StreamSync ({reason})", t,
+                      self.prof.stream_sync_ns, wait_from=issued)
+        dur = _copy_ns(nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
+        t = self.host("host thread" if self.threads == 1 else STAGES[0], f"D2H {reason}", t, dur)
+        self.stats.d2h_ns += dur
+        self.stats.syncs += 1
+        return t
+
+    def run_dynamic(self, m: HostModel, inputs, input_on_host):
+        values: dict[str, np.ndarray | None] = {}
+        descs: dict[str, TensorDesc] = {}
+        on_host: dict[str, bool] = {}
+        consts: set[str] = set()
+        outputs = None
+        handoff = self.prof.host_pipeline_handoff_ns if self.threads == 3 else 0
+        for op in sorted(m.ops.values(), key=lambda o: o.id):
+            key = f"{op.name}:0"
+            try:
+                if op.type == "Data":
+                    idx = int(op.attr["index"].i)
+                    values[key] = inputs[idx] if inputs is not None else None
+                    descs[key] = desc_from_proto(op.output_desc[0])
+                    on_host[key] = bool(input_on_host[idx])
+                elif op.type == "Const":
+                    d = desc_from_proto(op.output_desc[0])
+                    off = op.output_desc[0].data_offset
+                    if off + d.nbytes > len(m.weights):
+                        raise OpError(f"constant {op.name} is outside the weights")
+                    values[key] = np.frombuffer(m.weights, d.dtype, d.numel, off).reshape(d.shape).copy()
+                    descs[key], on_host[key] = d, True
+                    consts.add(key)
+                elif op.type == "NetOutput":
+                    outputs = [values[s] for s in op.input]
+                else:
+                    self.dynamic_node(op, values, descs, on_host, consts, handoff)
+            except OpError as exc:
+                raise AtcError("E30004", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
+        return outputs if self.compute else None
+
+    def dynamic_node(self, op, values, descs, on_host, consts, handoff: int) -> None:
+        spec = get_op(op.type)
+        prof = self.prof
+        args = [values.get(s) if s else None for s in op.input]
+        node = Node(op.name, op.type, op_attrs(op))
+        node.inputs = []
+        for s in op.input:
+            if not s:
+                node.inputs.append(None)
+                continue
+            producer = Node(s, "Const" if s in consts else "Data")
+            v = Value(s, descs[s], producer)
+            v.data = values[s] if s in consts else None
+            node.inputs.append(v)
+        out_descs = spec.infer(node)                                                  # InferShape
+        ready = self.stage_free[0]
+        depend_idx = [i for i in spec.tiling_depend if i < len(op.input) and op.input[i]]
+        need_device = [i for i in depend_idx if not on_host[op.input[i]]]
+        if need_device:                                                               # value-dependent tiling
+            nbytes = sum(descs[op.input[i]].nbytes for i in need_device)
+            ready = self.sync(f"{op.name} tiling input", ready, nbytes)
+            for i in need_device:
+                on_host[op.input[i]] = True
+        ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], out_descs,
+                             node.attrs, self.soc)
+        if self.compute:
+            ctx.depend_values = {i: args[i] for i in depend_idx}
+        else:
+            ctx.depend_values = spec.placeholder_values(ctx)
+        tiling = spec.tiling(ctx)                                                     # Tiling
+        cache_key = (op.type, tuple((d.shape, d.dtype) for d in ctx.inputs if d is not None), repr(sorted(node.attrs.items())),
+                     hashlib.sha256(b"".join(np.ascontiguousarray(v).tobytes() for _, v in sorted(ctx.depend_values.items()))).hexdigest())
+        hit = self.use_cache and cache_key in self.cache
+        self.cache.add(cache_key)
+        self.stats.tiling_cache_hits += hit
+        a_cost = prof.host_infershape_ns + (prof.host_tiling_cache_hit_ns if hit else prof.tiling_ns(op.type))
+        a_end = self.stage(0, f"InferShape+Tiling {op.name}", ready, a_cost)
+        b_end = self.stage(1, f"Alloc {op.name}", a_end + handoff, prof.host_alloc_ns)
+        c_end = self.stage(2, f"Launch {op.name}", b_end + handoff, prof.host_launch_ns)
+        # the kernel on the device
+        arrive = c_end + prof.kernel_launch_latency_ns
+        start = max(arrive, self.device_free) + prof.sqe_dispatch_ns + prof.kernel_start_ns
+        dur = block_ns(op, spec, tiling.block_dim, self.soc, prof, ctx.depend_values)
+        s, e = self.cores.run_kernel(start, spec.core_type, tiling.block_dim, dur)
+        self.device_free = e
+        self.stats.records.append(TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type,
+                                             arrive, s, e, tiling.block_dim, spec.core_type))
+        outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
+        for i, (d, arr) in enumerate(zip(out_descs, outs)):
+            values[f"{op.name}:{i}"] = arr
+            descs[f"{op.name}:{i}"] = d
+            on_host[f"{op.name}:{i}"] = False
+
+
+__all__ = ["Simulation", "LoopStats", "Hazard", "Program"]

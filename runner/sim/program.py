@@ -1,0 +1,164 @@
+"""A DeviceModel decoded once for simulation: per task its kind, op, args addresses, static tiling, the
+memory it reads and writes, and (for ordinary kernels) its per-block cost."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from atc_py.engines import task_types as tt
+from atc_py.engines.aicore import kernel_of
+from atc_py.engines.args import _ITEM, parse_args
+from atc_py.om.attrs import from_attr
+from atc_py.ops import get_op
+from atc_py.ops.base import OpError
+from atc_py.ops.cost import work_cost
+from atc_py.ops.execute import tiling_context
+from atc_py.platform.soc import SocSpec
+
+from ..loader import DeviceModel, desc_from_proto
+from .hazards import Access, Deps, analyse
+from .profile import RuntimeProfile
+
+COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
+
+
+def op_attrs(op) -> dict:
+    return {k: from_attr(v) for k, v in op.attr.items() if not k.startswith(COMPILER_ATTRS_PREFIXES)}
+
+
+@dataclass
+class Call:
+    """One kernel invocation: an op with the addresses its args give it."""
+    op: object
+    addrs: dict[str, int]
+    tiling_data: bytes
+    sink: bool
+    block_dim: int = 1
+    tiling_key: int = 0
+    block_ns: int = 0          # per-block duration for static tiling (0: computed at run time)
+
+
+@dataclass
+class SimTask:
+    id: int
+    type: int
+    stream: int
+    op: object | None = None
+    calls: list[Call] = field(default_factory=list)
+    event: int = -1
+    target_op: int = -1        # UPDATE: the op whose kernel it patches
+    sk_waits: list[int] = field(default_factory=list)   # SUPER_KERNEL: sink members' op ids
+    core_type: str = "AIV"
+    name: str = ""
+
+
+def _in_descs(op) -> list:
+    descs = iter(desc_from_proto(d) for d in op.input_desc)
+    return [next(descs) if s else None for s in op.input]
+
+
+def block_ns(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None) -> int:
+    ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
+                         depend or {})
+    c = work_cost(spec, spec.work(ctx), block_dim, soc, head_cycles=prof.block_head_cycles,
+                  cube_fractals_per_cycle=prof.cube_fractals_per_cycle, fp32_cube_rate=prof.fp32_cube_rate)
+    return int(c.cycles * 1000 // max(soc.cube_freq_mhz, 1))
+
+
+def _static_call(op, addrs, tiling, soc, prof) -> Call:
+    spec = get_op(op.type)
+    sink = "tiling_context.tiling_data" in addrs
+    bd = int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
+    key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
+    return Call(op, addrs, tiling, sink, bd, key, 0 if sink else block_ns(op, spec, bd, soc, prof))
+
+
+def _accesses(task_id: int, call: Call) -> list[Access]:
+    op = call.op
+    out: list[Access] = []
+    present = [i for i, s in enumerate(op.input) if s]
+    for slot, i in enumerate(present):
+        a = call.addrs.get(f"i{i}")
+        if a is not None:
+            out.append(Access(task_id, a, a + max(desc_from_proto(op.input_desc[slot]).nbytes, 1), False))
+    for i, d in enumerate(op.output_desc):
+        a = call.addrs.get(f"o{i}")
+        if a is not None:
+            out.append(Access(task_id, a, a + max(desc_from_proto(d).nbytes, 1), True))
+    for k, size in enumerate(op.workspace_bytes):
+        a = call.addrs.get(f"ws{k}")
+        if a is not None:
+            out.append(Access(task_id, a, a + size, True))
+    return out
+
+
+@dataclass
+class Program:
+    model: DeviceModel
+    tasks: list[SimTask]
+    deps: dict[int, Deps]
+    kernel_task_of_op: dict[int, int]
+    update_of_op: dict[int, int]
+
+    def describe(self, task_id: int) -> str:
+        t = self.tasks[task_id]
+        kind = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
+        return f"{kind} {t.name}" if t.name else kind
+
+
+def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Program:
+    tasks, accesses = [], {}
+    kernel_of_op, update_of_op = {}, {}
+    for k, t in enumerate(model.tasks):
+        st = SimTask(k, t.type, t.stream_id, event=t.event_id)
+        kd = kernel_of(t)
+        if t.type in (tt.KERNEL, tt.ALL_KERNEL):
+            op = model.ops[kd.context.op_index]
+            addrs, tiling = parse_args(kd.context.args_format, kd.args)
+            st.calls = [_static_call(op, addrs, tiling, soc, prof)]
+            if st.calls[0].sink:
+                st.calls[0].block_dim = kd.block_dim
+            kernel_of_op[op.id] = k
+        elif t.type == tt.FFTS_PLUS_TASK:
+            f = t.ffts_plus_task
+            op = model.ops[f.op_index]
+            mix = f.ffts_plus_ctx[0].mix_aic_aiv_ctx
+            items = _ITEM.findall(mix.args_format)
+            if len(items) != len(mix.task_addr):
+                raise OpError(f"FFTS+ task {k}: {len(mix.task_addr)} addresses for {len(items)} args")
+            st.calls = [_static_call(op, dict(zip(items, mix.task_addr)), t.private_def, soc, prof)]
+            if st.calls[0].sink:
+                st.calls[0].block_dim = f.ffts_plus_sqe.sqe_header.block_dim
+            kernel_of_op[op.id] = k
+        elif t.type == tt.SUPER_KERNEL:
+            try:
+                members = json.loads(kd.kernel_ext_info)["members"]
+            except (ValueError, KeyError, TypeError):
+                raise OpError(f"SUPER_KERNEL task {k}: kernel_ext_info does not describe its members") from None
+            for m in members:
+                op = model.ops[m["op_index"]]
+                addrs, tiling = parse_args(m["args_format"], kd.args[m["offset"]:m["offset"] + m["size"]])
+                call = _static_call(op, addrs, tiling, soc, prof)
+                st.calls.append(call)
+                if call.sink:
+                    st.sk_waits.append(op.id)
+        elif t.type == tt.PREPROCESS_KERNEL:
+            st.op = model.ops[kd.context.op_index]
+        elif t.type == tt.UPDATE:
+            st.target_op = t.update_pc_task.op_index
+            update_of_op[st.target_op] = k
+        if st.calls:
+            st.op = st.calls[0].op
+            types = {get_op(c.op.type).core_type for c in st.calls}
+            st.core_type = "MIX" if "MIX" in types or types == {"AIC", "AIV"} else types.pop()
+            accesses[k] = [a for c in st.calls for a in _accesses(k, c)]
+        elif t.type == tt.PREPROCESS_KERNEL:
+            spec = get_op(st.op.type)
+            present = [i for i, s in enumerate(st.op.input) if s]
+            accesses[k] = [Access(k, st.op.input_i[slot], st.op.input_i[slot] + desc_from_proto(
+                st.op.input_desc[slot]).nbytes, False) for slot, i in enumerate(present) if i in spec.tiling_depend]
+        if st.op is not None:
+            st.name = f"{st.op.name}: {st.op.type}"
+        tasks.append(st)
+    deps = analyse(accesses, list(range(len(tasks))))
+    return Program(model, tasks, deps, kernel_of_op, update_of_op)
