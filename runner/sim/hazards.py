@@ -48,9 +48,29 @@ class IntervalMap:
             i += 1
         return out
 
+    def cover(self, lo: int, hi: int) -> list[list]:
+        """Segments exactly covering [lo, hi): split at the ends, fill gaps with unwritten segments."""
+        self._split(lo)
+        self._split(hi)
+        out, cur = [], lo
+        for seg in self.overlapping(lo, hi):
+            if seg[0] > cur:
+                out.append(self._insert([cur, seg[0], None, []]))
+            out.append(seg)
+            cur = seg[1]
+        if cur < hi:
+            out.append(self._insert([cur, hi, None, []]))
+        return out
+
+    def _insert(self, seg: list) -> list:
+        i = bisect.bisect_left(self.starts, seg[0])
+        self.starts.insert(i, seg[0])
+        self.segs.insert(i, seg)
+        return seg
+
     def read(self, task: int, lo: int, hi: int) -> list[tuple[int, int, int]]:
         found = []
-        for seg in self.overlapping(lo, hi):
+        for seg in self.cover(lo, hi):
             if seg[2] is not None and seg[2] != task:
                 found.append((seg[2], max(lo, seg[0]), min(hi, seg[1])))
             seg[3].append(task)

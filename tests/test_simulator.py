@@ -1,0 +1,294 @@
+"""The simulator (issue 4): scheduler semantics on hand-built task lists, prefetch/UPDATE, memory hazards,
+cost sanity against roofline bounds, host runtime (syncs, tiling cache, pipeline threads), reports."""
+import csv
+import io
+import json
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import atc_py
+from atc_py.engines import task_types as tt
+from atc_py.errors import AtcError
+from atc_py.platform import load_soc
+from atc_py.proto import ge_ir_pb2 as ge
+from runner.loader import load_model
+from runner.sim.cores import Cores
+from runner.sim.device import DeviceRun
+from runner.sim.host import Simulation
+from runner.sim.profile import RuntimeProfile
+from runner.sim.program import Call, Program, SimTask
+from runner.sim.report import OP_SUMMARY_COLUMNS, chrome_trace, op_summary_csv, summary_json
+
+from .conftest import MODELS, PLUGIN
+
+PROF = RuntimeProfile()
+SOC = load_soc("Ascend910B1")
+
+
+# -- hand-built task lists ------------------------------------------------------------------------------
+def kernel(tid, stream, blocks, block_ns, core="AIV", name="k"):
+    op = ge.OpDef(name=f"{name}{tid}", type="Relu", id=tid)
+    t = SimTask(tid, tt.KERNEL, stream, op=op, core_type=core, name=op.name)
+    t.calls = [Call(op, {}, b"", False, blocks, 0, block_ns)]
+    return t
+
+
+def ev(tid, kind, stream, event):
+    return SimTask(tid, kind, stream, event=event)
+
+
+def run(tasks, soc=SOC):
+    prog = Program(None, tasks, {}, {t.op.id: t.id for t in tasks if t.calls}, {})
+    res = DeviceRun(prog, Cores(soc), PROF, None).run(0)
+    return {r.task: r for r in res.records}, res
+
+
+def test_stream_is_in_order_and_event_wait_blocks_until_record_plus_notify():
+    tasks = [kernel(0, 0, 1, 50_000), ev(1, tt.EVENT_RECORD, 0, 0),
+             ev(2, tt.EVENT_WAIT, 1, 0), kernel(3, 1, 1, 1000)]
+    r, _ = run(tasks)
+    assert r[1].start >= r[0].end
+    assert r[2].start >= r[1].end + PROF.event_notify_ns
+    assert r[3].start >= r[2].end
+
+
+def test_blocks_run_in_waves_over_free_cores():
+    n = SOC.vector_core_cnt  # 48 AIV cores
+    r, _ = run([kernel(0, 0, n, 10_000)])
+    one_wave = r[0].end - r[0].start
+    r, _ = run([kernel(0, 0, n + 1, 10_000)])
+    assert r[0].end - r[0].start == 2 * one_wave
+
+
+def test_kernels_of_two_streams_share_the_cores():
+    n = SOC.vector_core_cnt
+    alone, _ = run([kernel(0, 0, n // 2, 10_000)])
+    together, _ = run([kernel(0, 0, n // 2, 10_000), kernel(1, 1, n // 2, 10_000)])
+    assert together[0].start == together[1].start  # both fit: they overlap
+    crowded, _ = run([kernel(0, 0, n, 10_000), kernel(1, 1, n, 10_000)])
+    assert crowded[1].end - crowded[0].start >= 2 * (alone[0].end - alone[0].start)  # one waits for cores
+
+
+def test_mix_blocks_take_cube_and_vector_cores_on_split_soc():
+    cores = Cores(SOC)
+    cores.run_kernel(0, "MIX", 4, 1000)
+    assert cores.aic.busy_ns == 4000 and cores.aiv.busy_ns == 8000
+    coupled = Cores(load_soc("Ascend310P3"))
+    coupled.run_kernel(0, "MIX", 4, 1000)
+    assert coupled.aic is coupled.aiv and coupled.aic.busy_ns == 4000
+
+
+def test_deadlock_on_a_wait_nobody_records():
+    with pytest.raises(AtcError, match="deadlock"):
+        run([ev(0, tt.EVENT_WAIT, 0, 5), kernel(1, 0, 1, 10)])
+
+
+# -- tiling sink: prefetch window and UPDATE --------------------------------------------------------------
+def trilu_sink_model(tmp_path, soc, nops=None):
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"),
+             helper.make_node("Add", ["kin", "one"], ["k"], name="k_plus_one"),
+             helper.make_node("Trilu", ["r", "k"], ["y"], name="tri")]
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8, 8]),
+                                       helper.make_tensor_value_info("kin", TensorProto.INT64, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 8])],
+                          [onnx.numpy_helper.from_array(np.array(1, np.int64), "one")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    opts = {"ge.socVersion": soc, "ge.tiling_schedule_optimize": "1"}
+    if nops is not None:
+        opts["debug_sink_nops"] = str(nops)
+    p = tmp_path / f"t{soc}{nops}.om"
+    p.write_bytes(atc_py.build(m, opts).om)
+    return load_model(str(p))
+
+
+def sim_run(model, inputs=None, **kw):
+    return Simulation(model, **kw).run(inputs)
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310P3"])
+def test_prefetch_hazard_iff_fewer_nops_than_prefetch_num(tmp_path, soc):
+    n = load_soc(soc).prefetch_num
+    x = np.random.default_rng(0).standard_normal((4, 8, 8)).astype(np.float32)
+    ok = trilu_sink_model(tmp_path, soc, n)
+    outs, stats = sim_run(ok, [x, np.array(0, np.int64)])
+    assert stats.hazards == []
+    np.testing.assert_allclose(outs[0], np.triu(np.maximum(x, 0), 1))
+    bad = trilu_sink_model(tmp_path, soc, n - 1)
+    with pytest.raises(AtcError, match=r"E30005.*prefetched before UPDATE task \d+ patched it"):
+        sim_run(bad, [x, np.array(0, np.int64)])
+    outs, stats = sim_run(bad, [x, np.array(0, np.int64)], allow_hazards=True)
+    (h,) = stats.hazards
+    assert h.kind == "prefetch" and h.other >= 0 and h.task != h.other
+    assert not np.allclose(outs[0], np.triu(np.maximum(x, 0), 1))  # the kernel never wrote its output
+
+
+def test_update_patches_before_the_kernel_and_flows_are_recorded(tmp_path):
+    model = trilu_sink_model(tmp_path, "Ascend910B1")
+    _, stats = sim_run(model, [np.ones((4, 8, 8), np.float32), np.array(2, np.int64)])
+    rec = {r.type: r for r in stats.records}
+    assert rec["UPDATE"].end <= rec["ALL_KERNEL"].start
+    assert rec["PREPROCESS_KERNEL"].end <= rec["UPDATE"].start
+    assert rec["ALL_KERNEL"].block_dim != 0xFFFFFFFF
+    kinds = {k for k, _, _ in stats.flows}
+    assert kinds == {"event", "update"}
+
+
+# -- memory hazards ---------------------------------------------------------------------------------------
+def test_removed_event_wait_is_a_memory_hazard(tmp_path):
+    model = trilu_sink_model(tmp_path, "Ascend910B1")
+    # the attached stream's wait for k = kin + 1 (produced on the main stream) is removed
+    idx = next(i for i, t in enumerate(model.tasks) if t.type == tt.EVENT_WAIT and t.stream_id == 1)
+    rec = next(i for i, t in enumerate(model.tasks) if t.type == tt.EVENT_RECORD and t.stream_id == 0)
+    del model.tasks[idx]
+    del model.tasks[rec]
+    for k, t in enumerate(model.tasks):
+        t.id = k
+    with pytest.raises(AtcError, match=r"reads .* before its producer task \d+ \((ALL_)?KERNEL k_plus_one: Add\) finished"):
+        sim_run(model, [np.ones((4, 8, 8), np.float32), np.array(2, np.int64)])
+
+
+def test_broken_memory_plan_is_a_memory_hazard_on_two_streams(tmp_path):
+    """Two independent chains on two streams, one output moved onto the other chain's live input."""
+    r1 = kernel(0, 0, 1, 50_000)
+    r2 = kernel(1, 1, 1, 1_000)
+    from runner.sim.hazards import Access, analyse
+    accesses = {0: [Access(0, 0x1000, 0x2000, False), Access(0, 0x4000, 0x5000, True)],
+                1: [Access(1, 0x3000, 0x3100, False), Access(1, 0x1000, 0x1100, True)]}  # overwrites task 0's input
+    prog = Program(None, [r1, r2], analyse(accesses, [0, 1]), {0: 0, 1: 1}, {})
+    with pytest.raises(AtcError, match=r"overwrites \[0x1000, 0x1100\) .* while task 0 .* has still to read it"):
+        DeviceRun(prog, Cores(SOC), PROF, None).run(0)
+
+
+def test_samples_have_no_hazards():
+    for name, plugin in (("small_cnn", ""), ("small_transformer", ""), ("decoder_step", ""),
+                         ("superkernel", ""), ("custom_op", str(PLUGIN))):
+        for sink in ("0", "1"):
+            om = atc_py.build(str(MODELS / f"{name}.onnx"), {"ge.socVersion": "Ascend910B1",
+                                                             "ge.tiling_schedule_optimize": sink, "op_plugin": plugin}).om
+            import tempfile, os
+            with tempfile.TemporaryDirectory() as d:
+                p = os.path.join(d, "m.om")
+                open(p, "wb").write(om)
+                _, stats = sim_run(load_model(p), None, compute=False)
+            assert stats.hazards == [], name
+
+
+# -- cost sanity --------------------------------------------------------------------------------------------
+def one_op_model(tmp_path, node, inputs, outputs, soc="Ascend910B1"):
+    g = helper.make_graph([node], "c", inputs, outputs)
+    p = tmp_path / "c.om"
+    p.write_bytes(atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                               {"ge.socVersion": soc}).om)
+    return load_model(str(p))
+
+
+def kernel_ns(model):
+    _, stats = sim_run(model, None, compute=False)
+    (k,) = [r for r in stats.records if r.type in ("KERNEL", "ALL_KERNEL")]
+    return k.end - k.start
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310P3"])
+def test_large_fp16_gemm_is_within_1_3x_of_peak(tmp_path, soc):
+    n = 4096
+    f16 = TensorProto.FLOAT16
+    model = one_op_model(tmp_path, helper.make_node("MatMul", ["a", "b"], ["y"]),
+                         [helper.make_tensor_value_info("a", f16, [n, n]), helper.make_tensor_value_info("b", f16, [n, n])],
+                         [helper.make_tensor_value_info("y", f16, [n, n])], soc)
+    s = load_soc(soc)
+    peak_flops_per_ns = s.cube_cores * s.cube_freq_mhz / 1000 * 16 * 16 * 16 * 2
+    bound = 2 * n ** 3 / peak_flops_per_ns
+    t = kernel_ns(model)
+    assert bound <= t <= 1.3 * bound, (t, bound)
+
+
+def test_large_elementwise_is_within_1_3x_of_bandwidth_bound(tmp_path):
+    shape = [8192, 8192]
+    f16 = TensorProto.FLOAT16
+    model = one_op_model(tmp_path, helper.make_node("Add", ["a", "b"], ["y"]),
+                         [helper.make_tensor_value_info("a", f16, shape), helper.make_tensor_value_info("b", f16, shape)],
+                         [helper.make_tensor_value_info("y", f16, shape)])
+    nbytes = 3 * 8192 * 8192 * 2
+    bytes_per_ns = SOC.ddr_rate * SOC.vector_cores * SOC.cube_freq_mhz / 1000
+    bound = nbytes / bytes_per_ns
+    t = kernel_ns(model)
+    assert bound <= t <= 1.3 * bound, (t, bound)
+
+
+# -- host runtime -------------------------------------------------------------------------------------------
+def decoder(tmp_path, soc, sink):
+    p = tmp_path / f"d{soc}{sink}.om"
+    p.write_bytes(atc_py.build(str(MODELS / "decoder_step.onnx"),
+                               {"ge.socVersion": soc, "ge.tiling_schedule_optimize": sink}).om)
+    model = load_model(str(p))
+    with np.load(MODELS / "decoder_step.inputs.npz") as z:
+        return model, [z[io.name] for io in model.inputs]
+
+
+@pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310P3"])
+def test_sink_decoder_has_no_mid_model_sync_and_is_faster(tmp_path, soc):
+    m1, x = decoder(tmp_path, soc, "1")
+    m0, _ = decoder(tmp_path, soc, "0")
+    o1, s1 = sim_run(m1, x)
+    o0, s0 = sim_run(m0, x)
+    assert s1.syncs == 0 and s0.syncs >= 1
+    assert s1.e2e_ns < s0.e2e_ns
+    np.testing.assert_array_equal(o1[0], o0[0])
+
+
+def test_tiling_cache_and_host_threads_change_host_time_in_the_expected_direction(tmp_path):
+    m0, x = decoder(tmp_path, "Ascend910B1", "0")
+    base = Simulation(m0, compute=False)
+    base.run(None)
+    _, warm = base.run(None)                       # second loop: the cache is warm
+    _, off = sim_run(m0, None, compute=False, tiling_cache=False)
+    assert warm.tiling_cache_hits > 0 and off.tiling_cache_hits == 0
+    assert warm.host_ns < off.host_ns
+    _, one = sim_run(m0, None, compute=False, host_threads=1)
+    _, three = sim_run(m0, None, compute=False, host_threads=3)
+    assert three.e2e_ns < one.e2e_ns
+
+
+def test_sim_config_overrides_and_rejects_unknown(tmp_path):
+    m1, x = decoder(tmp_path, "Ascend910B1", "1")
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"aicpu_tiling_ns": 200000}))
+    slow = Simulation(m1, RuntimeProfile.load(str(cfg)), compute=False).run(None)[1]
+    fast = Simulation(m1, compute=False).run(None)[1]
+    assert slow.e2e_ns > fast.e2e_ns
+    cfg.write_text(json.dumps({"warp_speed": 1}))
+    with pytest.raises(AtcError, match="unknown parameter 'warp_speed'"):
+        RuntimeProfile.load(str(cfg))
+
+
+def test_soc_timings_differ(tmp_path):
+    e2e = {soc: sim_run(decoder(tmp_path, soc, "1")[0], None, compute=False)[1].e2e_ns
+           for soc in ("Ascend910B1", "Ascend310P3")}
+    assert e2e["Ascend910B1"] != e2e["Ascend310P3"]
+
+
+# -- reports --------------------------------------------------------------------------------------------------
+def test_reports_parse(tmp_path, om_run):
+    m1, x = decoder(tmp_path, "Ascend910B1", "1")
+    _, stats = sim_run(m1, x)
+    rows = list(csv.reader(io.StringIO(op_summary_csv(stats, "d"))))
+    assert rows[0] == OP_SUMMARY_COLUMNS and len(rows) > 10
+    trace = json.loads(json.dumps(chrome_trace(stats)))
+    phases = {e["ph"] for e in trace["traceEvents"]}
+    assert {"X", "M", "s", "f"} <= phases
+    summary = summary_json([stats], "d", "Ascend910B1")
+    for key in ("e2e_us", "host_us", "device_us", "host_device_syncs", "hazards", "tasks", "utilisation"):
+        assert key in summary
+    om = tmp_path / "cli.om"
+    om.write_bytes(atc_py.build(str(MODELS / "decoder_step.onnx"), {"ge.socVersion": "Ascend910B1"}).om)
+    code, out, err = om_run(str(om), "--no-compute", "--loop", "3", "--summary-json", str(tmp_path / "s.json"),
+                            "--profile", str(tmp_path / "prof"), "--host-threads", "3", "--tiling-cache", "off")
+    assert code == 0, err
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["loops"] == 3 and s["host_device_syncs"] >= 1 and s["tiling_cache_hits"] == 0
+    assert "median" in out and "output" not in out.split("[SIM]")[-1]
+    assert (tmp_path / "prof" / "op_summary.csv").is_file()
+    json.loads((tmp_path / "prof" / "trace.json").read_text())
