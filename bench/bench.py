@@ -1,7 +1,11 @@
-"""Benchmarks (not tests): compile time vs onnxruntime's offline optimisation, and om-run numeric execution
-time vs onnxruntime inference, on the sample models. Prints ratios; run with `make bench`.
+"""Benchmarks (not tests), printed by `make bench`:
 
-Measures wall time on this machine (median of several repetitions); nothing here is asserted.
+1. compile time of the samples next to onnxruntime's offline optimisation of the same file (ratio);
+2. om-run numeric execution next to onnxruntime inference (ratio);
+3. simulator throughput: timing-only simulation of a long task stream (tasks per second of wall time);
+4. simulated latency of the decoder sample with and without tiling sink per SoC (simulated, not wall time).
+
+Wall times are medians of several repetitions on this machine; nothing here is asserted.
 """
 from __future__ import annotations
 
@@ -11,18 +15,23 @@ import sys
 import tempfile
 import time
 
+import numpy as np
 import onnxruntime as ort
+from onnx import TensorProto, helper
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
-from runner.host.session import execute  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
+from runner.sim.host import Simulation  # noqa: E402
 
 REPEAT = 7
 SOC = "Ascend910B1"
+ORT_SAMPLES = ["small_cnn", "small_transformer"]
+CHAIN_OPS = 2000
+CHAIN_LOOPS = 10
 
 
 def median_time(fn, repeat=REPEAT) -> float:
@@ -42,23 +51,70 @@ def ort_offline(model: pathlib.Path, out: str) -> None:
     ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
 
 
-def main() -> None:
+def load_om(d: str, name: str, om: bytes):
+    p = pathlib.Path(d) / f"{name}.om"
+    p.write_bytes(om)
+    return load_model(str(p))
+
+
+def compile_and_run(d: str) -> None:
     print(f"{'model':<20} {'atc-py ms':>10} {'ort-opt ms':>10} {'ratio':>7} | {'om-run ms':>10} {'ort-run ms':>10} {'ratio':>7}")
+    for name in ORT_SAMPLES:
+        model = ROOT / "models" / f"{name}.onnx"
+        compile_s = median_time(lambda: atc_py.build(str(model), {"ge.socVersion": SOC}))
+        ort_opt_s = median_time(lambda: ort_offline(model, f"{d}/opt.onnx"))
+        dm = load_om(d, name, atc_py.build(str(model), {"ge.socVersion": SOC}).om)
+        inputs = random_inputs(dm, 0)
+        sim = Simulation(dm)
+        run_s = median_time(lambda: sim.run(inputs))
+        sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+        feed = {i.name: a for i, a in zip(sess.get_inputs(), inputs)}
+        ort_run_s = median_time(lambda: sess.run(None, feed))
+        print(f"{name:<20} {compile_s * 1e3:>10.2f} {ort_opt_s * 1e3:>10.2f} {compile_s / ort_opt_s:>6.2f}x | "
+              f"{run_s * 1e3:>10.3f} {ort_run_s * 1e3:>10.3f} {run_s / ort_run_s:>6.1f}x")
+    print("ratios: atc-py or om-run / onnxruntime (lower is better)\n")
+
+
+def simulator_throughput(d: str) -> None:
+    nodes, cur = [], "x"
+    for i in range(CHAIN_OPS):
+        nodes.append(helper.make_node(["Relu", "Sigmoid", "Tanh"][i % 3], [cur], [f"t{i}"], name=f"n{i}"))
+        cur = f"t{i}"
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 64])],
+                          [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [16, 64])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model = load_om(d, "chain", atc_py.build(m, {"ge.socVersion": SOC}).om)
+    t0 = time.perf_counter()
+    sim = Simulation(model, compute=False)
+    sim.run(None)  # includes decoding the task list once
+    t1 = time.perf_counter()
+    for _ in range(CHAIN_LOOPS):
+        sim.run(None)
+    t2 = time.perf_counter()
+    print(f"simulator, timing only, {CHAIN_OPS}-task stream: first run (incl. decoding) {CHAIN_OPS / (t1 - t0):,.0f} "
+          f"tasks/s; steady state {CHAIN_LOOPS * CHAIN_OPS / (t2 - t1):,.0f} tasks/s (target >= 100,000)\n")
+
+
+def decoder_sink(d: str) -> None:
+    print(f"{'decoder_step':<14} {'sink':>4} {'e2e us':>9} {'host us':>9} {'device us':>10} {'syncs':>6} {'tasks':>6}")
+    with np.load(ROOT / "models" / "decoder_step.inputs.npz") as z:
+        feeds = {k: z[k] for k in z.files}
+    for soc in ("Ascend910B1", "Ascend310P3"):
+        for sink in ("0", "1"):
+            om = atc_py.build(str(ROOT / "models" / "decoder_step.onnx"),
+                              {"ge.socVersion": soc, "ge.tiling_schedule_optimize": sink}).om
+            model = load_om(d, f"dec{soc}{sink}", om)
+            _, s = Simulation(model).run([feeds[io.name] for io in model.inputs])
+            print(f"{soc:<14} {sink:>4} {s.e2e_ns / 1e3:>9.1f} {s.host_ns / 1e3:>9.1f} {s.device_ns / 1e3:>10.1f} "
+                  f"{s.syncs:>6} {s.tasks:>6}")
+    print("simulated time with the runtime profile's assumed defaults (runner/sim/profile.py)")
+
+
+def main() -> None:
     with tempfile.TemporaryDirectory() as d:
-        for model in sorted((ROOT / "models").glob("*.onnx")):
-            compile_s = median_time(lambda: atc_py.build(str(model), {"ge.socVersion": SOC}))
-            ort_opt_s = median_time(lambda: ort_offline(model, f"{d}/opt.onnx"))
-            om = pathlib.Path(d) / f"{model.stem}.om"
-            om.write_bytes(atc_py.build(str(model), {"ge.socVersion": SOC}).om)
-            dm = load_model(str(om))
-            inputs = random_inputs(dm, 0)
-            run_s = median_time(lambda: execute(dm, inputs))
-            sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
-            feed = {i.name: a for i, a in zip(sess.get_inputs(), inputs)}
-            ort_run_s = median_time(lambda: sess.run(None, feed))
-            print(f"{model.stem:<20} {compile_s * 1e3:>10.2f} {ort_opt_s * 1e3:>10.2f} {compile_s / ort_opt_s:>6.2f}x | "
-                  f"{run_s * 1e3:>10.3f} {ort_run_s * 1e3:>10.3f} {run_s / ort_run_s:>6.1f}x")
-    print("ratios: atc-py / onnxruntime (lower is better); om-run numerics run in numpy, kernel by kernel")
+        compile_and_run(d)
+        simulator_throughput(d)
+        decoder_sink(d)
 
 
 if __name__ == "__main__":

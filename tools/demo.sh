@@ -14,19 +14,29 @@ for m in small_cnn small_transformer; do
   "$BIN/om-run" "out/$m.om"
 done
 
-for sink in 0 1; do
-  step "decoder_step with --tiling_schedule_optimize=$sink (IncreFlashAttention + GroupedMatmul MoE)"
-  "$BIN/atc-py" --model models/decoder_step.onnx --framework=5 --output="out/decoder_sink$sink" \
-    --soc_version="$SOC" --tiling_schedule_optimize=$sink
-  "$BIN/om-run" --model "out/decoder_sink$sink.om" --input models/decoder_step.inputs.npz --output "out/decoder_sink$sink"
+for soc in Ascend910B1 Ascend310P3; do
+  for sink in 0 1; do
+    step "decoder_step on $soc with --tiling_schedule_optimize=$sink (IncreFlashAttention + GroupedMatmul MoE)"
+    "$BIN/atc-py" --model models/decoder_step.onnx --framework=5 --output="out/decoder_${soc}_sink$sink" \
+      --soc_version="$soc" --tiling_schedule_optimize=$sink
+    "$BIN/om-run" --model "out/decoder_${soc}_sink$sink.om" --input models/decoder_step.inputs.npz \
+      --output "out/decoder_${soc}_sink$sink" --summary-json "out/decoder_${soc}_sink$sink.summary.json"
+  done
 done
 step "decoder_step: the two variants give the same outputs"
 "$BIN/python" - <<'PY'
 import numpy as np
-a = np.load("out/decoder_sink0/decoder_sink0_output_0.npy")
-b = np.load("out/decoder_sink1/decoder_sink1_output_0.npy")
-print(f"max |sink0 - sink1| = {np.abs(a - b).max():.3g}")
+for soc in ("Ascend910B1", "Ascend310P3"):
+    a = np.load(f"out/decoder_{soc}_sink0/decoder_{soc}_sink0_output_0.npy")
+    b = np.load(f"out/decoder_{soc}_sink1/decoder_{soc}_sink1_output_0.npy")
+    print(f"{soc}: max |sink0 - sink1| = {np.abs(a - b).max():.3g}")
 PY
+
+step "prefetch hazard: the same decoder with the NOPs cut (--debug_sink_nops=0), run with --allow-hazards"
+"$BIN/atc-py" --model models/decoder_step.onnx --framework=5 --output=out/decoder_no_nops --soc_version="$SOC" \
+  --tiling_schedule_optimize=1 --debug_sink_nops=0
+"$BIN/om-run" --model out/decoder_no_nops.om --input models/decoder_step.inputs.npz --allow-hazards \
+  --profile out/decoder_no_nops.profile | grep -E "HAZARD|loop 1" || true
 
 step "superkernel: projection + IncreFlashAttention + residual fused into one SUPER_KERNEL task"
 "$BIN/atc-py" --model models/superkernel.onnx --framework=5 --output=out/superkernel --soc_version="$SOC" \

@@ -156,11 +156,10 @@ class PoolBase(OpSpec):
         t = args.tiling
         x = inputs[0].reshape(-1, t["h"], t["w"])
         out = np.zeros((t["planes"], t["ho"], t["wo"]), dtype=x.dtype)
-        per = t["planes_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["planes"], (blk + 1) * per)
-            if lo < hi:
-                out[lo:hi] = self.reduce(t, x[lo:hi], args.attrs)
+        # the blocks cover planes [0, block_dim * planes_per_block): one vectorised pass over them
+        covered = min(t["planes"], args.block_dim * t["planes_per_block"])
+        if covered > 0:
+            out[:covered] = self.reduce(t, x[:covered], args.attrs)
         return [out.reshape(args.outputs[0].shape)]
 
     def work(self, ctx: TilingContext) -> Work:
