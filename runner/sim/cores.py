@@ -21,10 +21,10 @@ class Pool:
         """Blocks of `dur` ns from time t on the earliest-free cores; returns (first start, end)."""
         n = len(self.free)
         self.busy_ns += blocks * dur
-        if max(self.free) <= t:  # fast path: all cores free
-            waves, last = -(-blocks // n), blocks - (-(-blocks // n) - 1) * n
-            self.free = [t + waves * dur] * last + [t + (waves - 1) * dur if waves > 1 else t] * (n - last)
-            self.free.sort()
+        if self.free[-1] <= t:  # fast path (the list is kept sorted): every core is free at t
+            waves = -(-blocks // n)
+            last = blocks - (waves - 1) * n
+            self.free = [t + (waves - 1) * dur] * (n - last) + [t + waves * dur] * last
             return t, t + waves * dur
         heap = list(self.free)
         heapq.heapify(heap)

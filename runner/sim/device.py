@@ -173,13 +173,15 @@ class DeviceRun:
         self.at(t, self.kick, task.stream)
 
     def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> None:
-        self.res.records.append(TaskRecord(task.id + self.id_offset, task.stream, tt.TASK_TYPE_NAMES.get(task.type, str(task.type)),
-                                           task.op.name if task.op is not None else "", task.op.type if task.op is not None else "",
-                                           arrive, start, end, block_dim, unit))
+        self.res.records.append(TaskRecord(task.id + self.id_offset, task.stream, task.type_name or
+                                           tt.TASK_TYPE_NAMES.get(task.type, str(task.type)), task.op_name,
+                                           task.op_type, arrive, start, end, block_dim, unit))
 
     def hazard_check(self, task: SimTask, start: int) -> None:
-        for h in check_start(task.id, start, self.p.deps.get(task.id), self.end, self.p.describe):
-            self.report(h)
+        deps = self.p.deps.get(task.id)
+        if deps is not None:
+            for h in check_start(task.id, start, deps, self.end, self.p.describe):
+                self.report(h)
 
     def report(self, h: Hazard) -> None:
         self.res.hazards.append(h)

@@ -50,6 +50,9 @@ class SimTask:
     sk_waits: list[int] = field(default_factory=list)   # SUPER_KERNEL: sink members' op ids
     core_type: str = "AIV"
     name: str = ""
+    type_name: str = ""
+    op_name: str = ""
+    op_type: str = ""
 
 
 def _in_descs(op) -> list:
@@ -159,6 +162,8 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
                 st.op.input_desc[slot]).nbytes, False) for slot, i in enumerate(present) if i in spec.tiling_depend]
         if st.op is not None:
             st.name = f"{st.op.name}: {st.op.type}"
+            st.op_name, st.op_type = st.op.name, st.op.type
+        st.type_name = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
         tasks.append(st)
     deps = analyse(accesses, list(range(len(tasks))))
     return Program(model, tasks, deps, kernel_of_op, update_of_op)
