@@ -248,7 +248,37 @@ def custom_op_inputs() -> dict[str, np.ndarray]:
     return {"x": rng.standard_normal((16, 32)).astype(np.float32), "valid_rows": np.array([10], np.int64)}
 
 
-SAMPLES = {"small_cnn": small_cnn, "small_transformer": small_transformer, "decoder_step": decoder_step,
+def inception_block() -> onnx.ModelProto:
+    """An Inception-style block: four independent branches (1x1; 1x1->3x3; 1x1->5x5; maxpool->1x1) joined by
+    a Concat, then GAP + Gemm. The branches run on separate streams."""
+    rng = np.random.RandomState(9)
+    nd = helper.make_node
+    c = 64
+    specs = {"b1_1x1": (64, c, 1), "b2_1x1": (48, c, 1), "b2_3x3": (64, 48, 3), "b3_1x1": (16, c, 1),
+             "b3_5x5": (32, 16, 5), "b4_1x1": (32, c, 1)}
+    inits = [_init(rng, f"{k}_w", (o, i, kk, kk), 0.05) for k, (o, i, kk) in specs.items()]
+    inits += [_init(rng, f"{k}_b", (o,)) for k, (o, _, _) in specs.items()]
+    inits += [_init(rng, "fc_w", (10, 192), 0.05), _init(rng, "fc_b", (10,))]
+
+    def conv(name, x, y):
+        k = specs[name][2]
+        return [nd("Conv", [x, f"{name}_w", f"{name}_b"], [f"{y}_c"], name=name, pads=[k // 2] * 4),
+                nd("Relu", [f"{y}_c"], [y], name=f"{name}_relu")]
+    nodes = conv("b1_1x1", "x", "b1") + conv("b2_1x1", "x", "b2a") + conv("b2_3x3", "b2a", "b2") + \
+        conv("b3_1x1", "x", "b3a") + conv("b3_5x5", "b3a", "b3") + \
+        [nd("MaxPool", ["x"], ["b4a"], name="b4_pool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])] + \
+        conv("b4_1x1", "b4a", "b4") + \
+        [nd("Concat", ["b1", "b2", "b3", "b4"], ["cat"], name="concat", axis=1),
+         nd("GlobalAveragePool", ["cat"], ["gap"], name="gap"), nd("Flatten", ["gap"], ["flat"], name="flatten"),
+         nd("Gemm", ["flat", "fc_w", "fc_b"], ["y"], name="fc", transB=1)]
+    graph = helper.make_graph(nodes, "inception_block",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 28, 28])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="atc-py-samples",
+                             ir_version=IR_VERSION)
+
+
+SAMPLES = {"small_cnn": small_cnn, "inception_block": inception_block, "small_transformer": small_transformer, "decoder_step": decoder_step,
            "superkernel": superkernel, "custom_op": custom_op}
 INPUTS = {"decoder_step": decoder_inputs, "superkernel": superkernel_inputs, "custom_op": custom_op_inputs}
 

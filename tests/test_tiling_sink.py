@@ -223,10 +223,12 @@ def test_decoder_sink_sequence_per_soc(soc, nops):
     ops = ops_of(r.om)
     seqs = sink_sequences(mtd)
     assert len(seqs) == 4
+    attached_streams = {s[0].stream_id for s in seqs}
+    assert len(attached_streams) == 1  # one attached "tiling" stream, after the compute streams
     for tiling, wait, n, kernel, update, record in seqs:
         op = ops[tiling.kernel.context.op_index]
         attached, main = tiling.stream_id, wait.stream_id
-        assert (attached, main) == (1, 0)
+        assert main == op.stream_id and attached == max(t.stream_id for t in mtd.task) != main
         assert tiling.kernel.kernel_name == "RunAicpuRpcSrvLaunch"
         assert tiling.kernel.context.kernel_type == tt.AI_CPU
         assert tiling.kernel.context.args_format == "{tiling_context}{*op_type}{}"
@@ -259,9 +261,9 @@ def test_dependent_value_made_on_device_gets_a_cross_stream_event():
     mtd, _ = tasks_of(build(DECODER).om)
     tasks = list(mtd.task)
     first = next(i for i, t in enumerate(tasks) if t.type == tt.PREPROCESS_KERNEL)
-    rec, wait = tasks[first - 2], tasks[first - 1]
-    assert (rec.type, rec.stream_id, wait.type, wait.stream_id) == (tt.EVENT_RECORD, 0, tt.EVENT_WAIT, 1)
-    assert rec.event_id == wait.event_id
+    rec, wait, tiling = tasks[first - 2], tasks[first - 1], tasks[first]
+    assert (rec.type, wait.type) == (tt.EVENT_RECORD, tt.EVENT_WAIT)
+    assert wait.stream_id == tiling.stream_id != rec.stream_id and rec.event_id == wait.event_id
 
 
 def test_debug_sink_nops_overrides_prefetch_num():

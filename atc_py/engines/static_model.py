@@ -13,6 +13,7 @@ from ..ops import AICORE, get_op
 from ..ops.base import OpError, TilingResult
 from ..ops.execute import tiling_context
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_memory
+from ..passes.streams import StreamPlan, assign_streams
 from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
@@ -35,6 +36,7 @@ class StaticModel:
     event_num: int
     node_attrs: dict[str, dict] = field(default_factory=dict)
     partitions: dict[int, bytes] = field(default_factory=dict)
+    streams: StreamPlan | None = None
 
 
 def _const_depend_values(node, spec) -> dict:
@@ -73,7 +75,9 @@ def _produced_inside(v) -> bool:
 
 def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dict[str, str]) -> StaticModel:
     tilings = tile(graph, soc)
-    plan = plan_memory(graph, {n: t.workspace for n, t in tilings.items()})
+    streams = assign_streams(graph, single_stream=options.get("ge.enableSingleStream", "") == "true")
+    plan = plan_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
+                       reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
     nops = soc.prefetch_num
     if options.get("debug_sink_nops", "") != "":
         nops = int(options["debug_sink_nops"])
@@ -81,20 +85,26 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
     kernels: dict[str, KernelInfo] = {}
     sink_ops: list[str] = []
     node_attrs: dict[str, dict] = {}
-    events = 0
+    events = streams.num_events  # sink events come after the stream plan's events
+    attached = streams.num_streams
     sk_members: list = []       # pending SuperKernel members of the current scope
+    sk_records: list = []       # EVENT_RECORDs owed after the pending super kernel
 
     def flush_super_kernel():
         if sk_members:
+            stream = streams.stream_of[sk_members[0][0].name]
             tasks.append(superkernel.super_kernel_task(sk_members[0][0].attrs[superkernel.SUPER_KERNEL_SCOPE],
-                                                       sk_members, plan, MAIN_STREAM))
+                                                       sk_members, plan, stream))
+            tasks.extend(sk_records)
             sk_members.clear()
+            sk_records.clear()
 
     for node in graph.nodes:
         spec = get_op(node.op_type)
         if spec.no_task:
             continue
-        node.meta["stream_id"] = MAIN_STREAM
+        stream = streams.stream_of[node.name]
+        node.meta["stream_id"] = stream
         t = tilings[node.name]
         is_sink = bool(node.attrs.get(TILING_SINK_OP))
         scope = node.attrs.get(superkernel.SUPER_KERNEL_SCOPE)
@@ -102,7 +112,10 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
             flush_super_kernel()
         if scope:
             superkernel.check_reuse_binary(node, is_sink)
-        kt = None if scope else kernel_task(node, ids[node.name], t, plan, soc, MAIN_STREAM, sink=is_sink)
+        tasks.extend(sink.event_task(tt.EVENT_WAIT, stream, e, ids[node.name]) for e in streams.waits.get(node.name, []))
+        records = [sink.event_task(tt.EVENT_RECORD, stream, e, ids[node.name])
+                   for e in streams.records.get(node.name, [])]
+        kt = None if scope else kernel_task(node, ids[node.name], t, plan, soc, stream, sink=is_sink)
         name = kernel_name(node)
         kernels.setdefault(name, KernelInfo(name, node.op_type, spec.engine, spec.core_type, tuple(spec.tiling_keys)))
         attrs = node_attrs.setdefault(node.name, {})
@@ -114,16 +127,18 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
         if not is_sink:
             if scope:
                 sk_members.append((node, ids[node.name], t, None))
+                sk_records.extend(records)
             else:
                 tasks.append(kt)
+                tasks.extend(records)
             continue
         depend = sorted(i for i in spec.tiling_depend if i < len(node.inputs) and node.inputs[i] is not None
                         and not node.inputs[i].is_const)
         dep_event = None
         if any(_produced_inside(node.inputs[i]) for i in depend):
             dep_event, events = events, events + 1
-        res = sink.SinkResources(MAIN_STREAM, 1, events, dep_event, sink.so_name_for(node, soc.short_soc_version,
-                                                                                    __version__), spec.is_custom)
+        res = sink.SinkResources(stream, attached, events, dep_event, sink.so_name_for(node, soc.short_soc_version,
+                                                                                     __version__), spec.is_custom)
         events += 1
         attrs.update({"_attached_stream_info": ["tiling"], "_attached_stream_depend_value_input_indices": depend,
                       "_attached_stream_id": res.attached_stream, "_attached_sync_res_info": ["tiling"],
@@ -135,13 +150,15 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
                 raise AtcError("E19999", message=f"SuperKernel node[{node.name}, {node.op_type}]: its tiling depends "
                                                  "on a value computed inside the same super kernel scope")
             if res.dep_event is not None:
-                tasks += [sink.event_task(tt.EVENT_RECORD, MAIN_STREAM, res.dep_event, ids[node.name]),
+                tasks += [sink.event_task(tt.EVENT_RECORD, stream, res.dep_event, ids[node.name]),
                           sink.event_task(tt.EVENT_WAIT, res.attached_stream, res.dep_event, ids[node.name])]
             tasks.append(superkernel.sk_tiling_task(ids[node.name], res.attached_stream, res.tiling_event,
                                                     res.so_name, res.is_custom))
             sk_members.append((node, ids[node.name], t, res.tiling_event))
+            sk_records.extend(records)
         else:
             tasks.extend(sink.sink_sequence(ids[node.name], kt, res, nops, max(len(t.workspace) - 1, 0)))
+            tasks.extend(records)
         sink_ops.append(node.name)
         if spec.is_custom:
             so = res.so_name
@@ -149,8 +166,8 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
     flush_super_kernel()
     for k, task in enumerate(tasks):
         task.id = k
-    stream_num = 2 if sink_ops else 1
-    return StaticModel(graph, plan, tasks, kernels, tilings, sink_ops, stream_num, events, node_attrs)
+    stream_num = streams.num_streams + (1 if sink_ops else 0)
+    return StaticModel(graph, plan, tasks, kernels, tilings, sink_ops, stream_num, events, node_attrs, streams=streams)
 
 
 def kernel_binary(k: KernelInfo) -> bytes:

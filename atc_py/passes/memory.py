@@ -1,17 +1,23 @@
-"""Memory plan: feature-map offsets for every non-constant tensor, weight offsets for constants.
+"""Memory plan: weights (deduplicated, 512-aligned) and feature-map offsets with lifetime reuse.
 
-This is the simple correct plan (no reuse: every tensor owns its range); lifetime reuse replaces
-`plan_feature_map` later without changing the MemoryPlan interface. View ops (Reshape, Flatten)
-share their input's range, as GE's no-task ops do.
+Feature map: graph inputs and outputs get ranges of their own (the runtime can zero-copy them); every
+other tensor gets a range from a best-fit free list and gives it back once all its readers happen before
+the node being planned (per the stream plan's vector clocks, so tensors whose tasks may run concurrently
+never share bytes). Elementwise ops may write in place over an input they are the last reader of.
+Workspaces are taken for their node and released after it. View ops (Reshape, Flatten) share their
+input's range. `reuse=False` (--disable_reuse_memory=1) gives every tensor its own range.
 """
 from __future__ import annotations
 
+import bisect
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.graph import Graph, Value
+from ..ir.graph import Graph, Node, Value
 from ..ops import get_op
+from .streams import StreamPlan
 
 MEM_ALIGN = 512            # GE MEM_ALIGN_SIZE
 WEIGHTS_START_OFFSET = 512  # GE kWeightsStartOffset
@@ -31,6 +37,10 @@ class MemoryPlan:
     memory_size: int = 0
     weight_size: int = 0
     weights: bytes = b""
+    lower_bound: int = 0          # peak of simultaneously live bytes (512-aligned sizes)
+    workspace_size: int = 0       # peak workspace bytes of one op
+    inplace: int = 0              # outputs written over their input
+    inplace_of: dict = field(default_factory=dict)   # id(output) -> the input Value it overwrote
 
     def has(self, v: Value) -> bool:
         return id(v) in self.weight_offset or id(v) in self.fm_offset
@@ -48,44 +58,25 @@ class MemoryPlan:
 
 
 def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
+    """Identical constants (same bytes, dtype and shape) are stored once."""
     blob = bytearray()
     offset = WEIGHTS_START_OFFSET
+    seen: dict[tuple, int] = {}
     for node in graph.nodes:
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
         data = np.ascontiguousarray(v.data).tobytes()
-        plan.weight_offset[id(v)] = offset
+        key = (hashlib.sha256(data).digest(), v.desc.dtype, v.desc.shape)
+        if key in seen:
+            plan.weight_offset[id(v)] = seen[key]
+            continue
+        plan.weight_offset[id(v)] = seen[key] = offset
         blob.extend(b"\0" * (offset - WEIGHTS_START_OFFSET - len(blob)))
         blob.extend(data)
         offset = align(offset + max(len(data), 1))
     plan.weights = bytes(b"\0" * WEIGHTS_START_OFFSET + blob) if blob else b""
     plan.weight_size = len(plan.weights)
-
-
-def plan_feature_map(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]]) -> None:
-    offset = 0
-    for node in graph.nodes:
-        spec = get_op(node.op_type)
-        if node.op_type == "Const":
-            continue
-        for k, v in enumerate(node.outputs):
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data",) and node.inputs else None
-            if src is not None and id(src) in plan.fm_offset:
-                plan.fm_offset[id(v)] = plan.fm_offset[id(src)]  # view: alias the input
-                continue
-            if src is not None and id(src) in plan.weight_offset:
-                plan.weight_offset[id(v)] = plan.weight_offset[id(src)]
-                continue
-            plan.fm_offset[id(v)] = offset
-            offset = align(offset + max(v.desc.nbytes, 1))
-        ws = []
-        for size in workspaces.get(node.name, []):
-            ws.append((offset, size))
-            offset = align(offset + max(size, 1))
-        if ws:
-            plan.workspace[node.name] = ws
-    plan.memory_size = offset
 
 
 def plan_weights_only(graph: Graph) -> MemoryPlan:
@@ -95,8 +86,346 @@ def plan_weights_only(graph: Graph) -> MemoryPlan:
     return plan
 
 
-def plan_memory(graph: Graph, workspaces: dict[str, list[int]]) -> MemoryPlan:
+class FreeList:
+    """Best-fit allocator over [0, top) with coalescing. Each free block remembers the tasks that used its
+    bytes last; a node may take a block only if all of them happen before it (`usable`)."""
+
+    def __init__(self):
+        self.offsets: list[int] = []
+        self.blocks: dict[int, tuple[int, frozenset]] = {}   # offset -> (size, last users)
+        self.top = 0
+
+    def alloc(self, size: int, usable=lambda users: True) -> int:
+        best = None
+        for off in self.offsets:
+            s, users = self.blocks[off]
+            if s >= size and (best is None or s < self.blocks[best][0]) and usable(users):
+                best = off
+                if s == size:
+                    break
+        if best is not None:
+            s, users = self.blocks.pop(best)
+            self.offsets.remove(best)
+            if s > size:
+                self._insert(best + size, s - size, users)
+            return best
+        if self.offsets:
+            last = self.offsets[-1]
+            s, users = self.blocks[last]
+            if last + s == self.top and usable(users):   # grow the free block at the top
+                self.offsets.pop()
+                self.blocks.pop(last)
+                self.top = last + size
+                return last
+        off = self.top
+        self.top += size
+        return off
+
+    def _insert(self, off: int, size: int, users: frozenset) -> None:
+        i = bisect.bisect_left(self.offsets, off)
+        self.offsets.insert(i, off)
+        self.blocks[off] = (size, users)
+
+    def free(self, off: int, size: int, users: frozenset = frozenset()) -> None:
+        i = bisect.bisect_left(self.offsets, off)
+        if i < len(self.offsets) and off + size == self.offsets[i]:       # merge with the next
+            nxt = self.offsets.pop(i)
+            s, u = self.blocks.pop(nxt)
+            size, users = size + s, users | u
+        if i > 0:
+            prev = self.offsets[i - 1]
+            s, u = self.blocks[prev]
+            if prev + s == off:                                           # with the previous
+                self.blocks[prev] = (s + size, u | users)
+                return
+        self._insert(off, size, users)
+
+
+INPLACE_FAMILIES = ("UnaryOp", "BinaryOp")
+
+
+def _inplace_ok(node: Node) -> bool:
+    spec = get_op(node.op_type)
+    return any(c.__name__ in INPLACE_FAMILIES for c in type(spec).__mro__) and len(node.outputs) == 1
+
+
+class _Planner:
+    def __init__(self, graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]], streams: StreamPlan | None,
+                 reuse: bool):
+        self.g, self.plan, self.ws, self.sp, self.reuse = graph, plan, workspaces, streams, reuse
+        self.free = FreeList()
+        self.root: dict[int, Value] = {}           # id(Value) -> the value that owns its bytes
+        self.readers: dict[int, list[str]] = {}    # id(root) -> task nodes reading it (through views)
+        self.owner: dict[int, str] = {}            # id(root) -> producer task node
+        self.size: dict[int, int] = {}
+        self.pending: list[tuple[list[str], int, int, int | None]] = []   # (nodes, offset, size, root id)
+        self.dedicated: set[int] = set()
+        self.task_nodes = {n.name for n in graph.nodes if not get_op(n.op_type).no_task}
+        self.order = {n.name: k for k, n in enumerate(graph.nodes)}
+        self.outputs_at_end: list[Value] = []
+        self.aliases_of_outputs: dict[int, list[Value]] = {}
+
+    def hb(self, a: str, b: str) -> bool:
+        if self.sp is None or a not in self.sp.stream_of or b not in self.sp.stream_of:
+            return self.order[a] <= self.order[b]  # one stream: task order is execution order
+        return self.sp.happens_before(a, b)
+
+    def analyse(self) -> None:
+        for node in self.g.nodes:
+            spec = get_op(node.op_type)
+            for v in node.outputs:
+                src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+                self.root[id(v)] = self.root.get(id(src), src) if src is not None else v
+            for v in node.inputs:
+                if v is not None and node.name in self.task_nodes:
+                    self.readers.setdefault(id(self.root.get(id(v), v)), []).append(node.name)
+        for n in self.g.nodes:
+            if n.op_type == "Data":
+                self.dedicated.add(id(n.outputs[0]))
+        for v in self.g.net_output.inputs:
+            self.dedicated.add(id(self.root.get(id(v), v)))
+
+    def release_ready(self, node: str) -> None:
+        """Tensors all of whose users are planned go to the free list, tagged with those users."""
+        keep = []
+        here = self.order[node]
+        for nodes, off, size, rid in self.pending:
+            if all(self.order[r] < here for r in nodes):
+                self.free.free(off, size, frozenset(nodes))
+            else:
+                keep.append((nodes, off, size, rid))
+        self.pending = keep
+
+    def alloc(self, size: int, node: str) -> int:
+        if not self.reuse:
+            return self._bump(size)
+        # strictly before: a node never gets the bytes of a tensor it uses (in place is explicit)
+        return self.free.alloc(size, lambda users: all(u != node and self.hb(u, node) for u in users))
+
+    def _bump(self, size: int) -> int:
+        off = self.free.top
+        self.free.top += size
+        return off
+
+    def run(self) -> None:
+        self.analyse()
+        order = [n for n in self.g.nodes]
+        # graph inputs first, each in a range of its own
+        for n in self.g.data_nodes:
+            v = n.outputs[0]
+            self.plan.fm_offset[id(v)] = self._bump(align(max(v.desc.nbytes, 1)))
+        for node in order:
+            spec = get_op(node.op_type)
+            if node.op_type in ("Const", "Data", "NetOutput"):
+                continue
+            if node.name in self.task_nodes and self.reuse:
+                self.release_ready(node.name)
+            for v in node.outputs:
+                r = self.root[id(v)]
+                if r is not v:   # a view: share the input's bytes
+                    if any(o is r for o in self.outputs_at_end):
+                        self.aliases_of_outputs.setdefault(id(r), []).append(v)
+                    elif id(r) in self.plan.fm_offset:
+                        self.plan.fm_offset[id(v)] = self.plan.fm_offset[id(r)]
+                    elif id(r) in self.plan.weight_offset:
+                        self.plan.weight_offset[id(v)] = self.plan.weight_offset[id(r)]
+                    continue
+                size = align(max(v.desc.nbytes, 1))
+                self.size[id(v)] = size
+                donor = self.inplace_donor(node, v, size) if self.reuse else None
+                if donor is not None:
+                    self.plan.fm_offset[id(v)] = self.plan.fm_offset[id(donor)]
+                    self.plan.inplace += 1
+                    self.plan.inplace_of[id(v)] = donor
+                elif id(v) in self.dedicated:
+                    self.outputs_at_end.append(v)   # graph outputs: a range of their own after the arena
+                    continue
+                else:
+                    self.plan.fm_offset[id(v)] = self.alloc(size, node.name)
+                if id(v) not in self.dedicated:
+                    readers = self.readers.get(id(v), [])
+                    self.pending.append(([node.name] + readers, self.plan.fm_offset[id(v)], size, id(v)))
+            ws = []
+            for size in self.ws.get(node.name, []):
+                a = align(max(size, 1))
+                off = self.alloc(a, node.name)
+                ws.append((off, size))
+                self.pending.append(([node.name], off, a, None))
+            if ws:
+                self.plan.workspace[node.name] = ws
+                self.plan.workspace_size = max(self.plan.workspace_size, sum(align(s) for _, s in ws))
+        for v in self.outputs_at_end:
+            self.plan.fm_offset[id(v)] = self._bump(align(max(v.desc.nbytes, 1)))
+            for other in self.aliases_of_outputs.get(id(v), []):
+                self.plan.fm_offset[id(other)] = self.plan.fm_offset[id(v)]
+        self.plan.memory_size = self.free.top
+
+    def inplace_donor(self, node: Node, out: Value, size: int) -> Value | None:
+        if not _inplace_ok(node) or id(out) in self.dedicated:
+            return None
+        for v in node.inputs:
+            if v is None or v.is_const or v.producer is None:
+                continue
+            r = self.root.get(id(v), v)
+            if r is not v or id(r) in self.dedicated or id(r) not in self.plan.fm_offset:
+                continue
+            if self.size.get(id(r)) != size or v.desc.dtype != out.desc.dtype:
+                continue
+            readers = self.readers.get(id(r), [])
+            if all(x == node.name or self.hb(x, node.name) for x in readers):
+                # take over the donor's pending release (its bytes now belong to the output)
+                self.pending = [p for p in self.pending if p[3] != id(r)]
+                return r
+        return None
+
+
+def lower_bound(graph: Graph, workspaces: dict[str, list[int]], inplace_of: dict | None = None) -> int:
+    """Peak of simultaneously live bytes (512-aligned sizes) in topological order, counting an in-place
+    output as the buffer it overwrote: no plan with the same in-place choices can use less."""
+    inplace_of = inplace_of or {}
+    order = {n.name: k for k, n in enumerate(graph.nodes)}
+    root: dict[int, Value] = {}
+    last: dict[int, int] = {}
+    first: dict[int, int] = {}
+    size: dict[int, int] = {}
+    end = len(graph.nodes)
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        for v in node.outputs:
+            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            if id(v) in inplace_of:
+                src = inplace_of[id(v)]
+            r = root.get(id(src), src) if src is not None else v
+            root[id(v)] = r
+            if r is v and node.op_type != "Const" and not (src is not None and src.is_const):
+                first[id(v)] = 0 if node.op_type == "Data" else order[node.name]
+                size[id(v)] = align(max(v.desc.nbytes, 1))
+                last[id(v)] = first[id(v)]
+        for v in list(node.inputs) + (node.outputs if node.op_type != "NetOutput" else []):
+            if v is not None:
+                r = root.get(id(v), v)
+                if id(r) in last:
+                    last[id(r)] = end if node.op_type == "NetOutput" else max(last[id(r)], order[node.name])
+    for n in graph.data_nodes:
+        last[id(n.outputs[0])] = end
+    events = [0] * (end + 2)
+    for k, f in first.items():
+        events[f] += size[k]
+        events[last[k] + 1] -= size[k]
+    peak, cur = 0, 0
+    for i, node in enumerate(graph.nodes):
+        cur += events[i]
+        peak = max(peak, cur + sum(align(max(s, 1)) for s in workspaces.get(node.name, [])))
+    return peak
+
+
+GREEDY_MAX_BUFFERS = 4000   # greedy-by-size is quadratic in the worst case; bigger graphs keep the free-list plan
+
+
+def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
+                   streams: StreamPlan | None = None) -> bool:
+    """Re-plan of the reusable tensors (TFLite's greedy-by-size): biggest buffers first, each at the lowest
+    offset not used by a buffer it may be live together with. One stream: lifetimes are topological
+    intervals. Several streams: two buffers conflict unless every task using one happens before the task
+    that first writes the other (vector clocks). Keeps the free-list plan's in-place choices and the
+    dedicated input/output ranges. Returns False (and changes nothing) if it would not be smaller."""
+    order = {n.name: k for k, n in enumerate(graph.nodes)}
+    end = len(graph.nodes)
+    root: dict[int, Value] = {}
+    bufs: dict[int, list] = {}            # id(root) -> [first, last, size, values]
+    users: dict[int, set] = {}            # id(root) -> task nodes writing or reading it
+    dedicated_in = {id(n.outputs[0]) for n in graph.data_nodes}
+    net_in = {id(v) for v in graph.net_output.inputs}
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        i = order[node.name]
+        for v in node.outputs:
+            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            if id(v) in plan.inplace_of:
+                src = plan.inplace_of[id(v)]
+            r = root.get(id(src), src) if src is not None else v
+            root[id(v)] = r
+            if id(r) in bufs:
+                bufs[id(r)][3].append(v)
+                bufs[id(r)][1] = max(bufs[id(r)][1], i)
+                if not spec.no_task:
+                    users[id(r)].add(node.name)
+            elif r is v and id(v) in plan.fm_offset and id(v) not in dedicated_in:
+                bufs[id(v)] = [i, i, align(max(v.desc.nbytes, 1)), [v]]
+                users[id(v)] = {node.name}
+        for v in node.inputs:
+            if v is not None and id(root.get(id(v), v)) in bufs:
+                bufs[id(root.get(id(v), v))][1] = end if node.op_type == "NetOutput" else max(
+                    bufs[id(root.get(id(v), v))][1], i)
+                if not spec.no_task and node.op_type != "NetOutput":
+                    users[id(root.get(id(v), v))].add(node.name)
+    if any(id(v) in net_in for b in bufs.values() for v in b[3]):
+        for key in [k for k, b in bufs.items() if any(id(v) in net_in for v in b[3])]:
+            del bufs[key]   # graph outputs keep their dedicated ranges
+    items = [(b[2], b[0], b[1], ("t", k), frozenset(users[k])) for k, b in bufs.items()]
+    for name, sizes in workspaces.items():
+        if name in order:
+            items += [(align(max(sz, 1)), order[name], order[name], ("w", name, j), frozenset([name]))
+                      for j, sz in enumerate(sizes)]
+    multi = streams is not None and streams.num_streams > 1
+    if len(items) > (GREEDY_MAX_BUFFERS // 8 if multi else GREEDY_MAX_BUFFERS):
+        return False
+
+    def apart(u1: frozenset, u2: frozenset) -> bool:
+        """Every user of u1 happens strictly before every user of u2 (so u2's writer comes after)."""
+        return all(a not in u2 and all(streams.happens_before(a, b) for b in u2) for a in u1)
+
+    def conflict(f1, l1, u1, f2, l2, u2) -> bool:
+        if not multi:
+            return f1 <= l2 and l1 >= f2
+        return not (apart(u1, u2) or apart(u2, u1))
+
+    base = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
+    placed: list[tuple] = []   # (offset, size, first, last, users)
+    where: dict = {}
+    for size, first, last, key, us in sorted(items, key=lambda x: (-x[0], x[1])):
+        busy = sorted((o, o + sz) for o, sz, f, l, u in placed if conflict(f, l, u, first, last, us))
+        off = base
+        for lo, hi in busy:
+            if lo - off >= size:
+                break
+            off = max(off, hi)
+        placed.append((off, size, first, last, us))
+        where[key] = off
+    top = max([o + sz for o, sz, _, _, _ in placed] + [base])
+    outputs = sorted({id(root.get(id(v), v)) for v in graph.net_output.inputs} - dedicated_in)
+    out_size = sum(align(max(v.desc.nbytes, 1)) for v in {id(root.get(id(x), x)): root.get(id(x), x)
+                                                            for x in graph.net_output.inputs}.values()
+                   if id(v) not in dedicated_in and id(v) in plan.fm_offset)
+    if top + out_size >= plan.memory_size:
+        return False
+    for k, b in bufs.items():
+        for v in b[3]:
+            plan.fm_offset[id(v)] = where[("t", k)]
+    for name, sizes in workspaces.items():
+        if name in order and sizes:
+            plan.workspace[name] = [(where[("w", name, j)], sz) for j, sz in enumerate(sizes)]
+    cursor = top
+    for rid in outputs:
+        v = next((x for n in graph.nodes for x in n.outputs if id(x) == rid), None)
+        if v is None or id(v) not in plan.fm_offset:
+            continue
+        old = plan.fm_offset[id(v)]
+        for n in graph.nodes:
+            for x in n.outputs:
+                if id(root.get(id(x), x)) == rid and plan.fm_offset.get(id(x)) == old:
+                    plan.fm_offset[id(x)] = cursor
+        cursor += align(max(v.desc.nbytes, 1))
+    plan.memory_size = cursor
+    return True
+
+
+def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamPlan | None = None,
+                reuse: bool = True) -> MemoryPlan:
     plan = MemoryPlan()
     plan_weights(graph, plan)
-    plan_feature_map(graph, plan, workspaces)
+    _Planner(graph, plan, workspaces, streams, reuse).run()
+    if reuse:
+        greedy_by_size(graph, plan, workspaces, streams)
+    plan.lower_bound = lower_bound(graph, workspaces, plan.inplace_of)
     return plan
