@@ -75,6 +75,8 @@ def _check_flags(given: dict[str, str]) -> None:
         raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
     if v("tiling_schedule_optimize") not in ("", "0", "1"):
         raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
+    if v("enable_single_stream") not in ("", "true", "false"):
+        raise AtcError("E10005", value=v("enable_single_stream"), parameter="enable_single_stream")
     nops = v("debug_sink_nops")
     if nops and not nops.isdigit():
         raise AtcError("E10003", value=nops, parameter="debug_sink_nops", reason="The value type must be [int32].")
@@ -94,6 +96,7 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "ge.outputNodeName": v("out_nodes"), "ge.tiling_schedule_optimize": v("tiling_schedule_optimize"),
         "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
         "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",
+        "ge.enableSingleStream": v("enable_single_stream"),
         "atc_cmdline": " ".join(["atc-py"] + argv), "om_name": pathlib.Path(v("output")).name,
         "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
     }
@@ -133,8 +136,9 @@ def summary_lines(s: dict) -> list[str]:
         f"{s['models']} models (root + {s['known_subgraphs']} known, {s['unknown_subgraphs']} unknown subgraphs)"
     return [f"[INFO] build summary: {s['ops']} ops ({engines}); {models}",
             f"[INFO] build summary: {s['tasks']} tasks ({tasks}); {s['stream_num']} stream(s), {s['event_num']} event(s)",
-            f"[INFO] build summary: feature map {s['memory_size']} B, weights {s['weight_size']} B, "
-            f"constants folded {s['constants_folded']}",
+            f"[INFO] build summary: feature map {s['memory_size']} B planned, lower bound {s['memory_lower_bound']} B "
+            f"(ratio {s['memory_ratio']}), workspace {s['workspace_size']} B, tiling data {s['tiling_data_size']} B, "
+            f"weights {s['weight_size']} B; constants folded {s['constants_folded']}",
             f"[INFO] build summary: {s['tiling_sink']}"]
 
 

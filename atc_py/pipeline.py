@@ -102,6 +102,7 @@ def optimize(graph: Graph, soc, st: _Stages) -> dict[str, int]:
 
 def _model_attrs(soc, framework: str, options: dict, streams: int, events: int) -> dict:
     return {"stream_num": streams, "event_num": events, "label_num": 0, "batch_num": 0,
+            "_sink_decisions": options.get("_sink_decisions", []),
             "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
             "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", "")}
 
@@ -110,10 +111,20 @@ def _ids(graph: Graph) -> dict[str, int]:
     return {n.name: k for k, n in enumerate(graph.nodes)}
 
 
+def tiling_data_size(sm: StaticModel) -> int:
+    """Device memory the runtime sets aside per sink op: tiling data (capacity + TilingData header) and the
+    workspace vector of the device tiling context (GE ArgsFormatUtils::SinkTilingContext)."""
+    from .engines.sink import MAX_TILING_DATA_SIZE
+    return len(sm.sink_ops) * (MAX_TILING_DATA_SIZE + 64 + 192)
+
+
 def static_partitions(sm: StaticModel, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
     tbe, cust = kernel_partitions(sm)
     tasks = task_info(sm)
     attrs = _model_attrs(soc, framework, options, sm.stream_num, sm.event_num)
+    attrs.update({"_fm_lower_bound": sm.plan.lower_bound, "_workspace_size": sm.plan.workspace_size,
+                  "_tiling_data_size": tiling_data_size(sm), "_inplace_outputs": sm.plan.inplace,
+                  "_reuse_memory": options.get("ge.exec.disableReuseMemory", "0") != "1"})
     attrs["om_info_list"] = [sm.plan.weight_size, len(tbe), len(cust), len(tasks), 0]
     md = model_def(sm.graph, _ids(sm.graph), sm.plan, attrs, sm.node_attrs, name)
     return {pt.MODEL_DEF: md.SerializeToString(deterministic=True), pt.WEIGHTS_DATA: sm.plan.weights,
@@ -177,6 +188,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         log("info", d.line())
     part = st.run("partition", partition, graph, limit)
     name = options.get("om_name", graph.name)
+    options["_sink_decisions"] = [d.line() for d in decisions]
     if part is None:
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
         parts = static_partitions(sm, name, soc, framework, options)
@@ -193,6 +205,12 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         "ops_by_engine": engines, "tasks": len(tasks),
         "tasks_by_type": dict(sorted(Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in tasks).items())),
         "memory_size": sum(sm.plan.memory_size for sm in statics),
+        "memory_lower_bound": sum(sm.plan.lower_bound for sm in statics),
+        "memory_ratio": round(sum(sm.plan.memory_size for sm in statics) /
+                              max(1, sum(sm.plan.lower_bound for sm in statics)), 3),
+        "workspace_size": max([sm.plan.workspace_size for sm in statics] or [0]),
+        "tiling_data_size": sum(tiling_data_size(sm) for sm in statics),
+        "inplace_outputs": sum(sm.plan.inplace for sm in statics),
         "weight_size": sum(sm.plan.weight_size for sm in statics),
         "stream_num": max([sm.stream_num for sm in statics] or [0]),
         "event_num": sum(sm.event_num for sm in statics),

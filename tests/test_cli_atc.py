@@ -112,7 +112,7 @@ def test_mode1_json_and_mode6_info(atc, tmp_path):
     assert attrs["soc_version"] == {"s": "Ascend910B1"}
     assert "memory_size" in attrs  # model attrs keep their keys; the field black-list is for proto fields
     code, out, _ = atc("--mode=6", f"--om={om}")
-    assert code == 0 and "resource info: memory_size[" in out and "task     info:" in out
+    assert code == 0 and "resource info: memory_size[" in out and "  tasks    : " in out and "lower bound" in out
     code, out, _ = atc("--mode=6", f"--om={om}", "--framework=5")
     assert code == 255 and "E10057" in out
     code, out, _ = atc("--mode=1", f"--om={om}")

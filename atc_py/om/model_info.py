@@ -1,4 +1,6 @@
-"""`--mode=6` / `--display_model_info=1`: a readable report of an .om (GE's PrintModelInfo, extended)."""
+"""`--mode=6` / `--display_model_info=1`: GE's PrintModelInfo block, then a report a deployer can act on:
+inputs/outputs, memory (planned, lower bound, workspace, tiling data, weights), streams, events, tasks by
+type, ops by engine, partitions and tiling-sink decisions."""
 from __future__ import annotations
 
 from collections import Counter
@@ -11,36 +13,76 @@ from .attrs import from_attr
 from .container import OmFile
 
 
+def _parse(m):
+    md = ge.ModelDef.FromString(m.get(pt.MODEL_DEF) or b"")
+    ti = m.get(pt.TASK_INFO)
+    mtd = task_pb2.ModelTaskDef.FromString(ti) if ti else task_pb2.ModelTaskDef()
+    return md, mtd, {k: from_attr(v) for k, v in md.attr.items()}
+
+
+def _shape(d) -> str:
+    return f"{ge.DataType.Name(d.dtype)}[{','.join(map(str, d.shape.dim))}] {d.layout}".strip()
+
+
+def _model_lines(label: str, m, md, mtd, a) -> list[str]:
+    g = md.graph[0] if md.graph else ge.GraphDef()
+    lines = [f"[{label}] {md.name}"]
+    if a.get("_is_unknown_shape"):
+        ops = Counter(op.type for op in g.op if op.type not in ("Data", "Const", "NetOutput"))
+        lines.append(f"  dynamic (host executor): {sum(ops.values())} ops: " +
+                     ", ".join(f"{k}[{v}]" for k, v in sorted(ops.items())) + f"; weights {a.get('weight_size', 0)} B")
+        return lines
+    if any(op.type == "PartitionedCall" for op in g.op):
+        for op in g.op:
+            if op.type == "PartitionedCall":
+                kind = "dynamic" if op.attr["_is_unknown_shape"].b else "static"
+                lines.append(f"  calls {op.subgraph_name[0]} ({kind})")
+        return lines
+    planned, bound = a.get("memory_size", 0), a.get("_fm_lower_bound", 0)
+    ratio = f"{planned / bound:.3f}" if bound else "n/a"
+    lines.append(f"  memory   : feature map {planned} B planned, lower bound {bound} B (ratio {ratio}), workspace "
+                 f"{a.get('_workspace_size', 0)} B, tiling data {a.get('_tiling_data_size', 0)} B, weights "
+                 f"{a.get('weight_size', 0)} B; in-place outputs {a.get('_inplace_outputs', 0)}, reuse "
+                 f"{'on' if a.get('_reuse_memory', True) else 'off'}")
+    lines.append(f"  streams  : {a.get('stream_num', 0)} (events {a.get('event_num', 0)})")
+    tasks = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in mtd.task)
+    lines.append("  tasks    : " + ", ".join(f"{k}[{v}]" for k, v in sorted(tasks.items())) + f", total[{len(mtd.task)}]")
+    per_stream = Counter(t.stream_id for t in mtd.task)
+    lines.append("  per stream: " + ", ".join(f"stream {s}: {n}" for s, n in sorted(per_stream.items())))
+    engines = Counter(f"{from_attr(op.attr['_ge_attr_op_kernel_lib_name'])}/{from_attr(op.attr['_cube_vector_core_type'])}"
+                      for op in g.op if "_ge_attr_op_kernel_lib_name" in op.attr)
+    lines.append("  ops      : " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())))
+    return lines
+
+
 def model_info(om: OmFile) -> str:
-    m = om.models[0]
-    md = ge.ModelDef()
-    md.ParseFromString(m.get(pt.MODEL_DEF) or b"")
-    mtd = task_pb2.ModelTaskDef()
-    mtd.ParseFromString(m.get(pt.TASK_INFO) or b"")
-    a = {k: from_attr(v) for k, v in md.attr.items()}
-    info = a.get("om_info_list", [0, 0, 0, 0, 0]) + [0] * 5
+    md, mtd, a = _parse(om.models[0])
+    info = list(a.get("om_info_list", [0, 0, 0, 0, 0])) + [0] * 5
     lines = ["============ Display Model Info start ============",
              f"Original Atc command line: {a.get('atc_cmdline', '')}",
              f"system   info: atc_version[{a.get('atc_version', '')}], soc_version[{a.get('soc_version', '')}], "
              f"framework_type[{a.get('framework_type', '')}].",
              f"resource info: memory_size[{a.get('memory_size', 0)} B], weight_size[{a.get('weight_size', 0)} B], "
              f"stream_num[{a.get('stream_num', 0)}], event_num[{a.get('event_num', 0)}].",
-             f"om       info: modeldef_size[{len(m.get(pt.MODEL_DEF) or b'')} B], weight_data_size[{info[0]} B], "
+             f"om       info: modeldef_size[{len(om.models[0].get(pt.MODEL_DEF) or b'')} B], weight_data_size[{info[0]} B], "
              f"tbe_kernels_size[{info[1]} B], cust_aicpu_kernel_store_size[{info[2]} B], "
-             f"task_info_size[{info[3]} B], so_store_size[{info[4]} B]."]
+             f"task_info_size[{info[3]} B], so_store_size[{info[4]} B].",
+             "------------ atc-py report ------------",
+             f"models   : {om.header.model_num} (is_unknow_model {om.header.is_unknow_model})"]
     g = md.graph[0] if md.graph else ge.GraphDef()
     for op in g.op:
         if op.type == "Data":
             d = op.output_desc[0]
-            lines.append(f"input    info: {d.name or op.name} {ge.DataType.Name(d.dtype)} {list(d.shape.dim)} {d.layout}")
+            lines.append(f"input    : {d.name or op.name} {_shape(d)} ({d.size} B)")
+    for op in g.op:
         if op.type == "NetOutput":
             for k, d in enumerate(op.input_desc):
-                lines.append(f"output   info: {d.name or op.input[k]} {ge.DataType.Name(d.dtype)} {list(d.shape.dim)}")
-    tasks = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in mtd.task)
-    lines.append("task     info: " + ", ".join(f"{k}[{v}]" for k, v in sorted(tasks.items())) + f", total[{len(mtd.task)}].")
-    engines = Counter(from_attr(op.attr["_ge_attr_op_kernel_lib_name"]) + "/" + from_attr(op.attr["_cube_vector_core_type"])
-                      for op in g.op if "_ge_attr_op_kernel_lib_name" in op.attr)
-    lines.append("op       info: " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())) + f", total[{len(g.op)}].")
-    lines.append(f"model    info: models[{om.header.model_num}], is_unknow_model[{om.header.is_unknow_model}].")
+                lines.append(f"output   : {d.name or op.input[k]} {_shape(d)} ({d.size} B)")
+    for k, m in enumerate(om.models):
+        sub_md, sub_mtd, sub_a = (md, mtd, a) if k == 0 else _parse(m)
+        lines += _model_lines("root" if len(om.models) > 1 and k == 0 else f"model {k}", m, sub_md, sub_mtd, sub_a)
+    decisions = a.get("_sink_decisions") or []
+    lines.append(f"tiling sink: {len(decisions)} tiling-dependent op(s)" + (":" if decisions else ""))
+    lines += [f"  {d}" for d in decisions]
     lines.append("============ Display Model Info end   ============")
     return "\n".join(lines)

@@ -328,14 +328,13 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     offset not used by a buffer it may be live together with. One stream: lifetimes are topological
     intervals. Several streams: two buffers conflict unless every task using one happens before the task
     that first writes the other (vector clocks). Keeps the free-list plan's in-place choices and the
-    dedicated input/output ranges. Returns False (and changes nothing) if it would not be smaller."""
+    dedicated input ranges (a graph output lives to the end: no later tensor shares it). Returns False (and changes nothing) if it would not be smaller."""
     order = {n.name: k for k, n in enumerate(graph.nodes)}
     end = len(graph.nodes)
     root: dict[int, Value] = {}
     bufs: dict[int, list] = {}            # id(root) -> [first, last, size, values]
     users: dict[int, set] = {}            # id(root) -> task nodes writing or reading it
     dedicated_in = {id(n.outputs[0]) for n in graph.data_nodes}
-    net_in = {id(v) for v in graph.net_output.inputs}
     for node in graph.nodes:
         spec = get_op(node.op_type)
         i = order[node.name]
@@ -359,9 +358,6 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
                     bufs[id(root.get(id(v), v))][1], i)
                 if not spec.no_task and node.op_type != "NetOutput":
                     users[id(root.get(id(v), v))].add(node.name)
-    if any(id(v) in net_in for b in bufs.values() for v in b[3]):
-        for key in [k for k, b in bufs.items() if any(id(v) in net_in for v in b[3])]:
-            del bufs[key]   # graph outputs keep their dedicated ranges
     items = [(b[2], b[0], b[1], ("t", k), frozenset(users[k])) for k, b in bufs.items()]
     for name, sizes in workspaces.items():
         if name in order:
@@ -393,11 +389,7 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
         placed.append((off, size, first, last, us))
         where[key] = off
     top = max([o + sz for o, sz, _, _, _ in placed] + [base])
-    outputs = sorted({id(root.get(id(v), v)) for v in graph.net_output.inputs} - dedicated_in)
-    out_size = sum(align(max(v.desc.nbytes, 1)) for v in {id(root.get(id(x), x)): root.get(id(x), x)
-                                                            for x in graph.net_output.inputs}.values()
-                   if id(v) not in dedicated_in and id(v) in plan.fm_offset)
-    if top + out_size >= plan.memory_size:
+    if top >= plan.memory_size:
         return False
     for k, b in bufs.items():
         for v in b[3]:
@@ -405,18 +397,7 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     for name, sizes in workspaces.items():
         if name in order and sizes:
             plan.workspace[name] = [(where[("w", name, j)], sz) for j, sz in enumerate(sizes)]
-    cursor = top
-    for rid in outputs:
-        v = next((x for n in graph.nodes for x in n.outputs if id(x) == rid), None)
-        if v is None or id(v) not in plan.fm_offset:
-            continue
-        old = plan.fm_offset[id(v)]
-        for n in graph.nodes:
-            for x in n.outputs:
-                if id(root.get(id(x), x)) == rid and plan.fm_offset.get(id(x)) == old:
-                    plan.fm_offset[id(x)] = cursor
-        cursor += align(max(v.desc.nbytes, 1))
-    plan.memory_size = cursor
+    plan.memory_size = top
     return True
 
 
