@@ -35,6 +35,20 @@ def conflicts(graph: Graph, plan: MemoryPlan, streams: StreamPlan | None) -> lis
         return streams.happens_before(a, b)
 
     info = tensor_users(graph)
+    roots = {}
+    for node in graph.nodes:
+        spec = get_op(node.op_type)
+        for v in node.outputs:
+            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            roots[id(v)] = roots.get(id(src), src) if src is not None else v
+    outputs = {id(roots.get(id(v), v)) for v in graph.net_output.inputs}
+    outputs |= {id(v) for v in graph.net_output.inputs}
+
+    def rid_is_output(v) -> bool:
+        """A graph output is read by the host after the model: no tensor may reuse its bytes afterwards.
+        (An in-place output's donor shares its bytes by design and is checked through `inplace`.)"""
+        return id(v) in outputs
+
     items = []
     for rid, (writer, readers, v) in info.items():
         if rid in plan.fm_offset:
@@ -49,8 +63,9 @@ def conflicts(graph: Graph, plan: MemoryPlan, streams: StreamPlan | None) -> lis
             if w1 == w2:
                 continue
             users1, users2 = [w1] + r1, [w2] + r2
-            first_then_second = all(u != w2 and hb(u, w2) for u in users1)
-            second_then_first = all(u != w1 and hb(u, w1) for u in users2)
+            out1, out2 = rid_is_output(v1), rid_is_output(v2)
+            first_then_second = not out1 and all(u != w2 and hb(u, w2) for u in users1)
+            second_then_first = not out2 and all(u != w1 and hb(u, w1) for u in users2)
             inplace = (w2 in r1 and all(u == w2 or hb(u, w2) for u in users1)) or \
                       (w1 in r2 and all(u == w1 or hb(u, w1) for u in users2))
             if not (first_then_second or second_then_first or inplace):

@@ -319,6 +319,7 @@ def lower_bound(graph: Graph, workspaces: dict[str, list[int]], inplace_of: dict
     return peak
 
 
+OUTPUT_MARK = "<model output>"   # a pseudo user of graph outputs: the host reads them after the model ends
 GREEDY_MAX_BUFFERS = 4000   # greedy-by-size is quadratic in the worst case; bigger graphs keep the free-list plan
 
 
@@ -358,7 +359,9 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
                     bufs[id(root.get(id(v), v))][1], i)
                 if not spec.no_task and node.op_type != "NetOutput":
                     users[id(root.get(id(v), v))].add(node.name)
-    items = [(b[2], b[0], b[1], ("t", k), frozenset(users[k])) for k, b in bufs.items()]
+    net_roots = {id(root.get(id(v), v)) for v in graph.net_output.inputs}
+    items = [(b[2], b[0], b[1], ("t", k), frozenset(users[k]) | ({OUTPUT_MARK} if k in net_roots else frozenset()))
+             for k, b in bufs.items()]
     for name, sizes in workspaces.items():
         if name in order:
             items += [(align(max(sz, 1)), order[name], order[name], ("w", name, j), frozenset([name]))
@@ -368,7 +371,11 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
         return False
 
     def apart(u1: frozenset, u2: frozenset) -> bool:
-        """Every user of u1 happens strictly before every user of u2 (so u2's writer comes after)."""
+        """Every user of u1 happens strictly before every user of u2 (so u2's writer comes after). A graph
+        output (OUTPUT_MARK) is read by the host after the model: nothing comes after it."""
+        if OUTPUT_MARK in u1:
+            return False
+        u2 = u2 - {OUTPUT_MARK}
         return all(a not in u2 and all(streams.happens_before(a, b) for b in u2) for a in u1)
 
     def conflict(f1, l1, u1, f2, l2, u2) -> bool:

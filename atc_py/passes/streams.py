@@ -59,8 +59,9 @@ SUPER_KERNEL_SCOPE = "_super_kernel_scope"
 INPUTS = "<graph inputs>"   # a virtual predecessor of the source nodes, at the tail of stream 0
 
 
-def assign_streams(graph: Graph, single_stream: bool = False) -> StreamPlan:
-    """Members of one `_super_kernel_scope` (consecutive task nodes) share the stream of the first member."""
+def assign_streams(graph: Graph, single_stream: bool = False, forced: dict[str, int] | None = None) -> StreamPlan:
+    """Members of one `_super_kernel_scope` (consecutive task nodes) share the stream of the first member.
+    `forced` (tests) pins nodes to streams; the events and clocks follow from it the same way."""
     plan = StreamPlan()
     tasks = [n for n in graph.nodes if not get_op(n.op_type).no_task]
     prev_scope, prev_name = None, None
@@ -70,7 +71,7 @@ def assign_streams(graph: Graph, single_stream: bool = False) -> StreamPlan:
     view: dict[int, list[int]] = {}      # stream -> its current vector clock
     for k, n in enumerate(tasks):
         preds = task_producers(n)
-        chosen = 0 if single_stream else None
+        chosen = 0 if single_stream else (forced or {}).get(n.name)
         scope = n.attrs.get(SUPER_KERNEL_SCOPE)
         if chosen is None and scope and scope == prev_scope:
             chosen = plan.stream_of[prev_name]
@@ -90,7 +91,7 @@ def assign_streams(graph: Graph, single_stream: bool = False) -> StreamPlan:
                 chosen = len(tail)
             else:
                 chosen = min(tail, key=lambda s: last_used[s])
-        width = max(len(tail) + 1, chosen + 1)
+        width = max(len(tail) + 1, chosen + 1, max(tail, default=0) + 1)
         vc = list(view.get(chosen, []))
         vc += [0] * max(0, width - len(vc))
         waits = []
@@ -112,7 +113,7 @@ def assign_streams(graph: Graph, single_stream: bool = False) -> StreamPlan:
         view[chosen] = vc
         tail[chosen] = n.name
         last_used[chosen] = k
-    plan.num_streams = max(1, len(tail))
+    plan.num_streams = max(1, max(tail, default=0) + 1)
     width = plan.num_streams
     plan.clock = {k: tuple(v) + (0,) * (width - len(v)) for k, v in plan.clock.items()}
     return plan

@@ -102,6 +102,10 @@ class DeviceRun:
 
     def run(self, t0: int) -> RunResult:
         self.res = RunResult(t0, t0)
+        for t, producer, name in self.p.clobbers:
+            self.report(Hazard("output-overwritten", t, producer,
+                               f"task {t} ({self.p.describe(t)}) overwrites model output {name} after its producer "
+                               f"task {producer} ({self.p.describe(producer)}) wrote it"))
         for sid, s in self.streams.items():
             s.ready = t0
             self.at(t0, self.kick, sid)

@@ -102,6 +102,7 @@ class Program:
     deps: dict[int, Deps]
     kernel_task_of_op: dict[int, int]
     update_of_op: dict[int, int]
+    clobbers: list = field(default_factory=list)   # (task, producer task, output name): output overwritten
 
     def describe(self, task_id: int) -> str:
         t = self.tasks[task_id]
@@ -166,4 +167,27 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
         st.type_name = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
         tasks.append(st)
     deps = analyse(accesses, list(range(len(tasks))))
-    return Program(model, tasks, deps, kernel_of_op, update_of_op)
+    prog = Program(model, tasks, deps, kernel_of_op, update_of_op)
+    prog.clobbers = output_clobbers(model, tasks, accesses, kernel_of_op)
+    return prog
+
+
+def output_clobbers(model: DeviceModel, tasks, accesses, kernel_of_op) -> list[tuple[int, int, str]]:
+    """Model outputs are read by the host after the model ends: a task other than the output's producer
+    that writes its bytes after the producer (in task order) leaves the host a clobbered output."""
+    by_name = {op.name: op for op in model.ops.values()}
+    found = []
+    for io in model.outputs:
+        net = next(op for op in model.ops.values() if op.type == "NetOutput")
+        k = [td.name or net.input[i] for i, td in enumerate(net.input_desc)].index(io.name)
+        src = net.input[k].rsplit(":", 1)[0]
+        while src in by_name and get_op(by_name[src].type).no_task and by_name[src].input:
+            src = by_name[src].input[0].rsplit(":", 1)[0]   # look through views
+        producer = kernel_of_op.get(by_name[src].id) if src in by_name else None
+        if producer is None or io.address is None:
+            continue
+        lo, hi = io.address, io.address + max(io.desc.nbytes, 1)
+        for t in range(producer + 1, len(tasks)):
+            if any(a.write and a.lo < hi and lo < a.hi for a in accesses.get(t, ())):
+                found.append((t, producer, io.name))
+    return found
