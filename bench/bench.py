@@ -110,10 +110,44 @@ def decoder_sink(d: str) -> None:
     print("simulated time with the runtime profile's assumed defaults (runner/sim/profile.py)")
 
 
+def memory_planning() -> None:
+    from atc_py.frontend.onnx import convert_onnx
+    from atc_py.passes.memory import plan_memory
+    from atc_py.passes.streams import assign_streams
+    print(f"{'memory plan':<22} {'planned B':>11} {'bound B':>11} {'ratio':>6} {'streams':>7}")
+    for name in ("small_cnn", "small_transformer", "inception_block", "decoder_step", "superkernel"):
+        for sink in ("0", "1"):
+            r = atc_py.build(str(ROOT / "models" / f"{name}.onnx"), {"ge.socVersion": SOC, "ge.tiling_schedule_optimize": sink})
+            if r.summary["memory_lower_bound"]:
+                print(f"{name + ' sink' + sink:<22} {r.summary['memory_size']:>11} {r.summary['memory_lower_bound']:>11} "
+                      f"{r.summary['memory_ratio']:>6} {r.summary['stream_num']:>7}")
+    for kind in ("chain", "branchy"):
+        for n in (2500, 5000, 10000):
+            nodes, cur = [], "x"
+            for i in range(n):
+                if kind == "branchy" and i % 4 == 3:   # diamond: two branches of the last block joined
+                    nodes.append(helper.make_node("Add", [f"t{i - 1}", f"t{i - 3}"], [f"t{i}"], name=f"n{i}"))
+                else:
+                    src = f"t{i - 2}" if kind == "branchy" and i % 4 == 2 else cur
+                    nodes.append(helper.make_node(["Relu", "Sigmoid", "Tanh"][i % 3], [src], [f"t{i}"], name=f"n{i}"))
+                cur = f"t{i}"
+            g = helper.make_graph(nodes, kind, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 64])],
+                                  [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [16, 64])])
+            graph, _ = convert_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+            t0 = time.perf_counter()
+            streams = assign_streams(graph)
+            plan = plan_memory(graph, {}, streams)
+            dt = time.perf_counter() - t0
+            print(f"planning a {n}-node {kind}: {dt * 1e3:.0f} ms ({dt / n * 1e6:.1f} us/node), "
+                  f"{streams.num_streams} streams, ratio {plan.memory_size / max(plan.lower_bound, 1):.3f}")
+    print()
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         compile_and_run(d)
         simulator_throughput(d)
+        memory_planning()
         decoder_sink(d)
 
 

@@ -87,39 +87,59 @@ def plan_weights_only(graph: Graph) -> MemoryPlan:
 
 
 class FreeList:
-    """Best-fit allocator over [0, top) with coalescing. Each free block remembers the tasks that used its
-    bytes last; a node may take a block only if all of them happen before it (`usable`)."""
+    """Best-fit allocator over [0, top). Each free block remembers the tasks that used its bytes last; a
+    node may take bytes only if all of them happen before it (`usable`). Blocks are not merged when freed
+    (that would mix their users); adjacent usable blocks are combined when allocating."""
 
     def __init__(self):
         self.offsets: list[int] = []
         self.blocks: dict[int, tuple[int, frozenset]] = {}   # offset -> (size, last users)
         self.top = 0
 
-    def alloc(self, size: int, usable=lambda users: True) -> int:
-        best = None
+    def _runs(self, usable):
+        """Maximal runs of adjacent usable free blocks: (start, size, [block offsets])."""
+        run_start, run_size, members = None, 0, []
         for off in self.offsets:
-            s, users = self.blocks[off]
-            if s >= size and (best is None or s < self.blocks[best][0]) and usable(users):
-                best = off
-                if s == size:
+            size, users = self.blocks[off]
+            if usable(users) and run_start is not None and run_start + run_size == off:
+                run_size += size
+                members.append(off)
+                continue
+            if run_start is not None:
+                yield run_start, run_size, members
+            run_start, run_size, members = (off, size, [off]) if usable(users) else (None, 0, [])
+        if run_start is not None:
+            yield run_start, run_size, members
+
+    def alloc(self, size: int, usable=lambda users: True) -> int:
+        best, at_top = None, None
+        for run in self._runs(usable):
+            if run[0] + run[1] == self.top:
+                at_top = run
+            if run[1] >= size and (best is None or run[1] < best[1]):
+                best = run
+                if run[1] == size:
                     break
-        if best is not None:
-            s, users = self.blocks.pop(best)
-            self.offsets.remove(best)
-            if s > size:
-                self._insert(best + size, s - size, users)
-            return best
-        if self.offsets:
-            last = self.offsets[-1]
-            s, users = self.blocks[last]
-            if last + s == self.top and usable(users):   # grow the free block at the top
-                self.offsets.pop()
-                self.blocks.pop(last)
-                self.top = last + size
-                return last
-        off = self.top
-        self.top += size
-        return off
+        if best is None and at_top is not None:   # grow the free run at the top
+            best = at_top
+            self.top = at_top[0] + size
+        if best is None:
+            off = self.top
+            self.top += size
+            return off
+        start, _, members = best
+        used = 0
+        for off in members:
+            bsize, users = self.blocks.pop(off)
+            self.offsets.remove(off)
+            if used + bsize > size and start + used < start + size:
+                keep = used + bsize - size
+                if keep > 0 and off + bsize <= self.top:
+                    self._insert(off + bsize - keep, keep, users)
+            used += bsize
+            if used >= size:
+                break
+        return start
 
     def _insert(self, off: int, size: int, users: frozenset) -> None:
         i = bisect.bisect_left(self.offsets, off)
@@ -128,15 +148,11 @@ class FreeList:
 
     def free(self, off: int, size: int, users: frozenset = frozenset()) -> None:
         i = bisect.bisect_left(self.offsets, off)
-        if i < len(self.offsets) and off + size == self.offsets[i]:       # merge with the next
-            nxt = self.offsets.pop(i)
-            s, u = self.blocks.pop(nxt)
-            size, users = size + s, users | u
-        if i > 0:
+        if i > 0:   # merge with the previous block only when its users are the same
             prev = self.offsets[i - 1]
-            s, u = self.blocks[prev]
-            if prev + s == off:                                           # with the previous
-                self.blocks[prev] = (s + size, u | users)
+            psize, pusers = self.blocks[prev]
+            if prev + psize == off and pusers == users:
+                self.blocks[prev] = (psize + size, users)
                 return
         self._insert(off, size, users)
 
