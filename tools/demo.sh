@@ -8,7 +8,7 @@ mkdir -p out
 
 step() { printf '\n== %s\n' "$*"; }
 
-for m in small_cnn small_transformer; do
+for m in small_cnn small_transformer inception_block; do
   step "$m: compile for $SOC, then run on random inputs"
   "$BIN/atc-py" --model "models/$m.onnx" --framework=5 --output="out/$m" --soc_version="$SOC"
   "$BIN/om-run" "out/$m.om"
