@@ -54,7 +54,9 @@ def load_plugins(option: str = "") -> list[str]:
             for op_type in new:
                 op = registry.get_op(op_type)
                 type(op).is_custom = True
-                type(op).custom_op_file_path = str(path.parent.resolve())
+                # where CANN installs a custom op package: opp/vendors/<vendor>; the vendor is the plugin's
+                # name, so the .om does not depend on the build machine's paths
+                type(op).custom_op_file_path = f"vendors/{path.stem}"
             _loaded[key] = new
         registered += _loaded[key]
     return registered
