@@ -118,3 +118,52 @@ class LayerNorm(OpSpec):
         return w
 
 
+
+
+LRN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("images_per_block", "Q"), ("size", "I"),
+                          ("alpha", "f"), ("beta", "f"), ("bias", "f"))
+
+
+@register
+class LRN(OpSpec):
+    """Local response normalisation across channels (ONNX LRN): y = x / (bias + alpha/size * sum(x^2))^beta."""
+    op_type = "LRN"
+    inputs = ("x",)
+    tiling_struct = LRN_TILING
+    attrs = {"depth_radius": 2, "alpha": 1e-4, "beta": 0.75, "bias": 1.0, "size": 5}
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        if len(x.shape) < 3:
+            raise OpError(f"LRN takes N,C,spatial... input, got {list(x.shape)}")
+        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        x = ctx.inputs[0]
+        block_dim, per = split_rows(x.shape[0], cores_for(self, ctx.soc))
+        a = ctx.attrs
+        data = LRN_TILING.pack(n=x.shape[0], c=x.shape[1], plane=prod(x.shape[2:]), images_per_block=per,
+                               size=int(self.attr(a, "size")), alpha=float(self.attr(a, "alpha")),
+                               beta=float(self.attr(a, "beta")), bias=float(self.attr(a, "bias")))
+        return TilingResult(block_dim, 0, data)
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        x = inputs[0].reshape(t["n"], t["c"], t["plane"]).astype(np.float32)
+        out = np.zeros_like(x)
+        size = t["size"]
+        lo_pad, hi_pad = (size - 1) // 2, size - 1 - (size - 1) // 2
+        for blk in range(args.block_dim):
+            lo, hi = blk * t["images_per_block"], min(t["n"], (blk + 1) * t["images_per_block"])
+            if lo >= hi:
+                continue
+            sq = np.pad(x[lo:hi] ** 2, ((0, 0), (lo_pad, hi_pad), (0, 0)))
+            csum = np.cumsum(np.concatenate([np.zeros_like(sq[:, :1]), sq], axis=1), axis=1)
+            window = csum[:, size:size + t["c"]] - csum[:, :t["c"]]
+            out[lo:hi] = x[lo:hi] / (t["bias"] + t["alpha"] / size * window) ** t["beta"]
+        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops = ctx.inputs[0].numel * (int(self.attr(ctx.attrs, "size")) + 4)
+        return w

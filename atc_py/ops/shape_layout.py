@@ -160,3 +160,93 @@ class ConcatD(OpSpec):
             if lo < hi:
                 out[lo:hi] = np.concatenate([p[lo:hi] for p in parts], axis=1)
         return [out.reshape(args.outputs[0].shape)]
+
+
+@register
+class Unsqueeze(ViewOp):
+    """Inserts size-1 dims (attr `axes`, positions in the output); a view."""
+    op_type = "Unsqueeze"
+    inputs = ("x",)
+    attrs = {"axes": None}
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        axes = self.attr(node, "axes")
+        rank = len(x.shape) + len(axes)
+        norm = sorted(int(a) % rank for a in axes)
+        if len(set(norm)) != len(norm):
+            raise OpError(f"axes {list(axes)} repeat an axis")
+        shape, it = [], iter(x.shape)
+        for i in range(rank):
+            shape.append(1 if i in norm else next(it))
+        return [TensorDesc(tuple(shape), x.dtype, "ND", x.origin_format)]
+
+
+@register
+class Squeeze(ViewOp):
+    """Removes size-1 dims (attr `axes`; all of them when empty); a view."""
+    op_type = "Squeeze"
+    inputs = ("x",)
+    attrs = {"axes": None}
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        axes = self.attr(node, "axes")
+        rank = len(x.shape)
+        drop = {int(a) % rank for a in axes} if axes else {i for i, d in enumerate(x.shape) if d == 1}
+        if any(x.shape[a] != 1 for a in drop):
+            raise OpError(f"cannot squeeze axes {sorted(drop)} of shape {list(x.shape)}")
+        return [TensorDesc(tuple(d for i, d in enumerate(x.shape) if i not in drop), x.dtype, "ND", x.origin_format)]
+
+
+@register
+class Fill(OpSpec):
+    """ConstantOfShape: a tensor of the given shape (input 0, int64) filled with attr `value` (folded when the
+    shape is a constant, which the frontend guarantees)."""
+    op_type = "Fill"
+    inputs = ("dims",)
+    attrs = {"value": 0.0, "dtype": "float32"}
+    engine = "AICPU"
+    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    tiling_struct = TilingStruct(("numel", "Q"))
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        dims = node.const_input(0)
+        if dims is None:
+            raise OpError("the shape input of ConstantOfShape must be a constant")
+        shape = tuple(int(d) for d in np.asarray(dims).reshape(-1))
+        if any(d < 0 for d in shape):
+            raise OpError(f"negative dim in {list(shape)}")
+        return [TensorDesc(shape, str(self.attr(node, "dtype")), "ND", "ND")]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return TilingResult(1, 0, self.tiling_struct.pack(numel=ctx.outputs[0].numel))
+
+    def compute(self, args: KernelArgs, inputs):
+        d = args.outputs[0]
+        return [np.full(d.shape, self.attr(args.attrs, "value"), dtype=d.dtype)]
+
+
+@register
+class AddN(OpSpec):
+    """ONNX Sum: elementwise sum of N tensors (with broadcasting)."""
+    op_type = "AddN"
+    inputs = ("x*",)
+    tiling_struct = ELEMWISE_TILING
+    dtypes = ("float32", "float16", "int32", "int64")
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        descs = [v.desc for v in node.inputs if v is not None]
+        try:
+            shape = np.broadcast_shapes(*(d.shape for d in descs))
+        except ValueError:
+            raise OpError(f"shapes {[list(d.shape) for d in descs]} cannot be broadcast") from None
+        return [TensorDesc(tuple(shape), descs[0].dtype, descs[0].format, descs[0].origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return elementwise_tiling(self, ctx, len(ctx.inputs) + 1, any(d.shape != ctx.outputs[0].shape for d in ctx.inputs))
+
+    def compute(self, args: KernelArgs, inputs):
+        shape = args.outputs[0].shape
+        flat = [np.broadcast_to(x, shape).reshape(-1) for x in inputs]
+        return [run_blocks(args, flat, lambda *xs: sum(xs[1:], xs[0]), args.outputs[0].dtype)]

@@ -37,7 +37,7 @@ class MemoryPlan:
     memory_size: int = 0
     weight_size: int = 0
     weights: bytes = b""
-    lower_bound: int = 0          # peak of simultaneously live bytes (512-aligned sizes)
+    lower_bound: int = 0          # bytes some set of buffers that may be live together needs (512-aligned)
     workspace_size: int = 0       # peak workspace bytes of one op
     inplace: int = 0              # outputs written over their input
     inplace_of: dict = field(default_factory=dict)   # id(output) -> the input Value it overwrote
@@ -339,13 +339,9 @@ OUTPUT_MARK = "<model output>"   # a pseudo user of graph outputs: the host read
 GREEDY_MAX_BUFFERS = 4000   # greedy-by-size is quadratic in the worst case; bigger graphs keep the free-list plan
 
 
-def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
-                   streams: StreamPlan | None = None) -> bool:
-    """Re-plan of the reusable tensors (TFLite's greedy-by-size): biggest buffers first, each at the lowest
-    offset not used by a buffer it may be live together with. One stream: lifetimes are topological
-    intervals. Several streams: two buffers conflict unless every task using one happens before the task
-    that first writes the other (vector clocks). Keeps the free-list plan's in-place choices and the
-    dedicated input ranges (a graph output lives to the end: no later tensor shares it). Returns False (and changes nothing) if it would not be smaller."""
+def collect_buffers(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]]):
+    """Reusable buffers (tensors after folding views and in-place chains into their root, and workspaces):
+    items (size, first, last, key, users) with topological first/last uses, and bufs (root -> its values)."""
     order = {n.name: k for k, n in enumerate(graph.nodes)}
     end = len(graph.nodes)
     root: dict[int, Value] = {}
@@ -382,13 +378,16 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
         if name in order:
             items += [(align(max(sz, 1)), order[name], order[name], ("w", name, j), frozenset([name]))
                       for j, sz in enumerate(sizes)]
+    return items, bufs, order
+
+
+def conflict_test(streams: StreamPlan | None):
+    """conflict(f1, l1, u1, f2, l2, u2): may the two buffers be live together? One stream: topological
+    intervals overlap. Several streams: unless every user of one happens strictly before every user of the
+    other (vector clocks); a graph output (OUTPUT_MARK) is read after the model, so nothing comes after it."""
     multi = streams is not None and streams.num_streams > 1
-    if len(items) > (GREEDY_MAX_BUFFERS // 8 if multi else GREEDY_MAX_BUFFERS):
-        return False
 
     def apart(u1: frozenset, u2: frozenset) -> bool:
-        """Every user of u1 happens strictly before every user of u2 (so u2's writer comes after). A graph
-        output (OUTPUT_MARK) is read by the host after the model: nothing comes after it."""
         if OUTPUT_MARK in u1:
             return False
         u2 = u2 - {OUTPUT_MARK}
@@ -397,8 +396,19 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     def conflict(f1, l1, u1, f2, l2, u2) -> bool:
         if not multi:
             return f1 <= l2 and l1 >= f2
-        return not (apart(u1, u2) or apart(u2, u1))
+        return (f1 <= l2 and l1 >= f2) or not (apart(u1, u2) or apart(u2, u1))
+    return conflict, multi
 
+
+def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
+                   streams: StreamPlan | None = None) -> bool:
+    """Re-plan of the reusable buffers (TFLite's greedy-by-size): biggest first, each at the lowest offset
+    not used by a buffer it may be live together with (conflict_test). Keeps the free-list plan's in-place
+    choices and the dedicated input ranges. Returns False (and changes nothing) if it would not be smaller."""
+    items, bufs, order = collect_buffers(graph, plan, workspaces)
+    conflict, multi = conflict_test(streams)
+    if len(items) > (GREEDY_MAX_BUFFERS // 8 if multi else GREEDY_MAX_BUFFERS):
+        return False
     base = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
     placed: list[tuple] = []   # (offset, size, first, last, users)
     where: dict = {}
@@ -424,6 +434,29 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     return True
 
 
+def concurrent_lower_bound(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
+                           streams: StreamPlan) -> int:
+    """With several streams, buffers that may be live together must not share bytes, so the size of any set
+    of pairwise-conflicting buffers is a lower bound. Start from the buffers live at each topological step
+    (pairwise conflicting) and grow the set greedily with buffers that conflict with all of them."""
+    items, _, order = collect_buffers(graph, plan, workspaces)
+    conflict, _ = conflict_test(streams)
+    if len(items) > GREEDY_MAX_BUFFERS // 8:
+        return 0
+    inputs = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
+    by_size = sorted(items, key=lambda x: -x[0])
+    best = 0
+    for i in range(len(graph.nodes)):
+        clique = [it for it in items if it[1] <= i <= it[2]]
+        members = {id(it) for it in clique}
+        for it in by_size:
+            if id(it) not in members and all(conflict(c[1], c[2], c[4], it[1], it[2], it[4]) for c in clique):
+                clique.append(it)
+                members.add(id(it))
+        best = max(best, inputs + sum(c[0] for c in clique))
+    return best
+
+
 def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamPlan | None = None,
                 reuse: bool = True) -> MemoryPlan:
     plan = MemoryPlan()
@@ -432,4 +465,6 @@ def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamP
     if reuse:
         greedy_by_size(graph, plan, workspaces, streams)
     plan.lower_bound = lower_bound(graph, workspaces, plan.inplace_of)
+    if reuse and streams is not None and streams.num_streams > 1:
+        plan.lower_bound = max(plan.lower_bound, concurrent_lower_bound(graph, plan, workspaces, streams))
     return plan
