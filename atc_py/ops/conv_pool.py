@@ -90,13 +90,13 @@ class Conv2D(OpSpec):
         groups, cin_g, og = t["groups"], t["cin"] // t["groups"], t["cout"] // t["groups"]
         wf = w.astype(acc).reshape(t["cout"], -1)
         out = np.zeros((t["n"], t["cout"], t["ho"] * t["wo"]), dtype=acc)
-        per = t["cout_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["cout"], (blk + 1) * per)
-            for gi in range(lo // og, (hi - 1) // og + 1 if hi > lo else 0):
-                c0, c1 = max(lo, gi * og), min(hi, (gi + 1) * og)
-                xg = cols[:, gi * cin_g:(gi + 1) * cin_g].reshape(t["n"], -1, t["ho"] * t["wo"])
-                out[:, c0:c1] = np.matmul(wf[c0:c1], xg)
+        # the blocks cover output channels [0, block_dim * cout_per_block): one GEMM per image and group
+        covered = min(t["cout"], args.block_dim * t["cout_per_block"])
+        for gi in range(0, -(-covered // og)):
+            c0, c1 = gi * og, min(covered, (gi + 1) * og)
+            xg = cols[:, gi * cin_g:(gi + 1) * cin_g].reshape(t["n"], -1, t["ho"] * t["wo"])
+            for n in range(t["n"]):
+                out[n, c0:c1] = wf[c0:c1] @ xg[n]
         if bias is not None:
             out += bias.astype(acc).reshape(1, -1, 1)
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
