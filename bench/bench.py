@@ -121,6 +121,15 @@ def memory_planning() -> None:
             if r.summary["memory_lower_bound"]:
                 print(f"{name + ' sink' + sink:<22} {r.summary['memory_size']:>11} {r.summary['memory_lower_bound']:>11} "
                       f"{r.summary['memory_ratio']:>6} {r.summary['stream_num']:>7}")
+    import os
+
+    import onnx as onnx_pkg
+    light = os.path.join(os.path.dirname(onnx_pkg.__file__), "backend", "test", "data", "light")
+    for f in sorted(os.listdir(light)):
+        if f.endswith(".onnx"):
+            r = atc_py.build(os.path.join(light, f), {"ge.socVersion": SOC})
+            print(f"{f[6:-5]:<22} {r.summary['memory_size']:>11} {r.summary['memory_lower_bound']:>11} "
+                  f"{r.summary['memory_ratio']:>6} {r.summary['stream_num']:>7}")
     for kind in ("chain", "branchy"):
         for n in (2500, 5000, 10000):
             nodes, cur = [], "x"
