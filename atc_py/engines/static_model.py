@@ -21,7 +21,6 @@ from . import sink, superkernel
 from . import task_types as tt
 from .aicore import KernelInfo, kernel_name, kernel_task
 
-MAIN_STREAM = 0
 
 
 @dataclass
