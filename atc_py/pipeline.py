@@ -29,7 +29,7 @@ from .passes.engine import assign_engines
 from .plugins import load_plugins
 from .passes.fold import fold_constants
 from .passes.infer import infer_graph
-from .passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_weights_only
+from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.partition import DEFAULT_LOWER_LIMIT, PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities

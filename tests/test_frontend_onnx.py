@@ -50,7 +50,6 @@ def test_impl_selection_is_largest_version_not_above_opset():
 
 
 def test_softmax_opset11_coerces_to_2d():
-    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
     m = model_of([helper.make_node("Softmax", ["x"], ["y"], axis=1)], [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])],
                  opset=11)
     g, _ = convert_onnx(m)

@@ -8,7 +8,6 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.engines.static_model import compile_static
 from atc_py.frontend.onnx import convert_onnx
 from atc_py.om import read_om
 from atc_py.passes.memcheck import conflicts

@@ -3,7 +3,6 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from atc_py.frontend.onnx import convert_onnx
-from atc_py.ir.graph import Graph, TensorDesc
 from atc_py.passes.fold import fold_constants
 from atc_py.passes.infer import infer_graph
 from atc_py.passes.memory import MEM_ALIGN, WEIGHTS_START_OFFSET, plan_memory

@@ -20,7 +20,7 @@ from runner.host.session import execute
 from runner.loader import load_model
 
 from . import decoder_reference as ref
-from .conftest import MODELS, PLUGIN, compile_om
+from .conftest import MODELS, PLUGIN
 
 DECODER = MODELS / "decoder_step.onnx"
 

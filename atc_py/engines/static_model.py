@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from .. import __version__
 from ..errors import AtcError
 from ..ir.graph import Graph
-from ..om import partitions as pt
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
 from ..ops.base import OpError, TilingResult
@@ -188,5 +187,3 @@ def kernel_partitions(model: StaticModel) -> tuple[bytes, bytes]:
     cust = build_store([(k.name, kernel_binary(k)) for k in model.kernels.values() if k.engine == "CUST_AICPU"])
     return tbe, cust
 
-
-__all__ = ["StaticModel", "compile_static", "task_info", "kernel_partitions", "pt"]

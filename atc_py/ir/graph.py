@@ -1,7 +1,7 @@
 """Graph, Node, Value, TensorDesc. Framework-neutral; op types are GE's."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 import numpy as np

@@ -87,7 +87,7 @@ class Conv2D(OpSpec):
         cols = gather_windows(xp, t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
         # (kh, kw, N, C, ho, wo) -> (N, C, kh, kw, P)
         cols = cols.transpose(2, 3, 0, 1, 4, 5).reshape(t["n"], t["cin"], t["kh"] * t["kw"], t["ho"] * t["wo"])
-        groups, cin_g, og = t["groups"], t["cin"] // t["groups"], t["cout"] // t["groups"]
+        cin_g, og = t["cin"] // t["groups"], t["cout"] // t["groups"]
         wf = w.astype(acc).reshape(t["cout"], -1)
         out = np.zeros((t["n"], t["cout"], t["ho"] * t["wo"]), dtype=acc)
         # the blocks cover output channels [0, block_dim * cout_per_block): one GEMM per image and group

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (AIV, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   block_align_elems, ceil_div, cores_for, split_rows)
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
+                   cores_for, split_rows)
 from .registry import register
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
@@ -136,5 +136,3 @@ class Identity(UnaryOp):
     def compute(self, args, inputs):
         return [run_blocks(args, [inputs[0].reshape(-1)], self.fn, inputs[0].dtype)]
 
-
-__all__ = ["BinaryOp", "UnaryOp", "elementwise_tiling", "run_blocks", "ELEMWISE_TILING", "ceil_div", "AIV"]

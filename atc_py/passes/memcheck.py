@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir.graph import Graph
 from ..ops import get_op
 from .memory import MemoryPlan, align
-from .streams import StreamPlan, task_producers
+from .streams import StreamPlan
 
 
 def tensor_users(graph: Graph) -> dict[int, tuple[str, list[str], int, int]]:
@@ -72,5 +72,3 @@ def conflicts(graph: Graph, plan: MemoryPlan, streams: StreamPlan | None) -> lis
                 found.append(f"{v1.name} [{lo1}, {hi1}) and {v2.name} [{lo2}, {hi2}) share bytes but may be live together")
     return found
 
-
-__all__ = ["conflicts", "task_producers"]

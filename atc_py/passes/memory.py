@@ -231,7 +231,6 @@ class _Planner:
             v = n.outputs[0]
             self.plan.fm_offset[id(v)] = self._bump(align(max(v.desc.nbytes, 1)))
         for node in order:
-            spec = get_op(node.op_type)
             if node.op_type in ("Const", "Data", "NetOutput"):
                 continue
             if node.name in self.task_nodes and self.reuse:

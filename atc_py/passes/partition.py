@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..ir.graph import Graph, Node, TensorDesc, Value
+from ..ir.graph import Graph, Node, Value
 from .tiling_sink import FORCE_UNKNOWN_SHAPE
 
 DATA, NETOUTPUT, INPUT, KNOWN, UNKNOWN = "DATA", "NETOUTPUT", "INPUT", "KNOWN", "UNKNOWN"
@@ -272,5 +272,3 @@ def partition(graph: Graph, lower_limit: int = DEFAULT_LOWER_LIMIT) -> Partition
     clusters = Partitioner(graph, lower_limit).run()
     return None if clusters is None else build_partition(graph, clusters)
 
-
-__all__ = ["partition", "PartitionResult", "Subgraph", "DEFAULT_LOWER_LIMIT", "TensorDesc"]

@@ -14,8 +14,6 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from atc_py.engines import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.errors import AtcError
@@ -326,5 +324,3 @@ class DeviceRun:
         self.record(task, t, first, cur, max(c.block_dim for c in task.calls), task.core_type)
         self.at(cur, self.finish, task, [])
 
-
-__all__ = ["DeviceRun", "RunResult", "TaskRecord", "np"]

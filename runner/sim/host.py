@@ -291,5 +291,3 @@ class Simulation:
             descs[f"{op.name}:{i}"] = d
             on_host[f"{op.name}:{i}"] = False
 
-
-__all__ = ["Simulation", "LoopStats", "Hazard", "Program"]

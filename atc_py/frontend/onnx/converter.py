@@ -1,14 +1,12 @@
 """ONNX ModelProto -> IR Graph: Data/Const nodes, adapters per op, NetOutput; all unsupported ops in one error."""
 from __future__ import annotations
 
-import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from ...errors import AtcError
 from ...ir.dtypes import dtype_from_onnx
 from ...ir.graph import Graph, TensorDesc, Value
-from ...ops import get_op
 from ...ops.base import OpError
 from ...passes.infer import infer_node
 from . import adapters  # noqa: F401  (registers the adapters)
@@ -59,7 +57,7 @@ class OnnxConverter:
             if cls is None:
                 why = "no adapter"
             elif opset is None:
-                why = f"domain not imported"
+                why = "domain not imported"
             else:
                 why = f"supported since opset {cls.versions()[0]}"
             key = (n.op_type, _domain_name(domain), opset, why)

@@ -3,7 +3,6 @@ Sum, LRN."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import numpy_helper
 
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 
@@ -81,5 +80,3 @@ class LRN(OnnxOp):
                                                 "beta": float(ctx.attr("beta", 0.75)),
                                                 "bias": float(ctx.attr("bias", 1.0))})
 
-
-__all__ = ["numpy_helper"]
