@@ -36,8 +36,8 @@ def parse_input_shape(text: str) -> dict[str | int, list[int]]:
             if not re.fullmatch(r"-?\d+", tok):
                 raise AtcError("E10002", value=part, reason="It is not a digit", sample=INPUT_SHAPE_SAMPLE)
             d = int(tok)
-            if d <= 0:
-                raise AtcError("E10011", value=part, reason=f"dim {d} is not positive in a static shape")
+            if d < 0:  # 0 is an empty tensor, which GE accepts
+                raise AtcError("E10011", value=part, reason=f"dim {d} is negative in a static shape")
             dims.append(d)
         if key in result:
             raise AtcError("E10002", value=text, reason=f"Input {key} is given twice", sample=INPUT_SHAPE_SAMPLE)

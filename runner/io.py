@@ -98,7 +98,7 @@ def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, f
         if fmt == "NPY":
             _atomic_write(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
         elif fmt == "BIN":
-            _atomic_write(p, lambda f, a=arr: f.write(np.ascontiguousarray(a).tobytes()))
+            _atomic_write(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
         else:
             _atomic_write(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1),
                                                          fmt="%.8g"))

@@ -109,7 +109,7 @@ class Graph:
             v.consumers.append((node, len(node.inputs) - 1))
 
     def add_const(self, name: str, data: np.ndarray, fmt: str = "ND") -> Value:
-        data = np.ascontiguousarray(data)
+        data = np.asarray(data, order="C")
         node = self.add_node(name, "Const", out_descs=[TensorDesc(tuple(data.shape), data.dtype.name, fmt, fmt)])
         node.outputs[0].data = data
         return node.outputs[0]

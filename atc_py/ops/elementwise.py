@@ -43,7 +43,8 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
 
 class BinaryOp(OpSpec):
     inputs = ("x1", "x2")
-    dtypes = ("float32", "float16", "int32", "int64")
+    dtypes = ("float32", "float16", "float64", "int32", "int64")
+    out_dtype: str | None = None   # comparisons produce bool
     tiling_keys = (0, 1)
     tiling_struct = ELEMWISE_TILING
 
@@ -59,7 +60,7 @@ class BinaryOp(OpSpec):
             shape = np.broadcast_shapes(a.shape, b.shape)
         except ValueError:
             raise OpError(f"shapes {list(a.shape)} and {list(b.shape)} cannot be broadcast") from None
-        return [TensorDesc(tuple(shape), a.dtype, a.format, a.origin_format)]
+        return [TensorDesc(tuple(shape), self.out_dtype or a.dtype, a.format, a.origin_format)]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         broadcast = any(d.shape != ctx.outputs[0].shape for d in ctx.inputs)
@@ -92,7 +93,7 @@ class Mul(BinaryOp):
 @register
 class RealDiv(BinaryOp):
     op_type = "RealDiv"
-    dtypes = ("float32", "float16")
+    dtypes = ("float32", "float16", "float64")
     fn = staticmethod(np.divide)
 
     def work(self, ctx: TilingContext) -> Work:
@@ -103,6 +104,7 @@ class RealDiv(BinaryOp):
 
 class UnaryOp(OpSpec):
     inputs = ("x",)
+    dtypes = ("float32", "float16", "float64")
     tiling_struct = ELEMWISE_TILING
     vector_ops_per_elem = 1  # vector instructions per element (cost)
 

@@ -21,7 +21,7 @@ def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs:
     decoded = spec.tiling_struct.unpack(tiling.tiling_data) if spec.tiling_struct else {}
     args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), list(out_descs))
     outs = spec.compute(args, inputs)
-    return [np.ascontiguousarray(o) for o in outs]
+    return [np.asarray(o, order="C") for o in outs]
 
 
 def run_op(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec, inputs) -> list[np.ndarray]:

@@ -15,6 +15,7 @@ class BNInfer(OpSpec):
     op_type = "BNInfer"
     inputs = ("x", "scale", "offset", "mean", "variance")
     attrs = {"epsilon": 1e-5}
+    dtypes = ("float32", "float16", "float64")
     tiling_struct = BN_TILING
 
     def infer(self, node: Node) -> list[TensorDesc]:
@@ -166,4 +167,55 @@ class LRN(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * (int(self.attr(ctx.attrs, "size")) + 4)
+        return w
+
+
+@register
+class InstanceNorm(OpSpec):
+    """y = scale * (x - mean) / sqrt(var + eps) + bias with mean/var per (n, c) plane (ONNX
+    InstanceNormalization); one block per group of planes."""
+    op_type = "InstanceNorm"
+    inputs = ("x", "gamma", "beta")
+    attrs = {"epsilon": 1e-5}
+    dtypes = ("float32", "float16", "float64")
+    tiling_struct = BN_TILING
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        if len(x.shape) < 3:
+            raise OpError(f"InstanceNorm takes N,C,D1,... input, got {list(x.shape)}")
+        for i in (1, 2):
+            if node.input_desc(i).shape != (x.shape[1],):
+                raise OpError(f"input {self.inputs[i]} must have shape [{x.shape[1]}]")
+        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        x = ctx.inputs[0]
+        block_dim, per = split_rows(x.shape[0] * x.shape[1], cores_for(self, ctx.soc))
+        return TilingResult(block_dim, 0, BN_TILING.pack(n=x.shape[0], c=x.shape[1], plane=prod(x.shape[2:]),
+                                                         planes_per_block=per,
+                                                         epsilon=float(self.attr(ctx.attrs, "epsilon"))))
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        x, gamma, beta = inputs
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        planes = x.reshape(t["n"] * t["c"], t["plane"]).astype(acc)
+        out = np.zeros_like(planes)
+        per = t["planes_per_block"]
+        eps = float(self.attr(args.attrs, "epsilon"))
+        for blk in range(args.block_dim):
+            lo, hi = blk * per, min(planes.shape[0], (blk + 1) * per)
+            if lo >= hi:
+                continue
+            p = planes[lo:hi]
+            ch = np.arange(lo, hi) % t["c"]
+            mean = p.mean(axis=1, keepdims=True)
+            var = ((p - mean) ** 2).mean(axis=1, keepdims=True)
+            out[lo:hi] = (p - mean) / np.sqrt(var + eps) * gamma[ch, None] + beta[ch, None]
+        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= 5
         return w

@@ -32,5 +32,5 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import (activation, attention_moe, conv_pool, elementwise, graph_ops, matmul, norm,  # noqa: F401
-                   scan_mask, shape_layout)
+    from . import (activation, attention_moe, binary_more, conv_nd, conv_pool, elementwise,  # noqa: F401
+                   graph_ops, index_ops, math_unary, matmul, norm, reduce, scan_mask, shape_layout)

@@ -105,7 +105,7 @@ class TransposeD(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         perm = self._perm(args.attrs, inputs[0].ndim)
-        moved = np.ascontiguousarray(np.transpose(inputs[0], perm)).reshape(-1)
+        moved = np.asarray(np.transpose(inputs[0], perm), order="C").reshape(-1)
         return [run_blocks(args, [moved], lambda v: v, inputs[0].dtype)]
 
 

@@ -66,7 +66,7 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
-        data = np.ascontiguousarray(v.data).tobytes()
+        data = np.asarray(v.data, order="C").tobytes()
         key = (hashlib.sha256(data).digest(), v.desc.dtype, v.desc.shape)
         if key in seen:
             plan.weight_offset[id(v)] = seen[key]

@@ -32,6 +32,6 @@ class DeviceMemory:
         return buf[off:off + desc.nbytes].view(desc.dtype).reshape(desc.shape).copy()
 
     def write(self, address: int, array: np.ndarray) -> None:
-        raw = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        raw = np.asarray(array, order="C").reshape(-1).view(np.uint8)
         buf, off = self._locate(address, raw.size)
         buf[off:off + raw.size] = raw

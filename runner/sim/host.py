@@ -269,7 +269,7 @@ class Simulation:
             ctx.depend_values = spec.placeholder_values(ctx)
         tiling = spec.tiling(ctx)                                                     # Tiling
         cache_key = (op.type, tuple((d.shape, d.dtype) for d in ctx.inputs if d is not None), repr(sorted(node.attrs.items())),
-                     hashlib.sha256(b"".join(np.ascontiguousarray(v).tobytes() for _, v in sorted(ctx.depend_values.items()))).hexdigest())
+                     hashlib.sha256(b"".join(np.asarray(v, order="C").tobytes() for _, v in sorted(ctx.depend_values.items()))).hexdigest())
         hit = self.use_cache and cache_key in self.cache
         self.cache.add(cache_key)
         self.stats.tiling_cache_hits += hit

@@ -1,3 +1,3 @@
 """ONNX op adapters, one module per family; importing registers them."""
-from . import elementwise, nn, tensor  # noqa: F401
+from . import math, elementwise, nn, tensor, index, reduce, sequence, training  # noqa: F401
 from . import ascend, misc, scan  # noqa: F401,E402

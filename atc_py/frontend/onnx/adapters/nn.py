@@ -9,7 +9,7 @@ from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 def _spatial(ctx: NodeCtx, x_shape, kernel) -> tuple[list[int], list[int], list[int]]:
     """(strides, dilations, GE pads [t, b, l, r]) for a 2-D window op, resolving auto_pad."""
     if len(kernel) != 2:
-        raise AdapterError(f"only 2-D windows are supported, kernel_shape={list(kernel)}")
+        raise AdapterError(f"a 2-D window needs 2 kernel dims, kernel_shape={list(kernel)}")
     strides = [int(s) for s in ctx.attr("strides", [1, 1])]
     dil = [int(d) for d in ctx.attr("dilations", [1, 1])]
     auto = ctx.attr("auto_pad", "NOTSET")
@@ -32,31 +32,129 @@ def _spatial(ctx: NodeCtx, x_shape, kernel) -> tuple[list[int], list[int], list[
     return strides, dil, ge_pads
 
 
+def to_2d(ctx: NodeCtx, x):
+    """A 1-D op's N,C,L input as N,C,1,L (the 2-D kernel runs it with H = 1)."""
+    n, c, length = x.desc.shape
+    return ctx.emit("Reshape", [x, ctx.make_const("as2d", np.array([n, c, 1, length], np.int64))], suffix="as2d")[0]
+
+
+def from_2d(ctx: NodeCtx, y):
+    n, c, _, length = y.desc.shape
+    return ctx.emit("Reshape", [y, ctx.make_const("as1d", np.array([n, c, length], np.int64))])
+
+
+def as_2d_attrs(ctx: NodeCtx) -> None:
+    """Rewrite a 1-D node's window attributes into 2-D ones (H: kernel 1, stride 1, no padding)."""
+    for key, unit in (("kernel_shape", 1), ("strides", 1), ("dilations", 1)):
+        if ctx.attr(key) is not None:
+            ctx.attrs[key] = [unit] + [int(v) for v in ctx.attr(key)]
+    if ctx.attr("pads") is not None:
+        p = [int(v) for v in ctx.attr("pads")]
+        ctx.attrs["pads"] = [0, p[0], 0, p[1]]
+
+
+def _spatial3(ctx: NodeCtx, x_shape, kernel) -> tuple[list[int], list[int], list[int]]:
+    """(strides, dilations, GE pads [front, back, top, bottom, left, right]) of a 3-D window op."""
+    strides = [int(s) for s in ctx.attr("strides", [1, 1, 1])]
+    dil = [int(d) for d in ctx.attr("dilations", [1, 1, 1])]
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if auto not in ("NOTSET", "VALID"):
+        raise AdapterError(f"auto_pad '{auto}' is not supported for 3-D windows")
+    p = [int(v) for v in ctx.attr("pads", [0] * 6)] if auto == "NOTSET" else [0] * 6
+    return strides, dil, [p[0], p[3], p[1], p[4], p[2], p[5]]
+
+
 @onnx_op("Conv")
 class Conv(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
         x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
+        rank = len(x.desc.shape)
+        if rank == 3:
+            as_2d_attrs(ctx)
+            w2 = ctx.emit("Reshape", [w, ctx.make_const("w2d", np.array([w.desc.shape[0], w.desc.shape[1], 1,
+                                                                          w.desc.shape[2]], np.int64))],
+                          suffix="w2d")[0]
+            y = cls._conv2d(ctx, to_2d(ctx, x), w2, b, suffix="conv2d")
+            return from_2d(ctx, y)
+        if rank == 5:
+            kernel = ctx.attr("kernel_shape") or list(w.desc.shape[2:])
+            strides, dil, pads = _spatial3(ctx, x.desc.shape, kernel)
+            return ctx.emit("Conv3D", [x, w, b], {"strides": [1, 1] + strides, "pads": pads,
+                                                  "dilations": [1, 1] + dil, "groups": int(ctx.attr("group", 1)),
+                                                  "data_format": "NCDHW"})
+        if rank != 4:
+            raise AdapterError(f"Conv input must be 3-D, 4-D or 5-D, got {list(x.desc.shape)}")
+        return [cls._conv2d(ctx, x, w, b)]
+
+    @staticmethod
+    def _conv2d(ctx: NodeCtx, x, w, b, suffix: str = ""):
         kernel = ctx.attr("kernel_shape") or list(w.desc.shape[2:])
-        if len(x.desc.shape) != 4:
-            raise AdapterError(f"only 2-D convolution (4-D input) is supported, input is {list(x.desc.shape)}")
         strides, dil, pads = _spatial(ctx, x.desc.shape, kernel)
         attrs = {"strides": [1, 1] + strides, "pads": pads, "dilations": [1, 1] + dil,
                  "groups": int(ctx.attr("group", 1)), "data_format": "NCHW"}
-        return ctx.emit("Conv2D", [x, w, b], attrs)
+        return ctx.emit("Conv2D", [x, w, b], attrs, suffix=suffix)[0]
+
+
+@onnx_op("ConvTranspose")
+class ConvTranspose(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
+        if len(x.desc.shape) != 4:
+            raise AdapterError(f"only 2-D ConvTranspose is supported, input is {list(x.desc.shape)}")
+        k = [int(v) for v in (ctx.attr("kernel_shape") or w.desc.shape[2:])]
+        s = [int(v) for v in ctx.attr("strides", [1, 1])]
+        d = [int(v) for v in ctx.attr("dilations", [1, 1])]
+        op = [int(v) for v in ctx.attr("output_padding", [0, 0])]
+        out_shape = ctx.attr("output_shape")
+        auto = ctx.attr("auto_pad", "NOTSET")
+        if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+            ins = x.desc.shape[2:]
+            target = [int(v) for v in out_shape][-2:] if out_shape is not None else [i * st for i, st in zip(ins, s)]
+            pads = []
+            for i in range(2):
+                total = s[i] * (ins[i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - target[i]
+                lo = total // 2 if auto != "SAME_LOWER" else total - total // 2
+                pads += [lo, total - lo]
+            ge_pads = pads
+        else:
+            p = [int(v) for v in ctx.attr("pads", [0, 0, 0, 0])]
+            ge_pads = [p[0], p[2], p[1], p[3]]
+        return ctx.emit("Conv2DTransposeD", [x, w, b], {"strides": [1, 1] + s, "pads": ge_pads,
+                                                         "dilations": [1, 1] + d, "groups": int(ctx.attr("group", 1)),
+                                                         "output_padding": [0, 0] + op, "data_format": "NCHW"})
 
 
 def _pool(ctx: NodeCtx, ge_type: str, extra: dict):
     x = ctx.input(0)
-    if len(x.desc.shape) != 4:
-        raise AdapterError(f"only 2-D pooling (4-D input) is supported, input is {list(x.desc.shape)}")
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         raise AdapterError("the Indices output of MaxPool is not supported")
+    rank = len(x.desc.shape)
+    if rank == 3:
+        as_2d_attrs(ctx)
+        y = _pool2d(ctx, to_2d(ctx, x), ge_type, extra, suffix="pool2d")
+        return from_2d(ctx, y)
+    if rank == 5:
+        kernel = [int(k) for k in ctx.attr("kernel_shape")]
+        strides, dil, pads = _spatial3(ctx, x.desc.shape, kernel)
+        ge3 = {"MaxPoolV3": "MaxPool3D", "AvgPoolV2": "AvgPool3D"}[ge_type]
+        attrs = {"ksize": [1, 1] + kernel, "strides": [1, 1] + strides, "pads": pads, "dilations": [1, 1] + dil,
+                 "ceil_mode": bool(ctx.attr("ceil_mode", 0)), "data_format": "NCDHW"}
+        if ge3 == "AvgPool3D":
+            attrs["count_include_pad"] = not extra["exclusive"]
+        return ctx.emit(ge3, [x], attrs)
+    if rank != 4:
+        raise AdapterError(f"pooling input must be 3-D, 4-D or 5-D, got {list(x.desc.shape)}")
+    return [_pool2d(ctx, x, ge_type, extra)]
+
+
+def _pool2d(ctx: NodeCtx, x, ge_type: str, extra: dict, suffix: str = ""):
     kernel = [int(k) for k in ctx.attr("kernel_shape")]
     strides, dil, pads = _spatial(ctx, x.desc.shape, kernel)
     attrs = {"ksize": [1, 1] + kernel, "strides": [1, 1] + strides, "pads": pads, "dilations": [1, 1] + dil,
              "ceil_mode": bool(ctx.attr("ceil_mode", 0)), "data_format": "NCHW", **extra}
-    return ctx.emit(ge_type, [x], attrs)
+    return ctx.emit(ge_type, [x], attrs, suffix=suffix)[0]
 
 
 @onnx_op("MaxPool")
@@ -72,9 +170,17 @@ class MaxPool(OnnxOp):
 class AveragePool(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
-        if ctx.attr("dilations") not in (None, [1, 1]):
+        if any(int(d) != 1 for d in ctx.attr("dilations") or []):
             raise AdapterError("dilated AveragePool is not supported")
         return _pool(ctx, "AvgPoolV2", {"exclusive": not bool(ctx.attr("count_include_pad", 0))})
+
+
+@onnx_op("InstanceNormalization")
+class InstanceNormalization(OnnxOp):
+    @classmethod
+    def _impl_v6(cls, ctx: NodeCtx):
+        return ctx.emit("InstanceNorm", [ctx.input(0), ctx.input(1), ctx.input(2)],
+                        {"epsilon": float(ctx.attr("epsilon", 1e-5))})
 
 
 @onnx_op("GlobalAveragePool")

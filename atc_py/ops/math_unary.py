@@ -1,0 +1,147 @@
+"""Elementwise unary math with attributes: Exp, Log, Neg, Abs, Sqrt, Rsqrt, Reciprocal, Erf, Sign, Floor, Ceil,
+Square, Elu, Selu, LeakyRelu, Softplus, Softsign, HardSigmoid, HardSwish, Shrink, ClipByValue, Relu6, Gelu,
+Cast, LogicalNot. One class per GE op; the kernel walks the elementwise tiling's blocks."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..ir.dtypes import dtype_by_name
+from ..ir.graph import Node, TensorDesc
+from .base import OpError
+from .elementwise import UnaryOp, run_blocks
+from .registry import register
+
+FLOATS = ("float32", "float16", "float64")
+NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+class AttrUnaryOp(UnaryOp):
+    """A unary op whose function also takes the node's attributes."""
+    dtypes = FLOATS
+
+    @staticmethod
+    def fa(x, a):
+        raise NotImplementedError
+
+    def compute(self, args, inputs):
+        a = {k: self.attr(args.attrs, k) for k in self.attrs}
+        dt = args.outputs[0].dtype
+        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: np.asarray(self.fa(x, a)).astype(dt), dt)]
+
+
+def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS):
+    cls = type(op_type, (UnaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": dtypes,
+                                     "vector_ops_per_elem": ops_per_elem,
+                                     "__doc__": f"{op_type}: elementwise."})
+    return register(cls)
+
+
+_unary("Exp", np.exp, 2)
+_unary("Log", np.log, 3)
+_unary("Neg", np.negative, 1, NUMERIC)
+_unary("Abs", np.abs, 1, NUMERIC)
+_unary("Sqrt", np.sqrt, 2)
+_unary("Rsqrt", lambda x: 1 / np.sqrt(x), 3)
+_unary("Reciprocal", lambda x: 1 / x, 2)
+_unary("Erf", lambda x: _erf(x).astype(x.dtype), 8)
+_unary("Sign", np.sign, 2, NUMERIC)
+_unary("Floor", np.floor, 1)
+_unary("Ceil", np.ceil, 1)
+_unary("Square", np.square, 1, NUMERIC)
+_unary("Relu6", lambda x: np.clip(x, 0, 6), 2)
+_unary("Softsign", lambda x: x / (1 + np.abs(x)), 3)
+_unary("HardSwish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), 4)
+_unary("Gelu", lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)).astype(x.dtype)), 10)
+_unary("LogicalNot", np.logical_not, 1, ("bool",))
+
+
+@register
+class Elu(AttrUnaryOp):
+    op_type = "Elu"
+    attrs = {"alpha": 1.0}
+    vector_ops_per_elem = 4
+    fa = staticmethod(lambda x, a: np.where(x > 0, x, a["alpha"] * (np.exp(np.minimum(x, 0)) - 1)))
+
+
+@register
+class Selu(AttrUnaryOp):
+    op_type = "Selu"
+    attrs = {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}
+    vector_ops_per_elem = 5
+    fa = staticmethod(lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * (np.exp(np.minimum(x, 0)) - 1)))
+
+
+@register
+class LeakyRelu(AttrUnaryOp):
+    op_type = "LeakyRelu"
+    attrs = {"negative_slope": 0.01}
+    vector_ops_per_elem = 2
+    fa = staticmethod(lambda x, a: np.where(x >= 0, x, x * a["negative_slope"]))
+
+
+@register
+class Softplus(AttrUnaryOp):
+    op_type = "Softplus"
+    attrs = {}
+    vector_ops_per_elem = 4
+    fa = staticmethod(lambda x, a: np.logaddexp(0, x))
+
+
+@register
+class HardSigmoid(AttrUnaryOp):
+    op_type = "HardSigmoid"
+    attrs = {"alpha": 0.2, "beta": 0.5}
+    vector_ops_per_elem = 3
+    fa = staticmethod(lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1))
+
+
+@register
+class Shrink(AttrUnaryOp):
+    op_type = "Shrink"
+    attrs = {"lambd": 0.5, "bias": 0.0}
+    dtypes = NUMERIC
+    vector_ops_per_elem = 4
+    fa = staticmethod(lambda x, a: np.where(x < -a["lambd"], x + a["bias"],
+                                            np.where(x > a["lambd"], x - a["bias"], 0)))
+
+
+@register
+class ClipByValue(AttrUnaryOp):
+    """Clip with bounds as attributes (the frontend takes them from constant inputs)."""
+    op_type = "ClipByValue"
+    attrs = {"clip_value_min": None, "clip_value_max": None}
+    dtypes = NUMERIC
+    vector_ops_per_elem = 2
+
+    @staticmethod
+    def fa(x, a):
+        lo, hi = a["clip_value_min"], a["clip_value_max"]
+        if lo is not None:
+            x = np.maximum(x, lo)
+        if hi is not None:
+            x = np.minimum(x, hi)
+        return x
+
+
+@register
+class Cast(UnaryOp):
+    op_type = "Cast"
+    attrs = {"dst_type": "float32"}   # numpy dtype name (stored as the GE DataType number in the .om)
+    dtypes = NUMERIC + ("bool", "uint8")
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        d = node.input_desc(0)
+        dst = str(self.attr(node, "dst_type"))
+        try:
+            dtype_by_name(dst)
+        except KeyError:
+            raise OpError(f"Cast to {dst} is not supported") from None
+        return [TensorDesc(d.shape, dst, d.format, d.origin_format)]
+
+    def compute(self, args, inputs):
+        dt = args.outputs[0].dtype
+        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: x.astype(dt), dt)]
