@@ -157,7 +157,8 @@ def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
     else:
         net = graph.net_output
         vals = list(zip(net.attrs.get("output_names", [v.name for v in net.inputs]), net.inputs))
-    return [IoDesc(name, v.desc.shape, dtype_by_name(v.desc.dtype).cpp, v.desc.format, v.desc.nbytes)
+    return [IoDesc(name, v.desc.shape, dtype_by_name(v.desc.dtype).cpp, v.desc.format,
+                   v.desc.nbytes if v.desc.known else 0)  # unknown: sized when the model runs
             for name, v in vals]
 
 

@@ -8,6 +8,8 @@ import zipfile
 
 import numpy as np
 
+from atc_py.ir.dtypes import dtype_by_name
+
 from atc_py.errors import AtcError
 
 from .loader import DeviceModel
@@ -32,8 +34,10 @@ def random_inputs(model: DeviceModel, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     out = []
     for io in model.inputs:
-        dt = np.dtype(io.desc.dtype)
-        if dt.kind == "f":
+        dt = dtype_by_name(io.desc.dtype).np
+        if dt.kind == "O":
+            out.append(np.array([f"s{v}" for v in rng.integers(0, 10, io.desc.numel)], object).reshape(io.desc.shape))
+        elif dt.kind == "f":
             out.append(rng.standard_normal(io.desc.shape).astype(dt))
         elif dt.kind == "b":
             out.append(rng.integers(0, 2, io.desc.shape).astype(dt))

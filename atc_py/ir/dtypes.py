@@ -16,11 +16,16 @@ class DType:
 
     @property
     def np(self) -> np.dtype:
-        return np.dtype(self.name)
+        return np.dtype(object) if self.name == STRING else np.dtype(self.name)
 
     @property
     def itemsize(self) -> int:
-        return np.dtype(self.name).itemsize
+        # a string element is GE's StringHead (u64 address + u64 length) in device memory
+        return STRING_HEAD_BYTES if self.name == STRING else np.dtype(self.name).itemsize
+
+
+STRING = "string"
+STRING_HEAD_BYTES = 16
 
 
 _ALL = [
@@ -36,6 +41,7 @@ _ALL = [
     DType("uint64", 10, 10, 13, "DT_UINT64"),
     DType("float64", 12, 11, 11, "DT_DOUBLE"),
     DType("bool", 11, 12, 9, "DT_BOOL"),
+    DType(STRING, 13, 13, 8, "DT_STRING"),
 ]
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_ONNX = {d.onnx: d for d in _ALL}
@@ -47,7 +53,8 @@ def dtype_by_name(name: str) -> DType:
 
 
 def dtype_from_numpy(dt) -> DType:
-    return _BY_NAME[np.dtype(dt).name]
+    d = np.dtype(dt)
+    return _BY_NAME[STRING] if d.kind in "OUS" else _BY_NAME[d.name]
 
 
 def dtype_from_onnx(code: int) -> DType | None:

@@ -6,6 +6,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .dtypes import dtype_by_name
+
 
 @dataclass
 class TensorDesc:
@@ -26,7 +28,7 @@ class TensorDesc:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * np.dtype(self.dtype).itemsize
+        return self.numel * dtype_by_name(self.dtype).itemsize
 
 
 class Value:

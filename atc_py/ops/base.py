@@ -95,6 +95,7 @@ class OpSpec:
     core_type: ClassVar[str] = AIV
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
+    infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
     tiling_placements: ClassVar[frozenset[str]] = frozenset({HOST})
     tiling_keys: ClassVar[tuple[int, ...]] = (0,)  # entries of the kernel binary; >1 → ALL_KERNEL task
     tiling_struct: ClassVar[TilingStruct | None] = None

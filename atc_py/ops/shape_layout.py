@@ -209,11 +209,13 @@ class Fill(OpSpec):
     engine = "AICPU"
     dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
     tiling_struct = TilingStruct(("numel", "Q"))
+    infer_depend = frozenset({0})
 
     def infer(self, node: Node) -> list[TensorDesc]:
         dims = node.const_input(0)
-        if dims is None:
-            raise OpError("the shape input of ConstantOfShape must be a constant")
+        if dims is None:  # known once the shape chain is folded, or at run time (dynamic partition)
+            n = node.input_desc(0).shape
+            return [TensorDesc((-1,) * (n[0] if n and n[0] >= 0 else 1), str(self.attr(node, "dtype")), "ND", "ND")]
         shape = tuple(int(d) for d in np.asarray(dims).reshape(-1))
         if any(d < 0 for d in shape):
             raise OpError(f"negative dim in {list(shape)}")

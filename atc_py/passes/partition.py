@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..ir.dtypes import STRING
 from ..ir.graph import Graph, Node, Value
 from .tiling_sink import FORCE_UNKNOWN_SHAPE
 
@@ -41,9 +42,11 @@ class Cluster:
 
 
 def is_unknown_node(node: Node) -> bool:
+    """Unknown shape, forced unknown, or string-typed: string tensors (GE StringHeads + bytes) stay with the
+    host executor, which hands their values from node to node (om-run models no StringHead memory)."""
     if node.attrs.get(FORCE_UNKNOWN_SHAPE) or node.attrs.get(IS_UNKNOWN_SHAPE):
         return True
-    return any(not v.desc.known for v in list(node.inputs) + node.outputs if v is not None)
+    return any(not v.desc.known or v.desc.dtype == STRING for v in list(node.inputs) + node.outputs if v is not None)
 
 
 class Partitioner:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from atc_py.ir.dtypes import dtype_by_name
+
 from atc_py.errors import AtcError
 
 from ..loader import ModelBase
@@ -13,7 +15,7 @@ def check_inputs(model: ModelBase, inputs: list[np.ndarray]) -> None:
     if len(inputs) != len(model.inputs):
         raise AtcError("E30002", reason=f"the model has {len(model.inputs)} inputs, {len(inputs)} were given")
     for io, arr in zip(model.inputs, inputs):
-        if tuple(arr.shape) != io.desc.shape or arr.dtype != np.dtype(io.desc.dtype):
+        if tuple(arr.shape) != io.desc.shape or arr.dtype != dtype_by_name(io.desc.dtype).np:
             raise AtcError("E30002", reason=f"input '{io.name}' must be {io.desc.dtype}{list(io.desc.shape)}, "
                                             f"got {arr.dtype}{list(arr.shape)}")
 

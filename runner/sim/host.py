@@ -213,6 +213,7 @@ class Simulation:
         on_host: dict[str, bool] = {}
         consts: set[str] = set()
         outputs = None
+        self._descs, self._on_host = descs, on_host
         handoff = self.prof.host_pipeline_handoff_ns if self.threads == 3 else 0
         for op in sorted(m.ops.values(), key=lambda o: o.id):
             key = f"{op.name}:0"
@@ -238,29 +239,41 @@ class Simulation:
                 raise AtcError("E30004", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
         return outputs if self.compute else None
 
+    def fetch_to_host(self, op, idx: list[int], why: str, ready: int) -> int:
+        """Stream sync + D2H of the inputs `idx` of `op` that live on the device (seed 001)."""
+        need = [i for i in idx if not self._on_host[op.input[i]]]
+        if not need:
+            return ready
+        ready = self.sync(f"{op.name} {why}", ready, sum(self._descs[op.input[i]].nbytes for i in need))
+        for i in need:
+            self._on_host[op.input[i]] = True
+        return ready
+
     def dynamic_node(self, op, values, descs, on_host, consts, handoff: int) -> None:
         spec = get_op(op.type)
         prof = self.prof
         args = [values.get(s) if s else None for s in op.input]
         node = Node(op.name, op.type, op_attrs(op))
         node.inputs = []
-        for s in op.input:
+        ready = self.stage_free[0]
+        infer_idx = [i for i in spec.infer_depend if i < len(op.input) and op.input[i]]
+        ready = self.fetch_to_host(op, infer_idx, "shape input", ready)
+        for k, s in enumerate(op.input):
             if not s:
                 node.inputs.append(None)
                 continue
-            producer = Node(s, "Const" if s in consts else "Data")
+            known_value = s in consts or k in infer_idx
+            if k in infer_idx and values.get(s) is None:
+                raise OpError(f"input {k} decides the output shape; its value is needed (run with compute)")
+            producer = Node(s, "Const" if known_value else "Data")
             v = Value(s, descs[s], producer)
-            v.data = values[s] if s in consts else None
+            v.data = values[s] if known_value else None
             node.inputs.append(v)
         out_descs = spec.infer(node)                                                  # InferShape
-        ready = self.stage_free[0]
+        if any(not d.known for d in out_descs):
+            raise OpError(f"output shape {[list(d.shape) for d in out_descs]} is still unknown at run time")
         depend_idx = [i for i in spec.tiling_depend if i < len(op.input) and op.input[i]]
-        need_device = [i for i in depend_idx if not on_host[op.input[i]]]
-        if need_device:                                                               # value-dependent tiling
-            nbytes = sum(descs[op.input[i]].nbytes for i in need_device)
-            ready = self.sync(f"{op.name} tiling input", ready, nbytes)
-            for i in need_device:
-                on_host[op.input[i]] = True
+        ready = self.fetch_to_host(op, depend_idx, "tiling input", ready)            # value-dependent tiling
         ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], out_descs,
                              node.attrs, self.soc)
         if self.compute:

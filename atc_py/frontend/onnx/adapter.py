@@ -24,13 +24,21 @@ def onnx_op(name: str, domain: str = ""):
     return deco
 
 
+LAST_ONNX_OPSET = 23   # the newest default-domain opset the adapters are written against
+
+
 class OnnxOp:
     onnx_name = ""
     domain = ""
+    last_opset = LAST_ONNX_OPSET
 
     @classmethod
     def versions(cls) -> list[int]:
         return sorted(int(k[len("_impl_v"):]) for k in dir(cls) if k.startswith("_impl_v"))
+
+    @classmethod
+    def supports(cls, opset: int) -> bool:
+        return cls.impl_for(opset) is not None and opset <= cls.last_opset
 
     @classmethod
     def impl_for(cls, opset: int) -> Callable | None:

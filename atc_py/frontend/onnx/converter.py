@@ -52,14 +52,14 @@ class OnnxConverter:
             domain = DOMAIN_ALIASES.get(n.domain, n.domain)
             opset = self.opsets.get(domain)
             cls = ADAPTERS.get((domain, n.op_type))
-            if cls is not None and opset is not None and cls.impl_for(opset) is not None:
+            if cls is not None and opset is not None and cls.supports(opset):
                 continue
             if cls is None:
                 why = "no adapter"
             elif opset is None:
                 why = "domain not imported"
             else:
-                why = f"supported since opset {cls.versions()[0]}"
+                why = f"supported opsets {cls.versions()[0]}-{cls.last_opset}"
             key = (n.op_type, _domain_name(domain), opset, why)
             missing.setdefault(key, []).append(n.name or f"{n.op_type}_{k}")
         if missing:

@@ -261,3 +261,55 @@ class MatMul(OnnxOp):
             return ctx.emit("Reshape", [y, ctx.make_const("shape", np.array(shape, np.int64))])
         op = "MatMulV2" if ra == 2 and rb == 2 else "BatchMatMulV2"
         return ctx.emit(op, [a, b, None])
+
+
+def _floats(v) -> list[float] | None:
+    return None if v is None or np.asarray(v).size == 0 else [float(s) for s in np.asarray(v).reshape(-1)]
+
+
+@onnx_op("Upsample")
+class Upsample(OnnxOp):
+    @classmethod
+    def _impl_v7(cls, ctx: NodeCtx):
+        return cls._emit(ctx, _floats(ctx.attr("scales")))
+
+    @classmethod
+    def _impl_v9(cls, ctx: NodeCtx):
+        if ctx.const(1) is None:
+            raise AdapterError("Upsample scales must be a constant")
+        return cls._emit(ctx, _floats(ctx.const(1)))
+
+    @staticmethod
+    def _emit(ctx: NodeCtx, scales):
+        mode = ctx.attr("mode", "nearest")
+        return ctx.emit("Resize", [ctx.input(0)], {"scales": scales, "mode": "linear" if mode in ("linear", "bilinear") else mode,
+                                                   "coordinate_transformation_mode": "asymmetric",
+                                                   "nearest_mode": "floor"})
+
+
+@onnx_op("Resize")
+class Resize(OnnxOp):
+    @classmethod
+    def _impl_v10(cls, ctx: NodeCtx):
+        if ctx.const(1) is None:
+            raise AdapterError("Resize scales must be a constant")
+        return ctx.emit("Resize", [ctx.input(0)], {"scales": _floats(ctx.const(1)), "mode": ctx.attr("mode", "nearest"),
+                                                   "coordinate_transformation_mode": "asymmetric",
+                                                   "nearest_mode": "floor"})
+
+    @classmethod
+    def _impl_v11(cls, ctx: NodeCtx):
+        scales, sizes = ctx.input(2), ctx.input(3)
+        for v, what in ((scales, "scales"), (sizes, "sizes")):
+            if v is not None and not v.is_const:
+                raise AdapterError(f"Resize {what} must be a constant")
+        if ctx.attr("antialias", 0) or ctx.attr("axes") is not None or ctx.attr("exclude_outside", 0):
+            raise AdapterError("Resize antialias / axes / exclude_outside are not supported")
+        attrs = {"mode": ctx.attr("mode", "nearest"),
+                 "coordinate_transformation_mode": ctx.attr("coordinate_transformation_mode", "half_pixel"),
+                 "nearest_mode": ctx.attr("nearest_mode", "round_prefer_floor"),
+                 "scales": _floats(scales.data) if scales is not None else None,
+                 "sizes": [int(s) for s in sizes.data.reshape(-1)] if sizes is not None and sizes.data.size else None}
+        if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise AdapterError("keep_aspect_ratio_policy other than 'stretch' is not supported")
+        return ctx.emit("Resize", [ctx.input(0)], attrs)
