@@ -9,7 +9,7 @@ INPUT_SHAPE_SAMPLE = '"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'
 TILING_SCHEDULE_OPTIMIZE_VALUES = ("", "0", "1")
 
 
-def parse_input_shape(text: str) -> dict[str | int, list[int]]:
+def parse_input_shape(text: str, allow_empty: bool = False) -> dict[str | int, list[int]]:
     """`name:d,d;name:d,d` or, by index, `d,d;d,d`. E10002 for malformed, E10011 for non-positive dims."""
     result: dict[str | int, list[int]] = {}
     if not text:
@@ -36,8 +36,8 @@ def parse_input_shape(text: str) -> dict[str | int, list[int]]:
             if not re.fullmatch(r"-?\d+", tok):
                 raise AtcError("E10002", value=part, reason="It is not a digit", sample=INPUT_SHAPE_SAMPLE)
             d = int(tok)
-            if d < 0:  # 0 is an empty tensor, which GE accepts
-                raise AtcError("E10011", value=part, reason=f"dim {d} is negative in a static shape")
+            if d < 0 or (d == 0 and not allow_empty):
+                raise AtcError("E10011", value=part, reason=f"dim {d} is not positive in a static shape")
             dims.append(d)
         if key in result:
             raise AtcError("E10002", value=text, reason=f"Input {key} is given twice", sample=INPUT_SHAPE_SAMPLE)

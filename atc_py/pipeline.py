@@ -16,6 +16,8 @@ from . import __version__
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx
+from .frontend.tensorflow.converter import convert_tf
+from .frontend.tensorflow.loader import load_tf
 from .ir.dtypes import dtype_by_name
 from .ir.graph import Graph
 from .om import OmModel, write_om
@@ -37,7 +39,7 @@ from .passes.tiling_sink import decide_tiling_sink, summary_line
 from .platform import load_soc
 from .proto import task_pb2
 
-FRAMEWORK_ONNX = "5"
+FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
 
 
 @dataclass
@@ -82,9 +84,14 @@ def _lower_limit(options: dict[str, str]) -> int:
 
 def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
     load_plugins(options.get("op_plugin", ""))
-    proto = st.run("load", load_onnx, model) if isinstance(model, str) else model
-    shapes = parse_input_shape(options.get("input_shape", ""))
-    graph, info = st.run("parse", convert_onnx, proto, shapes)
+    # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
+    shapes = parse_input_shape(options.get("input_shape", ""), options.get("input_shape_allow_empty") == "1")
+    if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
+        proto = st.run("load", load_tf, model) if isinstance(model, str) else model
+        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC")
+    else:
+        proto = st.run("load", load_onnx, model) if isinstance(model, str) else model
+        graph, info = st.run("parse", convert_onnx, proto, shapes)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
@@ -171,9 +178,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     else:
         options["ge.buildGraphMode"] = "offline"
     framework = options.get("ge.frameworkType", FRAMEWORK_ONNX)
-    if framework != FRAMEWORK_ONNX:
+    if framework not in (FRAMEWORK_ONNX, FRAMEWORK_TF):
         raise AtcError("E10001", value=framework, parameter="--framework",
-                       reason="This version of atc-py supports 5(Onnx) only.")
+                       reason="This version of atc-py supports 3(TensorFlow) and 5(Onnx) only.")
     soc = load_soc(options.get("ge.socVersion", ""))
     if options.get("debug_sink_nops", "") != "":
         log("alert", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "

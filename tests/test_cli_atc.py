@@ -39,7 +39,7 @@ def test_single_dash_and_dashed_names_and_space_separated_values(atc, tmp_path):
     (["--mode=x"], "E10003: Value x for parameter --mode is invalid. Reason: The value type must be [int32]."),
     (["--display_model_info=2"], "E10006: Value 2 for parameter --display_model_info"),
     (["--input_shape=input:1,3,a,32"], "E10002"),
-    (["--input_shape=input:1,3,-3,32"], "E10011"),
+    (["--input_shape=input:1,3,0,32"], "E10011"),
     (["--input_shape=input:1,3,32.5,32"], "The float number is unsupported"),
     (["--input_shape=nothere:1,3,32,32"], "E10016: Op name nothere specified in --input_shape is not found"),
     (["--input_shape=r1:1,16,32,32"], "E10017: Input Op r1 specified in --input_shape is invalid. The Op type must be Data."),

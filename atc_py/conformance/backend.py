@@ -36,7 +36,7 @@ class AtcBackendRep(BackendRep):
         key = tuple((np.asarray(x).shape, np.asarray(x).dtype.str) for x in inputs)
         if key not in self._compiled:
             shapes = ";".join(f"{n}:{','.join(map(str, np.asarray(x).shape))}" for n, x in zip(self.names, inputs))
-            options = {"ge.socVersion": self.soc, "input_shape": shapes}
+            options = {"ge.socVersion": self.soc, "input_shape": shapes, "input_shape_allow_empty": "1"}
             om = build(self.model, options).om
             fd, path = tempfile.mkstemp(suffix=".om")
             try:

@@ -1,0 +1,1 @@
+"""TensorFlow frozen GraphDef (--framework=3) -> IR, with our own minimal GraphDef schema."""
