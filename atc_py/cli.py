@@ -83,10 +83,23 @@ def _check_flags(given: dict[str, str]) -> None:
     for key in ("op_attr_config",):
         if v(key) and not os.path.isfile(v(key)):
             raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
+    check_input_format(v("framework"), v("input_format"))
     limit = v("static_model_ops_lower_limit")
     if limit and not re.fullmatch(r"-1|\d+", limit):
         raise AtcError("E10001", value=limit, parameter="--static_model_ops_lower_limit",
                        reason="The value must be an integer greater than or equal to -1.")
+
+
+INPUT_FORMATS = {"3": (("NCHW", "NHWC", "ND", "NCDHW", "NDHWC"), "The value must be NCHW, NHWC, ND, NCDHW or NDHWC "
+                                                                 "in TF model."),
+                 "5": (("NCHW", "ND", "NCDHW"), "The value must be NCHW, ND or NCDHW in ONNX model.")}
+
+
+def check_input_format(framework: str, fmt: str) -> None:
+    """ATC's CheckInputFormat: the allowed --input_format values depend on the framework."""
+    allowed, reason = INPUT_FORMATS.get(framework, ((), ""))
+    if fmt and allowed and fmt not in allowed:
+        raise AtcError("E10001", value=fmt, parameter="--input_format", reason=reason)
 
 
 def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
@@ -99,6 +112,8 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "ge.enableSingleStream": v("enable_single_stream"),
         "atc_cmdline": " ".join(["atc-py"] + argv), "om_name": pathlib.Path(v("output")).name,
         "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
+        "input_format": v("input_format"), "ge.exec.precision_mode": v("precision_mode"),
+        "output_type": v("output_type"), "optimization_switch": v("optimization_switch"),
     }
 
 

@@ -21,7 +21,15 @@ FLAGS = {f.name: f for f in [
     Flag("mode", "int", "0", "Run mode. 0(default): generate offline model; 1: convert model to JSON format; "
                              "6: display model info"),
     Flag("model", "str", "", "Model file"),
-    Flag("framework", "int", "-1", "Framework type. 5: Onnx"),
+    Flag("framework", "int", "-1", "Framework type. 3: TensorFlow; 5: Onnx"),
+    Flag("input_format", "str", "", "Format of input data. TF: NHWC (default), NCHW, ND, NCDHW, NDHWC; "
+                                    "ONNX: NCHW (default), ND, NCDHW"),
+    Flag("precision_mode", "str", "", "Precision mode: force_fp16 (default), force_fp32, cube_fp16in_fp32out, "
+                                      "allow_mix_precision, allow_fp32_to_fp16, must_keep_origin_dtype"),
+    Flag("output_type", "str", "", 'Output dtype: FP32, FP16, UINT8, INT8, or "node:index:TYPE;..." for '
+                                   "--out_nodes outputs"),
+    Flag("optimization_switch", "str", "", 'Graph passes on/off: "pass:on;pass:off"; passes: identity, fold, '
+                                           "transpose_cancel, bn_conv_fold, matmul_bias, dce"),
     Flag("output", "str", "", "Output file path&name (the .om suffix is added)"),
     Flag("soc_version", "str", "", "The soc version."),
     Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'),

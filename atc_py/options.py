@@ -73,3 +73,20 @@ def check_tiling_schedule_optimize_session(value: str) -> None:
     if value not in TILING_SCHEDULE_OPTIMIZE_VALUES:
         raise AtcError("E10001", value=value, parameter="ge.tiling_schedule_optimize",
                        reason="The current value is not within the valid range.")
+
+
+OPTIMIZATION_PASSES = ("identity", "fold", "transpose_cancel", "bn_conv_fold", "matmul_bias", "dce")
+
+
+def parse_optimization_switch(text: str) -> dict[str, bool]:
+    """--optimization_switch "pass:on;pass:off" over OPTIMIZATION_PASSES."""
+    out: dict[str, bool] = {}
+    for item in (t.strip() for t in text.split(";")):
+        if not item:
+            continue
+        name, _, state = item.partition(":")
+        if name not in OPTIMIZATION_PASSES or state not in ("on", "off"):
+            raise AtcError("E10001", value=item, parameter="--optimization_switch",
+                           reason=f'The format is "pass:on;pass:off" and pass is one of {", ".join(OPTIMIZATION_PASSES)}.')
+        out[name] = state == "on"
+    return out

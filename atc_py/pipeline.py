@@ -25,7 +25,11 @@ from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout
 from .om.modeldef import model_def
 from .ops import get_op
-from .options import check_tiling_schedule_optimize_session, parse_input_shape, parse_out_nodes
+from .options import (check_tiling_schedule_optimize_session, parse_input_shape, parse_optimization_switch,
+                      parse_out_nodes)
+from .passes.fusion import bn_conv_fold, matmul_bias, transpose_cancel
+from .passes.output_type import apply_output_type
+from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines
 from .plugins import load_plugins
@@ -95,14 +99,33 @@ def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
+    _input_format(graph, options.get("input_format", ""))
     return graph
 
 
-def optimize(graph: Graph, soc, st: _Stages) -> dict[str, int]:
-    stats = {"identities_removed": st.run("identity", remove_identities, graph)}
+def _input_format(graph: Graph, fmt: str) -> None:
+    """--input_format is recorded on the inputs it describes (rank 4 for NCHW/NHWC, 5 for NCDHW/NDHWC)."""
+    rank = {"NCHW": 4, "NHWC": 4, "NCDHW": 5, "NDHWC": 5}.get(fmt)
+    for node in graph.data_nodes if fmt else []:
+        d = node.outputs[0].desc
+        if fmt == "ND" or len(d.shape) == rank:
+            d.format = d.origin_format = fmt
+
+
+def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
+             precision: str = "must_keep_origin_dtype", output_type: str = "") -> dict[str, int]:
+    """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs)."""
+    on = lambda name: (switches or {}).get(name, True)  # noqa: E731
+    stats = {"identities_removed": st.run("identity", remove_identities, graph) if on("identity") else 0}
     st.run("infer", infer_graph, graph)
-    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc)
-    stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph)
+    stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
+    stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
+    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc) if on("fold") else 0
+    for name, fn, key in (("transpose_cancel", transpose_cancel, "transposes_cancelled"),
+                          ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
+                          ("matmul_bias", matmul_bias, "matmul_bias_fused")):
+        stats[key] = st.run(name, fn, graph) if on(name) else 0
+    stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
     graph.topo_sort()
     return stats
 
@@ -189,7 +212,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     limit = _lower_limit(options)
     st = _Stages(log)
     graph = frontend(model, options, st)
-    stats = optimize(graph, soc, st)
+    precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
+    stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
+                     options.get("output_type", ""))
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
     for d in decisions:

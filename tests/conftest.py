@@ -25,8 +25,11 @@ def update_golden(request) -> bool:
     return request.config.getoption("--update-golden")
 
 
+ORIGIN_DTYPE = {"ge.exec.precision_mode": "must_keep_origin_dtype"}  # fp32 kernels vs fp32 references
+
+
 def compile_om(model, soc="Ascend910B1", **options) -> bytes:
-    opts = {"ge.socVersion": soc, "om_name": pathlib.Path(str(model)).stem if isinstance(model, (str, pathlib.Path)) else "m"}
+    opts = {"ge.socVersion": soc, **ORIGIN_DTYPE, "om_name": pathlib.Path(str(model)).stem if isinstance(model, (str, pathlib.Path)) else "m"}
     opts.update(options)
     return atc_py.build(str(model) if isinstance(model, pathlib.Path) else model, opts).om
 

@@ -26,7 +26,7 @@ def test_all_light_models_are_found():
 def test_light_model(tmp_path, name):
     path = os.path.join(LIGHT, f"light_{name}.onnx")
     model = onnx.load(path)
-    r = atc_py.build(path, {"ge.socVersion": "Ascend910B1"})
+    r = atc_py.build(path, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"})
     p = tmp_path / f"{name}.om"
     p.write_bytes(r.om)
     m = load_model(str(p))

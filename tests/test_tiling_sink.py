@@ -27,7 +27,8 @@ DECODER = MODELS / "decoder_step.onnx"
 
 def build(model, soc="Ascend910B1", sink="1", **opts):
     return atc_py.build(str(model) if not isinstance(model, onnx.ModelProto) else model,
-                        {"ge.socVersion": soc, "ge.tiling_schedule_optimize": sink, "op_plugin": str(PLUGIN), **opts})
+                        {"ge.socVersion": soc, "ge.tiling_schedule_optimize": sink, "op_plugin": str(PLUGIN),
+                         "ge.exec.precision_mode": "must_keep_origin_dtype", **opts})
 
 
 def tasks_of(om_bytes, model=0):

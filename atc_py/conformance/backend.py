@@ -36,7 +36,9 @@ class AtcBackendRep(BackendRep):
         key = tuple((np.asarray(x).shape, np.asarray(x).dtype.str) for x in inputs)
         if key not in self._compiled:
             shapes = ";".join(f"{n}:{','.join(map(str, np.asarray(x).shape))}" for n, x in zip(self.names, inputs))
-            options = {"ge.socVersion": self.soc, "input_shape": shapes, "input_shape_allow_empty": "1"}
+            # the suites check fp32 numbers: keep model dtypes (ATC would default to force_fp16)
+            options = {"ge.socVersion": self.soc, "input_shape": shapes, "input_shape_allow_empty": "1",
+                       "ge.exec.precision_mode": "must_keep_origin_dtype"}
             om = build(self.model, options).om
             fd, path = tempfile.mkstemp(suffix=".om")
             try:

@@ -30,6 +30,8 @@ def infer_node(node: Node) -> None:
         # an op whose prototype cannot reason about unknown dims: unknown rank (GE's -2), dtype passed through
         first = next(v.desc for v in node.inputs if v is not None)
         descs = [TensorDesc(UNKNOWN_RANK, first.dtype) for _ in node.outputs]
+    if node.attrs.get("_precision_mode") == "cube_fp16in_fp32out":
+        descs = [TensorDesc(d.shape, "float32", d.format, d.origin_format) for d in descs]
     for v, d in zip(node.outputs, descs):
         v.desc = d
 

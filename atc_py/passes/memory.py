@@ -399,6 +399,21 @@ def conflict_test(streams: StreamPlan | None):
     return conflict, multi
 
 
+def _place(items, base: int, conflict) -> tuple[int, dict]:
+    placed: list[tuple] = []   # (offset, size, first, last, users)
+    where: dict = {}
+    for size, first, last, key, us in items:
+        busy = sorted((o, o + sz) for o, sz, f, l, u in placed if conflict(f, l, u, first, last, us))
+        off = base
+        for lo, hi in busy:
+            if lo - off >= size:
+                break
+            off = max(off, hi)
+        placed.append((off, size, first, last, us))
+        where[key] = off
+    return max([o + sz for o, sz, _, _, _ in placed] + [base]), where
+
+
 def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
                    streams: StreamPlan | None = None) -> bool:
     """Re-plan of the reusable buffers (TFLite's greedy-by-size): biggest first, each at the lowest offset
@@ -409,18 +424,12 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     if len(items) > (GREEDY_MAX_BUFFERS // 8 if multi else GREEDY_MAX_BUFFERS):
         return False
     base = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
-    placed: list[tuple] = []   # (offset, size, first, last, users)
-    where: dict = {}
-    for size, first, last, key, us in sorted(items, key=lambda x: (-x[0], x[1])):
-        busy = sorted((o, o + sz) for o, sz, f, l, u in placed if conflict(f, l, u, first, last, us))
-        off = base
-        for lo, hi in busy:
-            if lo - off >= size:
-                break
-            off = max(off, hi)
-        placed.append((off, size, first, last, us))
-        where[key] = off
-    top = max([o + sz for o, sz, _, _, _ in placed] + [base])
+    top, where = None, {}
+    # two orders (biggest first; ties by first use, or by the longest lifetime): keep the smaller layout
+    for order_key in (lambda x: (-x[0], x[1]), lambda x: (-x[0], x[1] - x[2], x[1])):
+        t, w = _place(sorted(items, key=order_key), base, conflict)
+        if top is None or t < top:
+            top, where = t, w
     if top >= plan.memory_size:
         return False
     for k, b in bufs.items():

@@ -1,0 +1,108 @@
+"""Fusions that cut tasks without changing numbers (beyond float rounding):
+
+* transpose_cancel: TransposeD -> TransposeD composes into one permutation; the identity permutation
+  disappears (the NHWC TensorFlow adapters leave such pairs between consecutive window ops).
+* bn_conv_fold: Conv2D with constant filter (and bias) followed by inference BNInfer with constant
+  statistics -> one Conv2D with scaled filter and shifted bias.
+* matmul_bias: MatMulV2 without bias followed by Add of a constant vector of length N -> MatMulV2 with bias.
+
+Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.graph import Graph, Node, Value
+
+
+def _only_consumer(v: Value) -> Node | None:
+    if len(v.consumers) != 1:
+        return None
+    node, _ = v.consumers[0]
+    return node if node.op_type != "NetOutput" else None
+
+
+def transpose_cancel(graph: Graph) -> int:
+    changed, removed = 0, set()
+    for node in list(graph.nodes):
+        if node.op_type != "TransposeD" or id(node) in removed:
+            continue
+        src = node.inputs[0]
+        first = src.producer
+        perm = [int(p) for p in node.attrs["perm"]]
+        if first is not None and first.op_type == "TransposeD" and len(src.consumers) == 1:
+            inner = [int(p) for p in first.attrs["perm"]]
+            perm = [inner[p] for p in perm]            # y[i] = x[inner[perm[i]]]
+            graph.set_input(node, 0, first.inputs[0])
+            node.attrs["perm"] = perm
+            graph.remove_node(first)
+            removed.add(id(first))
+            changed += 1
+        if perm == list(range(len(perm))):
+            out = node.outputs[0]
+            feeds_output = any(c.op_type == "NetOutput" for c, _ in out.consumers)
+            x = node.inputs[0]
+            if feeds_output and x.producer is not None and x.producer.op_type in ("Data", "Const"):
+                continue
+            graph.replace_all_uses(out, x)
+            graph.remove_node(node)
+            changed += 1
+    return changed
+
+
+def bn_conv_fold(graph: Graph) -> int:
+    changed = 0
+    for bn in list(graph.nodes):
+        if bn.op_type != "BNInfer":
+            continue
+        x = bn.inputs[0]
+        conv = x.producer
+        if conv is None or conv.op_type != "Conv2D" or _only_consumer(x) is not bn:
+            continue
+        w, b = conv.inputs[1], conv.inputs[2] if len(conv.inputs) > 2 else None
+        stats = bn.inputs[1:5]
+        if not w.is_const or (b is not None and not b.is_const) or not all(s is not None and s.is_const for s in stats):
+            continue
+        scale, offset, mean, var = (s.data.astype(np.float64) for s in stats)
+        k = scale / np.sqrt(var + float(bn.attrs.get("epsilon", 1e-5)))
+        bias = b.data.astype(np.float64) if b is not None else np.zeros(w.desc.shape[0])
+        new_w = (w.data.astype(np.float64) * k.reshape(-1, 1, 1, 1)).astype(w.desc.dtype)
+        new_b = ((bias - mean) * k + offset).astype(w.desc.dtype)
+        graph.set_input(conv, 1, graph.add_const(graph.unique_name(f"{conv.name}_bn_filter"), new_w))
+        b_val = graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b)
+        if len(conv.inputs) > 2:
+            graph.set_input(conv, 2, b_val)
+        else:
+            conv.inputs.append(b_val)
+            b_val.consumers.append((conv, 2))
+        graph.replace_all_uses(bn.outputs[0], conv.outputs[0])
+        graph.remove_node(bn)
+        changed += 1
+    return changed
+
+
+def matmul_bias(graph: Graph) -> int:
+    changed = 0
+    for add in list(graph.nodes):
+        if add.op_type != "Add":
+            continue
+        for k in (0, 1):
+            mm_out, c = add.inputs[k], add.inputs[1 - k]
+            mm = mm_out.producer
+            if mm is None or mm.op_type != "MatMulV2" or _only_consumer(mm_out) is not add or not c.is_const:
+                continue
+            if len(mm.inputs) > 2 and mm.inputs[2] is not None:
+                continue
+            n = mm_out.desc.shape[-1]
+            if c.data.size != n or c.desc.shape[-1:] != (n,) or add.outputs[0].desc.shape != mm_out.desc.shape:
+                continue
+            bias = graph.add_const(graph.unique_name(f"{mm.name}_bias"), c.data.reshape(n).astype(mm_out.desc.dtype))
+            if len(mm.inputs) > 2:
+                graph.set_input(mm, 2, bias)
+            else:
+                mm.inputs.append(bias)
+                bias.consumers.append((mm, 2))
+            graph.replace_all_uses(add.outputs[0], mm_out)
+            graph.remove_node(add)
+            changed += 1
+            break
+    return changed
