@@ -1,0 +1,182 @@
+"""Graph optimisation passes (numbers unchanged, tasks reduced, each switchable with --optimization_switch),
+--precision_mode dtypes, --output_type, --input_format, --input_shape / --out_nodes errors."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import atc_py
+from atc_py.errors import AtcError
+from atc_py.om import partitions as pt
+from atc_py.om.container import read_om
+from atc_py.proto import ge_ir_pb2
+from runner.loader import load_model
+from runner.sim.host import Simulation
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(3)
+ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, F, None) for n in outputs],
+                          [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def simulate(tmp_path, r, xs):
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    return Simulation(load_model(str(p))).run(xs)[0]
+
+
+def compare_switch(tmp_path, m, xs, switch, stat):
+    on = atc_py.build(m, ORIGIN)
+    off = atc_py.build(m, {**ORIGIN, "optimization_switch": f"{switch}:off"})
+    assert on.summary[stat] > 0 and off.summary[stat] == 0
+    assert on.summary["tasks"] < off.summary["tasks"]
+    np.testing.assert_allclose(simulate(tmp_path, on, xs)[0], simulate(tmp_path, off, xs)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_bn_folds_into_conv(tmp_path):
+    c = 4
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])]
+    inits = [("w", RNG.standard_normal((c, 3, 3, 3))), ("b", RNG.standard_normal(c)),
+             ("s", RNG.standard_normal(c)), ("o", RNG.standard_normal(c)), ("m", RNG.standard_normal(c)),
+             ("v", RNG.random(c) + 0.5)]
+    compare_switch(tmp_path, model(nodes, [("x", [1, 3, 8, 8])], ["y"], inits),
+                   [RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)], "bn_conv_fold", "bn_folded_into_conv")
+
+
+def test_matmul_add_becomes_matmul_with_bias(tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    m = model(nodes, [("x", [4, 8])], ["y"], [("w", RNG.standard_normal((8, 5))), ("b", RNG.standard_normal(5))])
+    compare_switch(tmp_path, m, [RNG.standard_normal((4, 8)).astype(np.float32)], "matmul_bias", "matmul_bias_fused")
+
+
+def test_transpose_pairs_cancel(tmp_path):
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Transpose", ["t"], ["u"], perm=[0, 3, 1, 2]), helper.make_node("Relu", ["u"], ["y"])]
+    compare_switch(tmp_path, model(nodes, [("x", [1, 2, 3, 4])], ["y"]),
+                   [RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)], "transpose_cancel", "transposes_cancelled")
+
+
+def test_shape_chain_folds_and_fold_switch():
+    nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["z"]),
+             helper.make_node("Add", ["x", "z"], ["y"])]
+    m = model(nodes, [("x", [2, 3])], ["y"])
+    on = atc_py.build(m, ORIGIN)
+    assert on.summary["constants_folded"] >= 1 and on.summary["unknown_subgraphs"] == 0
+    off = atc_py.build(m, {**ORIGIN, "optimization_switch": "fold:off"})
+    assert off.summary["constants_folded"] == 0 and off.summary["unknown_subgraphs"] == 1
+
+
+def test_identity_and_dce_switches():
+    nodes = [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Relu", ["i"], ["y"]),
+             helper.make_node("Neg", ["x"], ["unused"])]
+    m = model(nodes, [("x", [2])], ["y"])
+    on = atc_py.build(m, ORIGIN)
+    assert on.summary["identities_removed"] == 1 and on.summary["dead_removed"] == 1
+    off = atc_py.build(m, {**ORIGIN, "optimization_switch": "identity:off;dce:off"})
+    assert off.summary["identities_removed"] == 0 and off.summary["dead_removed"] == 0
+    assert off.summary["tasks"] > on.summary["tasks"]
+
+
+@pytest.mark.parametrize("bad", ["fold", "fold:maybe", "nosuchpass:off"])
+def test_bad_optimization_switch(bad):
+    with pytest.raises(AtcError) as e:
+        atc_py.build(model([helper.make_node("Relu", ["x"], ["y"])], [("x", [2])], ["y"]),
+                     {**ORIGIN, "optimization_switch": bad})
+    assert e.value.code == "E10001"
+
+
+def op_descs(om: bytes) -> dict:
+    md = ge_ir_pb2.ModelDef.FromString(read_om(om).models[0].get(pt.MODEL_DEF))
+    return {op.type: op for g in md.graph for op in g.op}
+
+
+CONV = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["y"])],
+             [("x", [1, 2, 5, 5])], ["y"], [("w", RNG.standard_normal((3, 2, 3, 3)))])
+
+
+@pytest.mark.parametrize("mode,conv_in,conv_out,casts", [
+    ("force_fp16", 2, 2, 2), ("allow_fp32_to_fp16", 2, 2, 2), ("allow_mix_precision", 2, 2, 2),
+    ("cube_fp16in_fp32out", 2, 1, 1), ("must_keep_origin_dtype", 1, 1, 0), ("force_fp32", 1, 1, 0)])
+def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, casts):
+    """GE DataType proto: 1 = DT_FLOAT, 2 = DT_FLOAT16. Cube inputs fp16 (the weight cast folds into an fp16
+    constant), accumulation fp32; vector ops (Relu) stay fp32."""
+    r = atc_py.build(CONV, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode})
+    ops = op_descs(r.om)
+    conv = ops["Conv2D"]
+    assert conv.input_desc[0].dtype == conv_in and conv.input_desc[1].dtype == conv_in
+    assert conv.output_desc[0].dtype == conv_out
+    assert ops["Relu"].input_desc[0].dtype == 1
+    assert sum(1 for n in r.graph.nodes if n.op_type == "Cast") == casts
+    x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    got = simulate(tmp_path, r, [x])[0]
+    ref = simulate(tmp_path, atc_py.build(CONV, ORIGIN), [x])[0]
+    np.testing.assert_allclose(got, ref, rtol=5e-3, atol=5e-3)
+    if conv_in == 2:
+        assert not np.array_equal(got, ref)   # fp16 inputs really change the numbers
+
+
+def test_precision_mode_is_force_fp16_by_default():
+    r = atc_py.build(CONV, {"ge.socVersion": "Ascend910B1"})
+    assert op_descs(r.om)["Conv2D"].input_desc[0].dtype == 2 and r.summary["fp16_cube_ops"] == 1
+
+
+def test_bad_precision_mode():
+    with pytest.raises(AtcError) as e:
+        atc_py.build(CONV, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "fp8"})
+    assert e.value.code == "E10001"
+
+
+@pytest.mark.parametrize("value,dtype", [("FP16", "float16"), ("FP32", "float32"), ("y:0:FP16", "float16")])
+def test_output_type(tmp_path, value, dtype):
+    r = atc_py.build(CONV, {**ORIGIN, "output_type": value, "ge.outputNodeName": "y" if ":" in value else ""})
+    assert simulate(tmp_path, r, [RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)])[0].dtype == dtype
+
+
+@pytest.mark.parametrize("value,reason", [("INT64", "The value must be FP32, FP16, UINT8, INT8"),
+                                          ("y:FP16", 'Valid format "opname:index:dtype"'),
+                                          ("other:0:FP16", "must be found in --out_nodes")])
+def test_output_type_errors(value, reason):
+    with pytest.raises(AtcError) as e:
+        atc_py.build(CONV, {**ORIGIN, "output_type": value})
+    assert e.value.code == "E10001" and reason in str(e.value)
+
+
+def test_input_format_recorded_on_inputs():
+    r = atc_py.build(CONV, {**ORIGIN, "input_format": "ND"})
+    assert r.graph.data_nodes[0].outputs[0].desc.format == "ND"
+
+
+@pytest.mark.parametrize("shape,code", [("x:1,2,5", "E10001"), ("nosuch:1,2,5,5", "E10016"), ("c:1,2,5,5", "E10017"),
+                                        ("x:1,2,5.5,5", "E10002"), ("x:1,2,0,5", "E10011"), ("3:1,2,5,5", "E10016"),
+                                        ("1,2,5,5;1,2", "E10002"),
+                                        ("1,2,5,5", None), ("x:1,2,7,7", None)])
+def test_input_shape_forms_and_errors(shape, code):
+    opts = {**ORIGIN, "input_shape": shape}
+    if code is None:
+        r = atc_py.build(CONV, opts)
+        assert r.graph.data_nodes[0].outputs[0].desc.shape[0] == 1
+        return
+    with pytest.raises(AtcError) as e:
+        atc_py.build(CONV, opts)
+    assert e.value.code == code
+
+
+@pytest.mark.parametrize("out,code", [("c:0", None), ("c", None), ("nosuch:0", "E10016"), ("c:3", "E10003")])
+def test_out_nodes_forms(out, code):
+    m = model([helper.make_node("Conv", ["x", "w"], ["c"], name="conv"), helper.make_node("Relu", ["c"], ["y"])],
+              [("x", [1, 2, 5, 5])], ["y"], [("w", RNG.standard_normal((3, 2, 3, 3)))])
+    out = out.replace("c:", "conv:") if ":" in out else out
+    opts = {**ORIGIN, "ge.outputNodeName": out}
+    if code is None:
+        r = atc_py.build(m, opts)
+        assert r.graph.net_output.inputs[0].producer.op_type == "Conv2D"
+        return
+    with pytest.raises(AtcError) as e:
+        atc_py.build(m, opts)
+    assert e.value.code == code
