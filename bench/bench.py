@@ -3,7 +3,8 @@
 1. compile time of the samples next to onnxruntime's offline optimisation of the same file (ratio);
 2. om-run numeric execution next to onnxruntime inference (ratio);
 3. simulator throughput: timing-only simulation of a long task stream (tasks per second of wall time);
-4. simulated latency of the decoder sample with and without tiling sink per SoC (simulated, not wall time).
+4. simulated latency of the decoder sample with and without tiling sink per SoC (simulated, not wall time);
+5. compile speed on the light ResNet-50 and a >= 100 MB transformer (bench/compile_speed.py).
 
 Wall times are medians of several repetitions on this machine; nothing here is asserted.
 """
@@ -21,8 +22,10 @@ from onnx import TensorProto, helper
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 import atc_py  # noqa: E402
+import compile_speed  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402
@@ -158,6 +161,7 @@ def main() -> None:
         simulator_throughput(d)
         memory_planning()
         decoder_sink(d)
+        compile_speed.run(pathlib.Path(d))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ for m in small_cnn small_transformer inception_block; do
   "$BIN/om-run" "out/$m.om"
 done
 
+step "tf_lenet (TensorFlow frozen graph, NHWC): compile with --framework=3, run on its inputs"
+"$BIN/atc-py" --model models/tf_lenet.pb --framework=3 --output=out/tf_lenet --soc_version="$SOC"
+"$BIN/om-run" --model out/tf_lenet.om --input models/tf_lenet.inputs.npz --output out/tf_lenet
+
 for soc in Ascend910B1 Ascend310P3; do
   for sink in 0 1; do
     step "decoder_step on $soc with --tiling_schedule_optimize=$sink (IncreFlashAttention + GroupedMatmul MoE)"

@@ -10,7 +10,6 @@ input's range. `reuse=False` (--disable_reuse_memory=1) gives every tensor its o
 from __future__ import annotations
 
 import bisect
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,20 +57,23 @@ class MemoryPlan:
 
 
 def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
-    """Identical constants (same bytes, dtype and shape) are stored once."""
+    """Identical constants (same bytes, dtype and shape) are stored once. Candidates are grouped by dtype,
+    shape and a sample of their bytes, then compared byte for byte (memcmp speed, no hashing of big weights)."""
     blob = bytearray()
     offset = WEIGHTS_START_OFFSET
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple, list[tuple[bytes, int]]] = {}
     for node in graph.nodes:
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
         data = np.asarray(v.data, order="C").tobytes()
-        key = (hashlib.sha256(data).digest(), v.desc.dtype, v.desc.shape)
-        if key in seen:
-            plan.weight_offset[id(v)] = seen[key]
+        key = (v.desc.dtype, v.desc.shape, data[:64], data[-64:])
+        same = next((off for other, off in seen.get(key, ()) if other == data), None)
+        if same is not None:
+            plan.weight_offset[id(v)] = same
             continue
-        plan.weight_offset[id(v)] = seen[key] = offset
+        plan.weight_offset[id(v)] = offset
+        seen.setdefault(key, []).append((data, offset))
         blob.extend(b"\0" * (offset - WEIGHTS_START_OFFSET - len(blob)))
         blob.extend(data)
         offset = align(offset + max(len(data), 1))
@@ -442,6 +444,9 @@ def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[in
     return True
 
 
+CLIQUE_SEEDS = 16
+
+
 def concurrent_lower_bound(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
                            streams: StreamPlan) -> int:
     """With several streams, buffers that may be live together must not share bytes, so the size of any set
@@ -454,7 +459,9 @@ def concurrent_lower_bound(graph: Graph, plan: MemoryPlan, workspaces: dict[str,
     inputs = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
     by_size = sorted(items, key=lambda x: -x[0])
     best = 0
-    for i in range(len(graph.nodes)):
+    # seed cliques at the steps with the most live bytes (any clique is a valid bound; the best seeds suffice)
+    live = [(sum(it[0] for it in items if it[1] <= i <= it[2]), i) for i in range(len(graph.nodes))]
+    for _, i in sorted(live, reverse=True)[:CLIQUE_SEEDS]:
         clique = [it for it in items if it[1] <= i <= it[2]]
         members = {id(it) for it in clique}
         for it in by_size:
