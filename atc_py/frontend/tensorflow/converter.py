@@ -164,7 +164,7 @@ class TfConverter:
                                   "You may need to set input shape to specify its shape.")
         fmt = self.input_format if len(dims) == 4 else "ND"
         node = self.graph.add_node(name, "Data", out_descs=[TensorDesc(tuple(dims), dt, fmt, fmt)],
-                                   attrs={"index": index}, out_names=[f"{n.name}:0"])
+                                   attrs={"index": index}, out_names=[n.name])  # inputs are named after the op
         self.outputs[n.name] = node.outputs
         self.values[f"{n.name}:0"] = node.outputs[0]
         self.node_outputs[n.name] = [f"{n.name}:0"]
