@@ -22,7 +22,7 @@ for soc in Ascend910B1 Ascend310P3; do
   for sink in 0 1; do
     step "decoder_step on $soc with --tiling_schedule_optimize=$sink (IncreFlashAttention + GroupedMatmul MoE)"
     "$BIN/atc-py" --model models/decoder_step.onnx --framework=5 --output="out/decoder_${soc}_sink$sink" \
-      --soc_version="$soc" --tiling_schedule_optimize=$sink
+      --soc_version="$soc" --tiling_schedule_optimize=$sink --precision_mode=must_keep_origin_dtype
     "$BIN/om-run" --model "out/decoder_${soc}_sink$sink.om" --input models/decoder_step.inputs.npz \
       --output "out/decoder_${soc}_sink$sink" --summary-json "out/decoder_${soc}_sink$sink.summary.json"
   done
@@ -38,7 +38,7 @@ PY
 
 step "prefetch hazard: the same decoder with the NOPs cut (--debug_sink_nops=0), run with --allow-hazards"
 "$BIN/atc-py" --model models/decoder_step.onnx --framework=5 --output=out/decoder_no_nops --soc_version="$SOC" \
-  --tiling_schedule_optimize=1 --debug_sink_nops=0
+  --tiling_schedule_optimize=1 --debug_sink_nops=0 --precision_mode=must_keep_origin_dtype
 "$BIN/om-run" --model out/decoder_no_nops.om --input models/decoder_step.inputs.npz --allow-hazards \
   --profile out/decoder_no_nops.profile | grep -E "HAZARD|loop 1" || true
 
