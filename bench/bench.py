@@ -22,10 +22,9 @@ from onnx import TensorProto, helper
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 import atc_py  # noqa: E402
-import compile_speed  # noqa: E402
+from bench import compile_speed  # noqa: E402  (bench/compile_speed.py, this folder)
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402

@@ -75,6 +75,12 @@ class SoftmaxV2(OpSpec):
     inputs = ("x",)
     attrs = {"axes": [-1]}
     tiling_struct = SOFTMAX_TILING
+    ops_per_elem = 5  # max, sub, exp, sum, div
+
+    @staticmethod
+    def rows(r):
+        e = np.exp(r - r.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)).astype(r.dtype)
 
     def infer(self, node: Node) -> list[TensorDesc]:
         d = node.input_desc(0)
@@ -88,12 +94,9 @@ class SoftmaxV2(OpSpec):
         return TilingResult(block_dim, 0, data)
 
     def compute(self, args: KernelArgs, inputs):
-        def softmax(r):
-            e = np.exp(r - r.max(axis=1, keepdims=True))
-            return (e / e.sum(axis=1, keepdims=True)).astype(r.dtype)
-        return [run_row_blocks(args, inputs[0], softmax)]
+        return [run_row_blocks(args, inputs[0], self.rows)]
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
-        w.vector_ops *= 5  # max, sub, exp, sum, div
+        w.vector_ops *= self.ops_per_elem
         return w

@@ -29,6 +29,14 @@ def spatial_attrs(attrs: dict, get, nsp: int) -> tuple[list[int], list[int], lis
         [(pads[2 * i], pads[2 * i + 1]) for i in range(nsp)]
 
 
+def cout_tiling(ctx: TilingContext) -> TilingResult:
+    """Output channels over the cube cores in blocks of the cube's N granule."""
+    cout = ctx.outputs[0].shape[1]
+    _, _, fn = ctx.soc.mkn_for(ctx.inputs[0].dtype)
+    block_dim, per = split_rows(cout, ctx.soc.cube_cores, fn)
+    return TilingResult(block_dim, 0, ND_TILING.pack(rows=cout, rows_per_block=per))
+
+
 def windows_nd(xp: np.ndarray, kernel, strides, dil, out) -> np.ndarray:
     """(*kernel, *lead, *out) strided views of the padded trailing dims of xp."""
     nsp = len(kernel)
@@ -63,10 +71,7 @@ class Conv3D(OpSpec):
         return [TensorDesc((x.shape[0], w.shape[0], *out), x.dtype, "NCDHW", "NCDHW")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        cout = ctx.inputs[1].shape[0]
-        _, _, fn = ctx.soc.mkn_for(ctx.inputs[0].dtype)
-        block_dim, per = split_rows(cout, ctx.soc.cube_cores, fn)
-        return TilingResult(block_dim, 0, ND_TILING.pack(rows=cout, rows_per_block=per))
+        return cout_tiling(ctx)
 
     def compute(self, args, inputs):
         x, w = inputs[0], inputs[1]
@@ -132,10 +137,7 @@ class Conv2DTransposeD(OpSpec):
         return [TensorDesc((x.shape[0], w.shape[1] * g, *out), x.dtype, "NCHW", "NCHW")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        cout = ctx.outputs[0].shape[1]
-        _, _, fn = ctx.soc.mkn_for(ctx.inputs[0].dtype)
-        block_dim, per = split_rows(cout, ctx.soc.cube_cores, fn)
-        return TilingResult(block_dim, 0, ND_TILING.pack(rows=cout, rows_per_block=per))
+        return cout_tiling(ctx)
 
     def compute(self, args, inputs):
         x, w = inputs[0], inputs[1]

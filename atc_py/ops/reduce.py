@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .activation import norm_axis, row_split_tiling, run_row_blocks, SOFTMAX_TILING
+from .activation import SoftmaxV2, norm_axis
 from .base import AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
 from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .registry import register
@@ -128,33 +128,16 @@ class ArgMinD(ArgOp):
 
 
 @register
-class LogSoftmaxV2(OpSpec):
+class LogSoftmaxV2(SoftmaxV2):
+    """SoftmaxV2's row split and kernel walk with log-softmax rows."""
     op_type = "LogSoftmaxV2"
-    inputs = ("x",)
-    attrs = {"axes": [-1]}
     dtypes = ("float32", "float16", "float64")
-    tiling_struct = SOFTMAX_TILING
+    ops_per_elem = 6
 
-    def infer(self, node: Node) -> list[TensorDesc]:
-        d = node.input_desc(0)
-        norm_axis(self.attr(node, "axes")[0], len(d.shape))
-        return [TensorDesc(d.shape, d.dtype, d.format, d.origin_format)]
-
-    def tiling(self, ctx: TilingContext) -> TilingResult:
-        shape = ctx.inputs[0].shape
-        block_dim, data = row_split_tiling(self, ctx, shape, norm_axis(self.attr(ctx.attrs, "axes")[0], len(shape)))
-        return TilingResult(block_dim, 0, data)
-
-    def compute(self, args, inputs):
-        def log_softmax(r):
-            s = r - r.max(axis=1, keepdims=True)
-            return (s - np.log(np.exp(s).sum(axis=1, keepdims=True))).astype(r.dtype)
-        return [run_row_blocks(args, inputs[0], log_softmax)]
-
-    def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        w.vector_ops *= 6
-        return w
+    @staticmethod
+    def rows(r):
+        s = r - r.max(axis=1, keepdims=True)
+        return (s - np.log(np.exp(s).sum(axis=1, keepdims=True))).astype(r.dtype)
 
 
 TOPK_TILING = TilingStruct(("rows", "Q"), ("axis_len", "Q"), ("k", "Q"))

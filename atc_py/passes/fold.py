@@ -14,7 +14,7 @@ from .infer import infer_node
 NEVER_FOLD = {"Data", "Const", "NetOutput"}
 
 
-SHAPE_OF = {"Shape", "Size"}   # depend only on the input's shape, not its value
+SHAPE_OF = {"Shape"}   # depends only on the input's shape, not its value
 
 
 def fold_constants(graph: Graph, soc: SocSpec) -> int:
