@@ -6,13 +6,13 @@ import os
 import pathlib
 import re
 import sys
-import tempfile
 
 import click
 from google.protobuf.message import DecodeError
 
 from . import cmdline
 from .errors import AtcError
+from .atomic_write import write_atomic
 from .om import read_om
 from .om.container import OmFormatError
 from .om.json_dump import om_file_to_json
@@ -24,19 +24,6 @@ FAILURE = "ATC run failed, Please check the detail log, Try 'atc --help' for mor
 EXIT_FAILURE = 255  # main_impl returns int32 -1
 LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9, "alert": 10}  # alert: always shown
 PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
-
-
-def write_atomic(path: pathlib.Path, data: bytes) -> None:
-    """Temp file + rename: a failed run never leaves a half-written or clobbered output."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _logger(level_name: str):
@@ -139,7 +126,7 @@ def run_mode_0(given, argv, log) -> None:
     result = build(cmdline.value(given, "model"), _options(given, argv), log=log)
     for line in summary_lines(result.summary):
         click.echo(line)
-    write_atomic(out, result.om)
+    result.save(out)
     if cmdline.value(given, "display_model_info") == "1":
         click.echo(model_info(read_om(result.om)))
 

@@ -5,14 +5,17 @@ ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_l
 """
 from __future__ import annotations
 
+import pathlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import onnx
 
 from . import __version__
+from .atomic_write import write_atomic
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx
@@ -21,6 +24,7 @@ from .frontend.tensorflow.loader import load_tf
 from .ir.dtypes import dtype_by_name
 from .ir.graph import Graph
 from .om import OmModel, write_om
+from .om.container import OmImage
 from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout
 from .om.modeldef import model_def
@@ -48,9 +52,17 @@ FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
 
 @dataclass
 class BuildResult:
-    om: bytes
+    image: OmImage
     summary: dict = field(default_factory=dict)
     graph: Graph | None = None
+
+    @cached_property
+    def om(self) -> bytes:
+        """The whole file in memory (tests, --display_model_info); `save` writes without joining it."""
+        return self.image.tobytes()
+
+    def save(self, path) -> None:
+        write_atomic(pathlib.Path(path), self.image)
 
 
 class _Stages:

@@ -63,7 +63,7 @@ def timed(fn) -> float:
 
 
 def atc_compile(model: pathlib.Path, out: pathlib.Path) -> None:
-    out.write_bytes(atc_py.build(str(model), {"ge.socVersion": "Ascend910B1"}).om)
+    atc_py.build(str(model), {"ge.socVersion": "Ascend910B1"}).save(out)   # as the CLI writes it
 
 
 def ort_offline(model: pathlib.Path, out: pathlib.Path) -> None:

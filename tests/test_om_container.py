@@ -15,7 +15,7 @@ from .conftest import MODELS, compile_om
 
 
 def _sample() -> bytes:
-    return write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, b"w" * 1000), (pt.TASK_INFO, b"ti")])], "net")
+    return write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, b"w" * 1000), (pt.TASK_INFO, b"ti")])], "net").tobytes()
 
 
 def test_header_is_256_bytes_with_ge_offsets():
@@ -46,7 +46,7 @@ def test_round_trip_and_table_layout():
 
 def test_multi_model_round_trip():
     models = [OmModel([(pt.MODEL_DEF, b"root")]), OmModel([(pt.MODEL_DEF, b"sub"), (pt.TASK_INFO, b"t")])]
-    om = read_om(write_om(models, "dyn", is_unknown=True))
+    om = read_om(write_om(models, "dyn", is_unknown=True).tobytes())
     assert om.is_dynamic and om.header.model_num == 2
     assert om.models[1].get(pt.TASK_INFO) == b"t"
 

@@ -10,7 +10,7 @@ import numpy as np
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .base import OpError
-from .elementwise import UnaryOp, run_blocks
+from .elementwise import UnaryOp, for_blocks, run_blocks
 from .registry import register
 
 FLOATS = ("float32", "float16", "float64")
@@ -143,5 +143,7 @@ class Cast(UnaryOp):
         return [TensorDesc(d.shape, dst, d.format, d.origin_format)]
 
     def compute(self, args, inputs):
-        dt = args.outputs[0].dtype
-        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: x.astype(dt), dt)]
+        x = inputs[0].reshape(-1)
+        out = np.zeros(args.outputs[0].numel, args.outputs[0].dtype)
+        for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], x[lo:hi], casting="unsafe"))   # one pass, no temp
+        return [out.reshape(args.outputs[0].shape)]

@@ -15,17 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
+from ..om.container import Chunks
 from ..ops import get_op
+from .memory_buffers import MEM_ALIGN, align  # noqa: F401  (re-exported: the planner's units)
+from .memory_greedy import concurrent_lower_bound, greedy_by_size
 from .streams import StreamPlan
 
-MEM_ALIGN = 512            # GE MEM_ALIGN_SIZE
 WEIGHTS_START_OFFSET = 512  # GE kWeightsStartOffset
 FEATURE_MAP_BASE = 0x1_0000_0000   # logical base of the feature map (ModelDef attr task_gen_base_addr)
 WEIGHT_BASE = 0x2_0000_0000        # logical base of the weights (ModelDef attr task_gen_weight_addr)
-
-
-def align(n: int, a: int = MEM_ALIGN) -> int:
-    return -(-n // a) * a
 
 
 @dataclass
@@ -35,7 +33,7 @@ class MemoryPlan:
     workspace: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # node -> [(offset, size)]
     memory_size: int = 0
     weight_size: int = 0
-    weights: bytes = b""
+    weights: "bytes | Chunks" = b""
     lower_bound: int = 0          # bytes some set of buffers that may be live together needs (512-aligned)
     workspace_size: int = 0       # peak workspace bytes of one op
     inplace: int = 0              # outputs written over their input
@@ -56,28 +54,37 @@ class MemoryPlan:
         return id(v) in self.weight_offset
 
 
+def _raw(data) -> np.ndarray:
+    """The constant's bytes as a flat uint8 array (a view when it is already contiguous: no copy)."""
+    a = np.ascontiguousarray(data)
+    if a.dtype == object:   # string constants: their bytes as numpy lays them out
+        return np.frombuffer(a.tobytes(), np.uint8)
+    return a.reshape(-1).view(np.uint8)
+
+
 def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
     """Identical constants (same bytes, dtype and shape) are stored once. Candidates are grouped by dtype,
-    shape and a sample of their bytes, then compared byte for byte (memcmp speed, no hashing of big weights)."""
-    blob = bytearray()
+    shape and a sample of their bytes, then compared byte for byte (memcmp speed, no hashing of big weights).
+    The blob is a Chunks of padding and the constants' own arrays: nothing is copied until the file is."""
+    blob = Chunks()
     offset = WEIGHTS_START_OFFSET
-    seen: dict[tuple, list[tuple[bytes, int]]] = {}
+    seen: dict[tuple, list[tuple[np.ndarray, int]]] = {}
     for node in graph.nodes:
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
-        data = np.asarray(v.data, order="C").tobytes()
-        key = (v.desc.dtype, v.desc.shape, data[:64], data[-64:])
-        same = next((off for other, off in seen.get(key, ()) if other == data), None)
+        data = _raw(v.data)
+        key = (v.desc.dtype, v.desc.shape, data[:64].tobytes(), data[-64:].tobytes())
+        same = next((off for other, off in seen.get(key, ()) if np.array_equal(other, data)), None)
         if same is not None:
             plan.weight_offset[id(v)] = same
             continue
         plan.weight_offset[id(v)] = offset
         seen.setdefault(key, []).append((data, offset))
-        blob.extend(b"\0" * (offset - WEIGHTS_START_OFFSET - len(blob)))
-        blob.extend(data)
+        blob.append(bytes(offset - WEIGHTS_START_OFFSET - len(blob)))   # alignment padding
+        blob.append(data)
         offset = align(offset + max(len(data), 1))
-    plan.weights = bytes(b"\0" * WEIGHTS_START_OFFSET + blob) if blob else b""
+    plan.weights = Chunks([bytes(WEIGHTS_START_OFFSET)] + blob.parts) if len(blob) else b""
     plan.weight_size = len(plan.weights)
 
 
@@ -334,142 +341,6 @@ def lower_bound(graph: Graph, workspaces: dict[str, list[int]], inplace_of: dict
         cur += events[i]
         peak = max(peak, cur + sum(align(max(s, 1)) for s in workspaces.get(node.name, [])))
     return peak
-
-
-OUTPUT_MARK = "<model output>"   # a pseudo user of graph outputs: the host reads them after the model ends
-GREEDY_MAX_BUFFERS = 4000   # greedy-by-size is quadratic in the worst case; bigger graphs keep the free-list plan
-
-
-def collect_buffers(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]]):
-    """Reusable buffers (tensors after folding views and in-place chains into their root, and workspaces):
-    items (size, first, last, key, users) with topological first/last uses, and bufs (root -> its values)."""
-    order = {n.name: k for k, n in enumerate(graph.nodes)}
-    end = len(graph.nodes)
-    root: dict[int, Value] = {}
-    bufs: dict[int, list] = {}            # id(root) -> [first, last, size, values]
-    users: dict[int, set] = {}            # id(root) -> task nodes writing or reading it
-    dedicated_in = {id(n.outputs[0]) for n in graph.data_nodes}
-    for node in graph.nodes:
-        spec = get_op(node.op_type)
-        i = order[node.name]
-        for v in node.outputs:
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
-            if id(v) in plan.inplace_of:
-                src = plan.inplace_of[id(v)]
-            r = root.get(id(src), src) if src is not None else v
-            root[id(v)] = r
-            if id(r) in bufs:
-                bufs[id(r)][3].append(v)
-                bufs[id(r)][1] = max(bufs[id(r)][1], i)
-                if not spec.no_task:
-                    users[id(r)].add(node.name)
-            elif r is v and id(v) in plan.fm_offset and id(v) not in dedicated_in:
-                bufs[id(v)] = [i, i, align(max(v.desc.nbytes, 1)), [v]]
-                users[id(v)] = {node.name}
-        for v in node.inputs:
-            if v is not None and id(root.get(id(v), v)) in bufs:
-                bufs[id(root.get(id(v), v))][1] = end if node.op_type == "NetOutput" else max(
-                    bufs[id(root.get(id(v), v))][1], i)
-                if not spec.no_task and node.op_type != "NetOutput":
-                    users[id(root.get(id(v), v))].add(node.name)
-    net_roots = {id(root.get(id(v), v)) for v in graph.net_output.inputs}
-    items = [(b[2], b[0], b[1], ("t", k), frozenset(users[k]) | ({OUTPUT_MARK} if k in net_roots else frozenset()))
-             for k, b in bufs.items()]
-    for name, sizes in workspaces.items():
-        if name in order:
-            items += [(align(max(sz, 1)), order[name], order[name], ("w", name, j), frozenset([name]))
-                      for j, sz in enumerate(sizes)]
-    return items, bufs, order
-
-
-def conflict_test(streams: StreamPlan | None):
-    """conflict(f1, l1, u1, f2, l2, u2): may the two buffers be live together? One stream: topological
-    intervals overlap. Several streams: unless every user of one happens strictly before every user of the
-    other (vector clocks); a graph output (OUTPUT_MARK) is read after the model, so nothing comes after it."""
-    multi = streams is not None and streams.num_streams > 1
-
-    def apart(u1: frozenset, u2: frozenset) -> bool:
-        if OUTPUT_MARK in u1:
-            return False
-        u2 = u2 - {OUTPUT_MARK}
-        return all(a not in u2 and all(streams.happens_before(a, b) for b in u2) for a in u1)
-
-    def conflict(f1, l1, u1, f2, l2, u2) -> bool:
-        if not multi:
-            return f1 <= l2 and l1 >= f2
-        return (f1 <= l2 and l1 >= f2) or not (apart(u1, u2) or apart(u2, u1))
-    return conflict, multi
-
-
-def _place(items, base: int, conflict) -> tuple[int, dict]:
-    placed: list[tuple] = []   # (offset, size, first, last, users)
-    where: dict = {}
-    for size, first, last, key, us in items:
-        busy = sorted((o, o + sz) for o, sz, f, l, u in placed if conflict(f, l, u, first, last, us))
-        off = base
-        for lo, hi in busy:
-            if lo - off >= size:
-                break
-            off = max(off, hi)
-        placed.append((off, size, first, last, us))
-        where[key] = off
-    return max([o + sz for o, sz, _, _, _ in placed] + [base]), where
-
-
-def greedy_by_size(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
-                   streams: StreamPlan | None = None) -> bool:
-    """Re-plan of the reusable buffers (TFLite's greedy-by-size): biggest first, each at the lowest offset
-    not used by a buffer it may be live together with (conflict_test). Keeps the free-list plan's in-place
-    choices and the dedicated input ranges. Returns False (and changes nothing) if it would not be smaller."""
-    items, bufs, order = collect_buffers(graph, plan, workspaces)
-    conflict, multi = conflict_test(streams)
-    if len(items) > (GREEDY_MAX_BUFFERS // 8 if multi else GREEDY_MAX_BUFFERS):
-        return False
-    base = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
-    top, where = None, {}
-    # two orders (biggest first; ties by first use, or by the longest lifetime): keep the smaller layout
-    for order_key in (lambda x: (-x[0], x[1]), lambda x: (-x[0], x[1] - x[2], x[1])):
-        t, w = _place(sorted(items, key=order_key), base, conflict)
-        if top is None or t < top:
-            top, where = t, w
-    if top >= plan.memory_size:
-        return False
-    for k, b in bufs.items():
-        for v in b[3]:
-            plan.fm_offset[id(v)] = where[("t", k)]
-    for name, sizes in workspaces.items():
-        if name in order and sizes:
-            plan.workspace[name] = [(where[("w", name, j)], sz) for j, sz in enumerate(sizes)]
-    plan.memory_size = top
-    return True
-
-
-CLIQUE_SEEDS = 16
-
-
-def concurrent_lower_bound(graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]],
-                           streams: StreamPlan) -> int:
-    """With several streams, buffers that may be live together must not share bytes, so the size of any set
-    of pairwise-conflicting buffers is a lower bound. Start from the buffers live at each topological step
-    (pairwise conflicting) and grow the set greedily with buffers that conflict with all of them."""
-    items, _, order = collect_buffers(graph, plan, workspaces)
-    conflict, _ = conflict_test(streams)
-    if len(items) > GREEDY_MAX_BUFFERS // 8:
-        return 0
-    inputs = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
-    by_size = sorted(items, key=lambda x: -x[0])
-    best = 0
-    # seed cliques at the steps with the most live bytes (any clique is a valid bound; the best seeds suffice)
-    live = [(sum(it[0] for it in items if it[1] <= i <= it[2]), i) for i in range(len(graph.nodes))]
-    for _, i in sorted(live, reverse=True)[:CLIQUE_SEEDS]:
-        clique = [it for it in items if it[1] <= i <= it[2]]
-        members = {id(it) for it in clique}
-        for it in by_size:
-            if id(it) not in members and all(conflict(c[1], c[2], c[4], it[1], it[2], it[4]) for c in clique):
-                clique.append(it)
-                members.add(id(it))
-        best = max(best, inputs + sum(c[0] for c in clique))
-    return best
 
 
 def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamPlan | None = None,
