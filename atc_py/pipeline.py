@@ -18,7 +18,7 @@ from . import __version__
 from .atomic_write import write_atomic
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
-from .frontend.onnx import convert_onnx, load_onnx
+from .frontend.onnx import convert_onnx, load_onnx_lazy
 from .frontend.tensorflow.converter import convert_tf
 from .frontend.tensorflow.loader import load_tf
 from .ir.dtypes import dtype_by_name
@@ -106,8 +106,8 @@ def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
         proto = st.run("load", load_tf, model) if isinstance(model, str) else model
         graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC")
     else:
-        proto = st.run("load", load_onnx, model) if isinstance(model, str) else model
-        graph, info = st.run("parse", convert_onnx, proto, shapes)
+        proto, weights = st.run("load", load_onnx_lazy, model) if isinstance(model, str) else (model, {})
+        graph, info = st.run("parse", convert_onnx, proto, shapes, weights)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))

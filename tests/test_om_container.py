@@ -41,7 +41,10 @@ def test_round_trip_and_table_layout():
     assert num == 3
     ptype, _, off, size = struct.unpack_from("<IIQQ", data, 256 + 8 + 24)
     assert (ptype, off, size) == (pt.WEIGHTS_DATA, 2, 1000)  # offsets relative to the end of the table
-    assert om.header.checksum[:32] == hashlib.sha256(data[256:]).digest()
+    # the checksum: SHA-256 of the table bytes followed by each partition's SHA-256
+    table = data[256:256 + 8 + 3 * 24]
+    expect = hashlib.sha256(table + b"".join(hashlib.sha256(p).digest() for p in (b"md", b"w" * 1000, b"ti")))
+    assert om.header.checksum[:32] == expect.digest() and om.header.checksum[32:] == b"\0" * 32
 
 
 def test_multi_model_round_trip():

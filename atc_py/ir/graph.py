@@ -1,6 +1,7 @@
 """Graph, Node, Value, TensorDesc. Framework-neutral; op types are GE's."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -24,7 +25,7 @@ class TensorDesc:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return int(math.prod(self.shape))   # math.prod: ~50x cheaper than np.prod on a short tuple
 
     @property
     def nbytes(self) -> int:
@@ -127,6 +128,24 @@ class Graph:
     def replace_all_uses(self, old: Value, new: Value) -> None:
         for node, i in list(old.consumers):
             self.set_input(node, i, new)
+
+    def detach(self, node: Node) -> None:
+        """Unhook a node from its inputs and free its name; remove_nodes then drops it from the list."""
+        for i, v in enumerate(node.inputs):
+            if v is not None:
+                v.consumers.remove((node, i))
+        node.inputs = [None] * len(node.inputs)
+        self._names.discard(node.name)
+
+    def remove_nodes(self, nodes: list[Node]) -> None:
+        """Remove several nodes in one pass over the graph (remove_node walks the graph for each)."""
+        dead = {id(n) for n in nodes}
+        for node in nodes:
+            self.detach(node)
+        self.nodes[:] = [n for n in self.nodes if id(n) not in dead]
+        for other in self.nodes:
+            if other.control_inputs:
+                other.control_inputs[:] = [c for c in other.control_inputs if id(c) not in dead]
 
     def remove_node(self, node: Node) -> None:
         for i, v in enumerate(node.inputs):

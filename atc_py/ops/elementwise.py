@@ -30,25 +30,30 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
     return TilingResult(block_dim, int(broadcast), data)
 
 
-PARALLEL_MIN_ELEMS = 1 << 18   # blocks at least this big run on host threads (numpy releases the GIL)
+PARALLEL_MIN_ELEMS = 1 << 20   # outputs at least this big run their blocks on host threads (numpy releases the GIL)
 _pool: ThreadPoolExecutor | None = None
 
 
 def for_blocks(args: KernelArgs, body) -> None:
     """Call body(lo, hi) for each block's chunk of the flattened output, as the tiling splits it. Blocks
-    are disjoint, so big ones run on a host thread pool: same bytes, less wall time."""
+    are disjoint, so a big output's blocks run on a host thread pool: same bytes, less wall time."""
     global _pool
     t = args.tiling
     total, block_len = t["total"], t["block_len"]
     spans = [(lo, min(total, lo + block_len)) for lo in range(0, block_len * args.block_dim, max(block_len, 1))]
     spans = [(lo, hi) for lo, hi in spans if lo < hi]
-    workers = os.cpu_count() or 1
-    if workers > 1 and len(spans) > 1 and block_len >= PARALLEL_MIN_ELEMS:
+    workers = min(os.cpu_count() or 1, len(spans))
+    if workers > 1 and total >= PARALLEL_MIN_ELEMS:
         if _pool is None:
-            _pool = ThreadPoolExecutor(workers, thread_name_prefix="kernel-block")
-        for f in [_pool.submit(body, lo, hi) for lo, hi in spans]:
+            _pool = ThreadPoolExecutor(os.cpu_count(), thread_name_prefix="kernel-block")
+        share = -(-len(spans) // workers)   # consecutive blocks per thread
+        for f in [_pool.submit(_run_spans, body, spans[k:k + share]) for k in range(0, len(spans), share)]:
             f.result()
         return
+    _run_spans(body, spans)
+
+
+def _run_spans(body, spans) -> None:
     for lo, hi in spans:
         body(lo, hi)
 

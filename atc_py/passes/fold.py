@@ -21,6 +21,7 @@ def fold_constants(graph: Graph, soc: SocSpec) -> int:
     """Fold in topological order, re-inferring each node first: once a Shape of a static tensor folds, the
     ConstantOfShape/Expand/Reshape chain behind it gets static shapes and folds or becomes static too."""
     folded = 0
+    dead: list = []    # removed in one pass at the end
     for node in list(graph.nodes):
         if node.op_type in NEVER_FOLD or not node.inputs:
             continue
@@ -31,7 +32,8 @@ def fold_constants(graph: Graph, soc: SocSpec) -> int:
             outs = run_op(get_op(node.op_type), [x.desc], [v.desc for v in node.outputs], node.attrs, soc, [data])
             new = graph.add_const(graph.unique_name(f"{node.name}_folded"), outs[0].astype(node.outputs[0].desc.dtype))
             graph.replace_all_uses(node.outputs[0], new)
-            graph.remove_node(node)
+            graph.detach(node)
+            dead.append(node)
             folded += 1
             continue
         if not all(v is None or v.is_const for v in node.inputs):
@@ -50,7 +52,9 @@ def fold_constants(graph: Graph, soc: SocSpec) -> int:
             new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")),
                                   data.astype(v.desc.dtype, copy=False))
             graph.replace_all_uses(v, new)
-        graph.remove_node(node)
+        graph.detach(node)
+        dead.append(node)
         folded += 1
+    graph.remove_nodes(dead)
     graph.topo_sort()
     return folded

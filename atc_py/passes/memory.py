@@ -86,6 +86,8 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
         offset = align(offset + max(len(data), 1))
     plan.weights = Chunks([bytes(WEIGHTS_START_OFFSET)] + blob.parts) if len(blob) else b""
     plan.weight_size = len(plan.weights)
+    if plan.weights:
+        plan.weights.start_digest()   # the .om checksum's biggest part, hashed while compiling goes on
 
 
 def plan_weights_only(graph: Graph) -> MemoryPlan:

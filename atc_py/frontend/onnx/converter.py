@@ -26,6 +26,7 @@ class OnnxConverter:
         self.opsets = {DOMAIN_ALIASES.get(o.domain, o.domain): o.version for o in model.opset_import}
         self.values: dict[str, Value] = {}
         self.initializers = {t.name: t for t in model.graph.initializer}
+        self.weights: dict = {}   # initializer name -> array, when the loader has it (load_onnx_lazy)
         self.input_shapes = input_shapes or {}
         self.node_outputs: dict[str, list[str]] = {}   # onnx node name -> its output tensor names
 
@@ -34,7 +35,9 @@ class OnnxConverter:
         if name in self.values:
             return self.values[name]
         if name in self.initializers:
-            data = numpy_helper.to_array(self.initializers[name])
+            data = self.weights.get(name)
+            if data is None:
+                data = numpy_helper.to_array(self.initializers[name])
             v = self.graph.add_const(self.graph.unique_name(_safe(name)), data)
             self.values[name] = v
             return v
@@ -125,9 +128,12 @@ def _safe(name: str) -> str:
     return name.replace("/", "_").replace(":", "_") or "node"
 
 
-def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None) -> tuple[Graph, dict]:
-    """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes)."""
+def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
+                 weights: dict | None = None) -> tuple[Graph, dict]:
+    """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes). `weights`:
+    initializer arrays the loader already has (load_onnx_lazy), by name."""
     conv = OnnxConverter(model, input_shapes)
+    conv.weights = weights or {}
     conv.check_supported()
     inputs = [i.name for i in model.graph.input if i.name not in conv.initializers]
     produced = {o for n in model.graph.node for o in n.output} | {n.name for n in model.graph.node} | \

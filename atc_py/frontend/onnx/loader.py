@@ -1,13 +1,16 @@
 """Load an ONNX file; external data is read only from inside the model's own folder."""
 from __future__ import annotations
 
+import mmap
 import os
 import pathlib
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 
 from ...errors import AtcError
+from .lazy_weights import load_split
 
 
 def _fail(path, reason: str) -> AtcError:
@@ -42,17 +45,39 @@ def _load_external(model: onnx.ModelProto, base: pathlib.Path, path) -> None:
         t.data_location = onnx.TensorProto.DEFAULT
 
 
-def load_onnx(path: str) -> onnx.ModelProto:
+def _check_file(path: str) -> pathlib.Path:
     p = pathlib.Path(path)
     if not p.is_file():
         raise _fail(path, "the file does not exist or is not a regular file")
+    return p
+
+
+def _check_model(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
+        raise _fail(path, "the model has no graph")
+    _load_external(model, pathlib.Path(path).parent, path)
+    return model
+
+
+def load_onnx(path: str) -> onnx.ModelProto:
+    p = _check_file(path)
     try:
         model = onnx.load(str(p), load_external_data=False)
     except (DecodeError, RuntimeWarning, ValueError, OSError, UnicodeDecodeError) as exc:
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # protobuf's C++ backend raises its own error types
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
-    if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
-        raise _fail(path, "the model has no graph")
-    _load_external(model, p.parent, path)
-    return model
+    return _check_model(model, path)
+
+
+def load_onnx_lazy(path: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The model and its main graph's raw weights as views of the file bytes (lazy_weights); any file the
+    fast path does not take is loaded by load_onnx, with its errors."""
+    p = _check_file(path)
+    try:
+        with open(p, "rb") as f:   # mapped, not read: the weights stay in the page cache until used
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if p.stat().st_size else b""
+        model, arrays = load_split(data)
+    except Exception:   # WireError, protobuf's decode errors: the normal loader decides and reports
+        return load_onnx(path), {}
+    return _check_model(model, path), arrays
