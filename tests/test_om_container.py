@@ -2,9 +2,11 @@
 import hashlib
 import struct
 
+import numpy as np
 import pytest
 
 from atc_py.om import read_om, write_om
+from atc_py.om.chunks import DIGEST_PIECE, Chunks, partition_digest
 from atc_py.om import partitions as pt
 from atc_py.om.container import OmFormatError, OmModel
 from atc_py.om.header import MODEL_FILE_MAGIC_NUM, ModelFileHeader
@@ -41,9 +43,11 @@ def test_round_trip_and_table_layout():
     assert num == 3
     ptype, _, off, size = struct.unpack_from("<IIQQ", data, 256 + 8 + 24)
     assert (ptype, off, size) == (pt.WEIGHTS_DATA, 2, 1000)  # offsets relative to the end of the table
-    # the checksum: SHA-256 of the table bytes followed by each partition's SHA-256
+    # the checksum: SHA-256 of the table bytes followed by each partition's digest (SHA-256 of the SHA-256s of
+    # its 16 MiB pieces: one piece here)
     table = data[256:256 + 8 + 3 * 24]
-    expect = hashlib.sha256(table + b"".join(hashlib.sha256(p).digest() for p in (b"md", b"w" * 1000, b"ti")))
+    digests = b"".join(hashlib.sha256(hashlib.sha256(p).digest()).digest() for p in (b"md", b"w" * 1000, b"ti"))
+    expect = hashlib.sha256(table + digests)
     assert om.header.checksum[:32] == expect.digest() and om.header.checksum[32:] == b"\0" * 32
 
 
@@ -128,3 +132,23 @@ def test_same_bytes_across_processes_with_different_hash_seeds(tmp_path):
         outs.append((cwd / "cnn.om").read_bytes())
     # the command line is recorded in the om (atc_cmdline), so both runs use the same relative --output
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_partition_digest_is_the_sha256_of_its_piece_digests_however_the_bytes_are_split(workers):
+    rng = np.random.default_rng(0)
+    blob = rng.integers(0, 256, DIGEST_PIECE * 2 + 12345, dtype=np.uint8).tobytes()
+    pieces = [blob[k:k + DIGEST_PIECE] for k in range(0, len(blob), DIGEST_PIECE)]
+    expect = hashlib.sha256(b"".join(hashlib.sha256(p).digest() for p in pieces)).digest()
+    cuts = [0, 7, DIGEST_PIECE - 1, DIGEST_PIECE + 100, len(blob)]   # buffers straddling piece boundaries
+    parts = [np.frombuffer(blob, np.uint8)[a:b] for a, b in zip(cuts, cuts[1:])]
+    assert partition_digest(parts, workers) == expect
+    chunks = Chunks([b"", *parts])
+    chunks.start_digest()
+    assert chunks.digest() == expect and len(chunks) == len(blob) and bytes(chunks) == blob
+
+
+def test_weights_chunks_are_written_as_one_partition():
+    w = Chunks([bytes(512), np.arange(6, dtype=np.float32).view(np.uint8)])
+    om = read_om(write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, w)])], "c").tobytes())
+    assert om.models[0].get(pt.WEIGHTS_DATA) == bytes(512) + np.arange(6, dtype=np.float32).tobytes()

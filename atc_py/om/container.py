@@ -2,10 +2,9 @@
 
 Tables are GE's 64-bit ModelPartitionTable (u32 num, u32 pad, {u32 type, u32 pad, u64 offset, u64 size}*),
 offsets relative to the end of the model's table. We fill the first 32 bytes of `checksum` with a
-SHA-256 over the body: for each model its partition table bytes, then the SHA-256 of each of its partitions
-in table order (model_checksum); a reader verifies it when it is not all zero. Hashing per partition lets the
-compiler hash the weights on another thread while it is still compiling (Chunks.start_digest): SHA-256 runs
-at ~300 MB/s, which made the checksum the longest stage on a 150 MB model.
+SHA-256 over the body: for each model its partition table bytes, then the digest of each of its partitions
+in table order (model_checksum; partition_digest in chunks.py); a reader verifies it when it is not all zero.
+Digesting per partition lets the compiler hash the weights while it is still compiling.
 
 The writer never joins the file into one bytes object: a partition may be `Chunks` (the weights: padding and
 the constants' own arrays) and `OmImage.write_to` streams the buffers, then writes the header.
@@ -14,10 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import struct
-import threading
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
+from .chunks import Chunks, partition_digest
 from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, ModelFileHeader
 from .partitions import NAMES
 
@@ -31,50 +30,6 @@ class OmFormatError(Exception):
     """The file is not a well-formed .om; the message says what is wrong and where."""
 
 
-class Chunks:
-    """A partition made of several buffers (bytes, or uint8 numpy views of the constants), never copied
-    into one: len() is the total size, bytes() joins on demand."""
-
-    def __init__(self, parts: list | None = None):
-        self.parts: list = []
-        self.size = 0
-        self._digest: list[bytes] = []
-        self._hasher: threading.Thread | None = None
-        for p in parts or []:
-            self.append(p)
-
-    def append(self, buf) -> None:
-        n = memoryview(buf).nbytes
-        if n:
-            self.parts.append(buf)
-            self.size += n
-
-    def __len__(self) -> int:
-        return self.size
-
-    def __bytes__(self) -> bytes:
-        return b"".join(self.parts)
-
-    def _hash(self) -> None:
-        h = hashlib.sha256()
-        for b in self.parts:
-            h.update(b)
-        self._digest.append(h.digest())
-
-    def start_digest(self) -> None:
-        """Hash on another thread from now on (hashlib releases the GIL); the parts must not change."""
-        if self._hasher is None and not self._digest:
-            self._hasher = threading.Thread(target=self._hash, name="weights-sha256", daemon=True)
-            self._hasher.start()
-
-    def digest(self) -> bytes:
-        if self._hasher is not None:
-            self._hasher.join()
-        elif not self._digest:
-            self._hash()
-        return self._digest[0]
-
-
 Blob = Union[bytes, Chunks]
 
 
@@ -83,7 +38,7 @@ def _buffers(data: Blob) -> list:
 
 
 def _digest(data) -> bytes:
-    return data.digest() if isinstance(data, Chunks) else hashlib.sha256(data).digest()
+    return data.digest() if isinstance(data, Chunks) else partition_digest([data])
 
 
 def _table(partitions) -> bytes:
@@ -96,7 +51,7 @@ def _table(partitions) -> bytes:
 
 
 def model_checksum(tables_and_partitions) -> bytes:
-    """SHA-256 of each model's table bytes followed by the SHA-256 of each of its partitions."""
+    """SHA-256 of each model's table bytes followed by the digest of each of its partitions (chunks.py)."""
     h = hashlib.sha256()
     for table, partitions in tables_and_partitions:
         h.update(table)

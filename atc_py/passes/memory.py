@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
-from ..om.container import Chunks
+from ..om.chunks import Chunks
 from ..ops import get_op
 from .memory_buffers import MEM_ALIGN, align  # noqa: F401  (re-exported: the planner's units)
 from .memory_greedy import concurrent_lower_bound, greedy_by_size

@@ -1,0 +1,98 @@
+"""Partition bytes kept as several buffers (Chunks) and the partition digest used by the .om checksum.
+
+partition_digest = SHA-256 of the concatenated SHA-256s of the partition's consecutive 16 MiB pieces (the
+last one shorter; an empty partition has one empty piece). Pieces hash independently, so the weights of a
+large model hash on all host cores, and from the moment their layout is fixed (Chunks.start_digest) while
+the compiler goes on with the rest: SHA-256 runs at ~300 MB/s per core here, a 90 MB weight blob took
+longer than the whole compile before this.
+"""
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+import threading
+
+DIGEST_PIECE = 16 << 20
+
+
+def _views(buffers: list) -> tuple[list[memoryview], list[int]]:
+    views = [memoryview(b).cast("B") for b in buffers]
+    starts, pos = [], 0
+    for v in views:
+        starts.append(pos)
+        pos += len(v)
+    return views, starts
+
+
+def _piece(views, starts, lo: int, hi: int) -> bytes:
+    h = hashlib.sha256()
+    k = max(0, bisect.bisect_right(starts, lo) - 1)
+    while k < len(views) and starts[k] < hi:
+        v = views[k]
+        a, b = max(lo - starts[k], 0), min(hi - starts[k], len(v))
+        if a < b:
+            h.update(v[a:b])
+        k += 1
+    return h.digest()
+
+
+def partition_digest(buffers: list, workers: int = 1) -> bytes:
+    views, starts = _views(buffers)
+    total = sum(len(v) for v in views)
+    spans = [(lo, min(lo + DIGEST_PIECE, total)) for lo in range(0, max(total, 1), DIGEST_PIECE)]
+    digests: list[bytes | None] = [None] * len(spans)
+
+    def run(ks):
+        for k in ks:
+            digests[k] = _piece(views, starts, *spans[k])
+    workers = max(1, min(workers, len(spans)))
+    threads = [threading.Thread(target=run, args=(range(w, len(spans), workers),), daemon=True)
+               for w in range(1, workers)]
+    for t in threads:
+        t.start()
+    run(range(0, len(spans), workers))
+    for t in threads:
+        t.join()
+    return hashlib.sha256(b"".join(digests)).digest()
+
+
+class Chunks:
+    """A partition made of several buffers (bytes, or uint8 numpy views of the constants), never copied
+    into one: len() is the total size, bytes() joins on demand."""
+
+    def __init__(self, parts: list | None = None):
+        self.parts: list = []
+        self.size = 0
+        self._digest: list[bytes] = []
+        self._hasher: threading.Thread | None = None
+        for p in parts or []:
+            self.append(p)
+
+    def append(self, buf) -> None:
+        n = memoryview(buf).nbytes
+        if n:
+            self.parts.append(buf)
+            self.size += n
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+    def _hash(self) -> None:
+        self._digest.append(partition_digest(self.parts, os.cpu_count() or 1))
+
+    def start_digest(self) -> None:
+        """Hash on other threads from now on (hashlib releases the GIL); the parts must not change."""
+        if self._hasher is None and not self._digest:
+            self._hasher = threading.Thread(target=self._hash, name="weights-sha256", daemon=True)
+            self._hasher.start()
+
+    def digest(self) -> bytes:
+        if self._hasher is not None:
+            self._hasher.join()
+        elif not self._digest:
+            self._hash()
+        return self._digest[0]
