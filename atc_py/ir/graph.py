@@ -21,7 +21,7 @@ class TensorDesc:
 
     @property
     def known(self) -> bool:
-        return all(d >= 0 for d in self.shape)
+        return not self.shape or min(self.shape) >= 0
 
     @property
     def numel(self) -> int:
