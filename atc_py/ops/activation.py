@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, prod, split_rows
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
+                   prod, split_rows)
 from .elementwise import UnaryOp
 from .registry import register
 
@@ -55,11 +56,9 @@ def run_row_blocks(args: KernelArgs, x: np.ndarray, fn) -> np.ndarray:
     t = args.tiling
     rows = rows_view(x, t)
     out = np.zeros_like(rows)
-    per = t["rows_per_block"]
-    for b in range(args.block_dim):
-        lo, hi = b * per, min(rows.shape[0], (b + 1) * per)
-        if lo < hi:
-            out[lo:hi] = fn(rows[lo:hi])
+    end = covered(rows.shape[0], t["rows_per_block"], args.block_dim)   # rows are independent: one call
+    if end:
+        out[:end] = fn(rows[:end])
     return rows_unview(out, t, args.outputs[0].shape)
 
 

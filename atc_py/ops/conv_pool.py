@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, cores_for, split_rows)
+                   ceil_div, cores_for, covered, split_rows)
 from .registry import register
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
@@ -181,19 +181,28 @@ class MaxPoolV3(PoolBase):
 class AvgPoolV2(PoolBase):
     op_type = "AvgPoolV2"
     attrs = {**PoolBase.attrs, "exclusive": True}
+    _counts: dict = {}
 
     def reduce(self, t, planes, attrs):
         total = self.windows(t, planes, 0.0).sum(axis=(0, 1), dtype=np.float32)
-        if self.attr(attrs, "exclusive"):
-            ones = np.ones((1,) + planes.shape[1:], dtype=np.float32)
-            count = self.windows(t, ones, 0.0).sum(axis=(0, 1))
-        else:  # count padding cells, but not the extra ceil-mode cells past the explicit padding
-            hp, wp = t["h"] + t["pt"] + t["pb"], t["w"] + t["pl"] + t["pr"]
-            ones = np.zeros((1, hp, wp), dtype=np.float32)
-            ones[...] = 1.0
-            tt = dict(t, h=hp, w=wp, pt=0, pb=0, pl=0, pr=0)
-            count = self.windows(tt, ones, 0.0).sum(axis=(0, 1))
-        return (total / count).astype(planes.dtype)
+        return (total / self.counts(t, bool(self.attr(attrs, "exclusive")))).astype(planes.dtype)
+
+    def counts(self, t, exclusive: bool) -> np.ndarray:
+        """Cells per window: without padding (exclusive), or with the explicit padding but not the extra
+        ceil-mode cells. Depends on the geometry only, so it is computed once per tiling."""
+        key = (tuple(sorted(t.items())), exclusive)
+        count = self._counts.get(key)
+        if count is None:
+            if exclusive:
+                ones = np.ones((1, t["h"], t["w"]), dtype=np.float32)
+                count = self.windows(t, ones, 0.0).sum(axis=(0, 1))
+            else:
+                hp, wp = t["h"] + t["pt"] + t["pb"], t["w"] + t["pl"] + t["pr"]
+                ones = np.ones((1, hp, wp), dtype=np.float32)
+                count = self.windows(dict(t, h=hp, w=wp, pt=0, pb=0, pl=0, pr=0), ones, 0.0).sum(axis=(0, 1))
+            if len(self._counts) < 256:
+                self._counts[key] = count
+        return count
 
 
 GAP_TILING = TilingStruct(("planes", "Q"), ("plane_size", "Q"), ("planes_per_block", "Q"))
@@ -222,10 +231,8 @@ class GlobalAveragePool(OpSpec):
         t = args.tiling
         x = inputs[0].reshape(t["planes"], t["plane_size"])
         out = np.zeros(t["planes"], dtype=x.dtype)
-        per = t["planes_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["planes"], (blk + 1) * per)
-            out[lo:hi] = x[lo:hi].mean(axis=1, dtype=np.float32)
+        end = covered(t["planes"], t["planes_per_block"], args.block_dim)   # planes are independent: one call
+        out[:end] = x[:end].mean(axis=1, dtype=np.float32)
         return [out.reshape(args.outputs[0].shape)]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -31,31 +31,29 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
 
 
 PARALLEL_MIN_ELEMS = 1 << 20   # outputs at least this big run their blocks on host threads (numpy releases the GIL)
+HOST_THREADS = os.cpu_count() or 1   # read once: os.cpu_count() costs ~20 us, more than a small kernel
 _pool: ThreadPoolExecutor | None = None
 
 
 def for_blocks(args: KernelArgs, body) -> None:
-    """Call body(lo, hi) for each block's chunk of the flattened output, as the tiling splits it. Blocks
-    are disjoint, so a big output's blocks run on a host thread pool: same bytes, less wall time."""
+    """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
+    [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
+    once over their union (what the blocks compute, minus a Python call per block); a big output is split
+    across a host thread pool (numpy releases the GIL). Bytes past the last block stay untouched."""
     global _pool
     t = args.tiling
     total, block_len = t["total"], t["block_len"]
-    spans = [(lo, min(total, lo + block_len)) for lo in range(0, block_len * args.block_dim, max(block_len, 1))]
-    spans = [(lo, hi) for lo, hi in spans if lo < hi]
-    workers = min(os.cpu_count() or 1, len(spans))
-    if workers > 1 and total >= PARALLEL_MIN_ELEMS:
+    end = min(total, block_len * max(args.block_dim, 0))
+    if end <= 0:
+        return
+    if HOST_THREADS > 1 and end >= PARALLEL_MIN_ELEMS:
         if _pool is None:
-            _pool = ThreadPoolExecutor(os.cpu_count(), thread_name_prefix="kernel-block")
-        share = -(-len(spans) // workers)   # consecutive blocks per thread
-        for f in [_pool.submit(_run_spans, body, spans[k:k + share]) for k in range(0, len(spans), share)]:
+            _pool = ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="kernel-block")
+        step = -(-end // HOST_THREADS)
+        for f in [_pool.submit(body, lo, min(end, lo + step)) for lo in range(0, end, step)]:
             f.result()
         return
-    _run_spans(body, spans)
-
-
-def _run_spans(body, spans) -> None:
-    for lo, hi in spans:
-        body(lo, hi)
+    body(0, end)
 
 
 def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -> np.ndarray:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, prod, split_rows
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
+                   prod, split_rows)
 from .registry import register
 
 BN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("planes_per_block", "Q"), ("epsilon", "f"))
@@ -43,11 +44,9 @@ class BNInfer(OpSpec):
         b = offset.astype(np.float32) - mean.astype(np.float32) * k
         planes = x.reshape(t["n"] * t["c"], t["plane"])
         out = np.zeros_like(planes)
-        per = t["planes_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(planes.shape[0], (blk + 1) * per)
-            ch = np.arange(lo, hi) % t["c"]
-            out[lo:hi] = planes[lo:hi] * k[ch, None] + b[ch, None]
+        end = covered(planes.shape[0], t["planes_per_block"], args.block_dim)   # elementwise per plane: one call
+        ch = np.arange(end) % t["c"]
+        out[:end] = planes[:end] * k[ch, None] + b[ch, None]
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -4,7 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, prod, split_rows
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered, prod,
+                   split_rows)
 from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .registry import register
 
@@ -154,11 +155,9 @@ class ConcatD(OpSpec):
         t = args.tiling
         parts = [x.reshape(t["outer"], -1) for x in inputs]
         out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
-        per = t["rows_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["outer"], (blk + 1) * per)
-            if lo < hi:
-                out[lo:hi] = np.concatenate([p[lo:hi] for p in parts], axis=1)
+        end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # a copy: all blocks' rows at once
+        if end:
+            np.concatenate([p[:end] for p in parts], axis=1, out=out[:end])
         return [out.reshape(args.outputs[0].shape)]
 
 

@@ -275,15 +275,12 @@ class DeviceRun:
     def _compute(self, call: Call, tiling: TilingResult) -> list:
         if self.mem is None:
             return []
-        spec = get_op(call.op.type)
-        out_descs = [desc_from_proto(d) for d in call.op.output_desc]
-        outs = launch(spec, tiling, op_attrs(call.op), out_descs, self._read_inputs(call.op, call.addrs))
-        writes = []
-        for i, arr in enumerate(outs):
-            if f"o{i}" not in call.addrs:
-                raise OpError(f"args have no address for output {i}")
-            writes.append((call.addrs[f"o{i}"], arr.astype(out_descs[i].dtype, copy=False)))
-        return writes
+        values: list = [None] * len(call.op.input)
+        for i, addr, desc in call.reads:
+            if addr is not None:
+                values[i] = self.mem.read(addr, desc)
+        outs = launch(get_op(call.op.type), tiling, call.attrs, call.out_descs, values)
+        return [(addr, arr.astype(d.dtype, copy=False)) for addr, arr, d in zip(call.out_addrs, outs, call.out_descs)]
 
     def kernel(self, task: SimTask, t: int, start: int) -> None:
         call = task.calls[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from atc_py.engines import task_types as tt
 from atc_py.engines.aicore import kernel_of
@@ -28,7 +29,9 @@ def op_attrs(op) -> dict:
 
 @dataclass
 class Call:
-    """One kernel invocation: an op with the addresses its args give it."""
+    """One kernel invocation: an op with the addresses its args give it. The decoded descs, attrs and input
+    addresses are cached on first use: a Program runs many times (--loop) and decoding the protobufs
+    again per run cost more than most kernels."""
     op: object
     addrs: dict[str, int]
     tiling_data: bytes
@@ -36,6 +39,28 @@ class Call:
     block_dim: int = 1
     tiling_key: int = 0
     block_ns: int = 0          # per-block duration for static tiling (0: computed at run time)
+
+    @cached_property
+    def attrs(self) -> dict:
+        return op_attrs(self.op)
+
+    @cached_property
+    def out_descs(self) -> list:
+        return [desc_from_proto(d) for d in self.op.output_desc]
+
+    @cached_property
+    def reads(self) -> list[tuple[int, int | None, object]]:
+        """(input index, address or None, desc) of each present input, addresses from the args."""
+        descs = [desc_from_proto(d) for d in self.op.input_desc]
+        present = [i for i, s in enumerate(self.op.input) if s]
+        return [(i, self.addrs.get(f"i{i}"), descs[slot]) for slot, i in enumerate(present)]
+
+    @cached_property
+    def out_addrs(self) -> list[int]:
+        missing = [i for i in range(len(self.op.output_desc)) if f"o{i}" not in self.addrs]
+        if missing:
+            raise OpError(f"args have no address for output {missing[0]}")
+        return [self.addrs[f"o{i}"] for i in range(len(self.op.output_desc))]
 
 
 @dataclass
