@@ -130,13 +130,17 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
     stats = {"identities_removed": st.run("identity", remove_identities, graph) if on("identity") else 0}
     st.run("infer", infer_graph, graph)
-    stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
-    stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
+    # fold first (weights computed by ConstantOfShape & co become constants), fuse on the model's dtypes,
+    # then choose dtypes; the weight Casts that adds fold in a second, cheap round
     stats["constants_folded"] = st.run("fold", fold_constants, graph, soc) if on("fold") else 0
     for name, fn, key in (("transpose_cancel", transpose_cancel, "transposes_cancelled"),
                           ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused")):
         stats[key] = st.run(name, fn, graph) if on(name) else 0
+    stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
+    stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
+    if on("fold") and (stats["fp16_cube_ops"] or stats["outputs_cast"]):
+        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc)
     stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
     graph.topo_sort()
     return stats

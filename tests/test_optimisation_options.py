@@ -100,18 +100,19 @@ CONV = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Rel
              [("x", [1, 2, 5, 5])], ["y"], [("w", RNG.standard_normal((3, 2, 3, 3)))])
 
 
-@pytest.mark.parametrize("mode,conv_in,conv_out,casts", [
-    ("force_fp16", 2, 2, 2), ("allow_fp32_to_fp16", 2, 2, 2), ("allow_mix_precision", 2, 2, 2),
-    ("cube_fp16in_fp32out", 2, 1, 1), ("must_keep_origin_dtype", 1, 1, 0), ("force_fp32", 1, 1, 0)])
-def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, casts):
+@pytest.mark.parametrize("mode,conv_in,conv_out,relu,casts", [
+    ("force_fp16", 2, 2, 2, 2), ("allow_fp32_to_fp16", 2, 2, 1, 2), ("allow_mix_precision", 2, 2, 1, 2),
+    ("cube_fp16in_fp32out", 2, 1, 1, 1), ("must_keep_origin_dtype", 1, 1, 1, 0), ("force_fp32", 1, 1, 1, 0)])
+def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, relu, casts):
     """GE DataType proto: 1 = DT_FLOAT, 2 = DT_FLOAT16. Cube inputs fp16 (the weight cast folds into an fp16
-    constant), accumulation fp32; vector ops (Relu) stay fp32."""
+    constant), accumulation fp32; vector ops (Relu) run fp16 under force_fp16 (the Cast back moves after
+    them), fp32 otherwise."""
     r = atc_py.build(CONV, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode})
     ops = op_descs(r.om)
     conv = ops["Conv2D"]
     assert conv.input_desc[0].dtype == conv_in and conv.input_desc[1].dtype == conv_in
     assert conv.output_desc[0].dtype == conv_out
-    assert ops["Relu"].input_desc[0].dtype == 1
+    assert ops["Relu"].input_desc[0].dtype == relu and ops["Relu"].output_desc[0].dtype == relu
     assert sum(1 for n in r.graph.nodes if n.op_type == "Cast") == casts
     x = RNG.standard_normal((1, 2, 5, 5)).astype(np.float32)
     got = simulate(tmp_path, r, [x])[0]
@@ -119,6 +120,34 @@ def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, cast
     np.testing.assert_allclose(got, ref, rtol=5e-3, atol=5e-3)
     if conv_in == 2:
         assert not np.array_equal(got, ref)   # fp16 inputs really change the numbers
+
+
+def test_force_fp16_runs_the_chain_between_cube_ops_in_fp16_with_casts_only_at_the_ends(tmp_path):
+    """conv -> BN -> relu -> maxpool -> conv -> add(const): one Cast in (graph input), one out (graph output);
+    BN folds into the first conv before dtypes are chosen. allow_fp32_to_fp16 keeps a Cast pair per conv."""
+    m = model([helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+               helper.make_node("BatchNormalization", ["c1", "s", "b", "mu", "var"], ["bn"]),
+               helper.make_node("Relu", ["bn"], ["r"]),
+               helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+               helper.make_node("Conv", ["p", "w2"], ["c2"]),
+               helper.make_node("Add", ["c2", "k"], ["y"])],
+              [("x", [1, 2, 6, 6])], ["y"],
+              [("w1", RNG.standard_normal((4, 2, 3, 3))), ("w2", RNG.standard_normal((3, 4, 1, 1))),
+               ("s", RNG.uniform(0.5, 1.5, 4)), ("b", RNG.standard_normal(4)), ("mu", RNG.standard_normal(4)),
+               ("var", RNG.uniform(0.5, 1.5, 4)), ("k", RNG.standard_normal((1, 3, 1, 1)))])
+    r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16"})
+    kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+    assert kinds == ["Cast", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast"]
+    assert all(d.dtype == 2 for name, op in op_descs(r.om).items() if name in ("Relu", "MaxPoolV3", "Add")
+               for d in list(op.input_desc) + list(op.output_desc))
+    assert r.summary["bn_folded_into_conv"] == 1
+    pairs = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "allow_fp32_to_fp16"})
+    assert sum(n.op_type == "Cast" for n in pairs.graph.nodes) == 4
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    got = simulate(tmp_path, r, [x])[0]
+    ref = simulate(tmp_path, atc_py.build(m, ORIGIN), [x])[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2)
 
 
 def test_precision_mode_is_force_fp16_by_default():

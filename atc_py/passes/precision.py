@@ -1,9 +1,13 @@
 """--precision_mode: which dtype each op computes in, decided per op before constant folding (so weight casts
 fold into fp16 constants).
 
-* force_fp16 (ATC's default), allow_fp32_to_fp16, allow_mix_precision: cube ops (convolutions, matmuls)
-  take fp16 inputs, accumulate in fp32 and produce fp16; a Cast back to fp32 follows so the graph around
-  them keeps its dtypes (vector ops stay fp32: our vector kernels support fp32).
+* allow_fp32_to_fp16, allow_mix_precision: cube ops (convolutions, matmuls) take fp16 inputs, accumulate
+  in fp32 and produce fp16; a Cast back to fp32 follows so the graph around them keeps its dtypes (vector
+  ops keep fp32, which they support).
+* force_fp16 (ATC's default: "fp16 for every op that supports both"): the same, then sink_fp16_casts moves
+  each Cast back to fp32 down through the ops that support fp16 (Relu, Add, BN, pooling, Softmax, ...) so
+  the chains between cube ops run in fp16 and the Cast pairs between them vanish. Graph inputs and outputs
+  keep their dtypes: a Cast stays at each end (--output_type decides the outputs).
 * cube_fp16in_fp32out: fp16 inputs, fp32 accumulation and output (no Cast after).
 * must_keep_origin_dtype, force_fp32: every op in its model dtype.
 The chosen dtypes are the tensor descs in the .om (ModelDef op input/output descs) plus `_precision_mode`
@@ -11,7 +15,8 @@ on each rewritten node."""
 from __future__ import annotations
 
 from ..errors import AtcError
-from ..ir.graph import Graph
+from ..ir.graph import Graph, Node, Value
+from ..ops import get_op
 from .infer import infer_node
 
 CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
@@ -56,5 +61,69 @@ def apply_precision(graph: Graph, mode: str) -> int:
             for c, i in consumers:
                 graph.set_input(c, i, back.outputs[0])
         changed += 1
+    if mode == "force_fp16":
+        sink_fp16_casts(graph)
     graph.topo_sort()
     return changed
+
+
+def _back_cast(v: Value | None) -> bool:
+    """v is the output of a Cast from fp16 to fp32."""
+    p = v.producer if v is not None else None
+    return p is not None and p.op_type == "Cast" and v.desc.dtype == "float32" and p.inputs[0] is not None \
+        and p.inputs[0].desc.dtype == "float16"
+
+
+def _fp16_capable(node: Node) -> bool:
+    spec = get_op(node.op_type)
+    return (spec is not None and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and len(node.outputs) == 1
+            and node.outputs[0].desc.dtype == "float32" and "float16" in spec.dtypes
+            and not {"dtype", "dst_type"} & set(node.attrs))
+
+
+def _to_fp16(graph: Graph, node: Node) -> bool:
+    """Feed node fp16 (through the Casts back, constants cast and folded later); True if it now runs in fp16."""
+    floats = [(i, v) for i, v in enumerate(node.inputs) if v is not None and v.desc.dtype == "float32"]
+    if not any(_back_cast(v) for _, v in floats) or not all(_back_cast(v) or v.is_const for _, v in floats):
+        return False
+    before = list(node.inputs)
+    for i, v in floats:
+        if _back_cast(v):
+            graph.set_input(node, i, v.producer.inputs[0])
+        else:
+            cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_fp16"), "Cast", [v], [v.desc],
+                                  {"dst_type": "float16"})
+            infer_node(cast)
+            graph.set_input(node, i, cast.outputs[0])
+    try:
+        infer_node(node)
+        ok = node.outputs[0].desc.dtype == "float16"
+    except AtcError:
+        ok = False
+    if not ok:   # the prototype does not take fp16 here: put the fp32 inputs back
+        for i, v in enumerate(before):
+            graph.set_input(node, i, v)
+        infer_node(node)
+    return ok
+
+
+def sink_fp16_casts(graph: Graph) -> int:
+    """Move Casts fp16->fp32 below the ops that support fp16 (force_fp16), then drop Cast fp32->fp16 of a
+    Cast fp16->fp32 (lossless round trip). Returns how many ops moved to fp16; dead Casts go in dce."""
+    moved = 0
+    for node in list(graph.nodes):   # topological: a chain moves to fp16 in one sweep
+        if not _fp16_capable(node) or not _to_fp16(graph, node):
+            continue
+        node.attrs["_precision_mode"] = "force_fp16"
+        out = node.outputs[0]
+        consumers = list(out.consumers)
+        back = graph.add_node(graph.unique_name(f"{node.name}_out_fp32"), "Cast", [out], [out.desc],
+                              {"dst_type": "float32"})
+        infer_node(back)
+        for c, i in consumers:
+            graph.set_input(c, i, back.outputs[0])
+        moved += 1
+    for node in list(graph.nodes):
+        if node.op_type == "Cast" and node.outputs[0].desc.dtype == "float16" and _back_cast(node.inputs[0]):
+            graph.replace_all_uses(node.outputs[0], node.inputs[0].producer.inputs[0])
+    return moved
