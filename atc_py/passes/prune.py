@@ -6,7 +6,7 @@ from ..ir.graph import Graph
 
 def remove_identities(graph: Graph) -> int:
     """Bypass Identity nodes, except one that would connect a graph input straight to the output."""
-    removed = 0
+    gone = []
     for node in list(graph.nodes):
         if node.op_type != "Identity" or node.inputs[0] is None:
             continue
@@ -15,9 +15,10 @@ def remove_identities(graph: Graph) -> int:
         if feeds_output and src.producer is not None and src.producer.op_type in ("Data", "Const"):
             continue  # the model output must be a tensor of its own
         graph.replace_all_uses(out, src)
-        graph.remove_node(node)
-        removed += 1
-    return removed
+        graph.detach(node)
+        gone.append(node)
+    graph.remove_nodes(gone)
+    return len(gone)
 
 
 def remove_dead_nodes(graph: Graph) -> int:
@@ -32,6 +33,5 @@ def remove_dead_nodes(graph: Graph) -> int:
         stack.extend(v.producer for v in n.inputs if v is not None and v.producer is not None)
         stack.extend(n.control_inputs)
     dead = [n for n in graph.nodes if id(n) not in live and n.op_type != "Data"]
-    for n in reversed(dead):
-        graph.remove_node(n)
+    graph.remove_nodes(dead[::-1])
     return len(dead)
