@@ -6,7 +6,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_py.errors import AtcError
-from atc_py.frontend.onnx import convert_onnx, load_onnx
+from atc_py.frontend.onnx import convert_onnx, load_onnx, load_onnx_lazy
 from atc_py.frontend.onnx.adapter import ADAPTERS
 
 from .conftest import compile_om
@@ -132,3 +132,42 @@ def test_gemm_alpha_beta_and_bias_fold_into_matmul():
 def test_python_api_rejects_bad_tiling_option_with_session_error():
     with pytest.raises(AtcError, match="E10001.*ge.tiling_schedule_optimize.*not within the valid range"):
         atc_py.build(onnx.ModelProto(), {"ge.socVersion": "Ascend910B1", "ge.tiling_schedule_optimize": "2"})
+
+
+def test_lazy_weights_are_views_of_the_file_with_the_values_onnx_load_gives(tmp_path):
+    """Raw little-endian initializers of plain dtypes become read-only views of the mapped file; the others
+    (typed fields, bfloat16, strings) stay in the proto; the rest of the model parses as onnx.load does."""
+    rng = np.random.default_rng(3)
+    arrays = {"f32": rng.standard_normal((2, 3)).astype(np.float32), "f16": np.arange(5, dtype=np.float16),
+              "i64": np.array(7, np.int64), "b": np.array([True, False]), "f64": np.array([1.5, -2.0]),
+              "empty": np.zeros((0, 4), np.float32)}
+    inits = [numpy_helper.from_array(a, n) for n, a in arrays.items()]
+    inits += [helper.make_tensor("typed", TensorProto.FLOAT, [2], [1.0, 2.0]),   # float_data, no raw_data
+              helper.make_tensor("bf16", TensorProto.BFLOAT16, [2], b"\x80\x3f\x00\x40", raw=True),
+              helper.make_tensor("s", TensorProto.STRING, [1], [b"hi"])]
+    nodes = [helper.make_node("Identity", [t.name], [f"o_{t.name}"]) for t in inits]
+    m = model_of(nodes, [], [helper.make_tensor_value_info(f"o_{t.name}", t.data_type, None) for t in inits], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(m, str(path))
+    model, weights = load_onnx_lazy(str(path))
+    assert set(weights) == set(arrays)
+    ref = onnx.load(str(path))
+    assert list(model.graph.node) == list(ref.graph.node) and list(model.graph.output) == list(ref.graph.output)
+    for t, kept in zip(ref.graph.initializer, model.graph.initializer):
+        want = numpy_helper.to_array(t)
+        got = weights[t.name] if t.name in weights else numpy_helper.to_array(kept)
+        assert got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    assert not weights["f32"].flags.writeable
+    g, _ = convert_onnx(model, None, weights)   # the converter takes them by name
+    assert sum(n.op_type == "Const" for n in g.nodes) >= len(arrays)
+
+
+def test_lazy_loader_falls_back_for_external_data_and_reports_garbage(tmp_path):
+    path = _external_model(tmp_path, "w.bin")
+    (path.parent / "w.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
+    model, weights = load_onnx_lazy(str(path))
+    assert weights == {} and numpy_helper.to_array(model.graph.initializer[0]).tolist() == [0, 1, 2, 3]
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x3a\xff\xff\xff\xff\x0f junk")   # a graph field whose length runs past the file
+    with pytest.raises(AtcError, match="E10041"):
+        load_onnx_lazy(str(bad))
