@@ -17,7 +17,8 @@ from .conftest import MODELS, compile_om
 
 
 def _sample() -> bytes:
-    return write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, b"w" * 1000), (pt.TASK_INFO, b"ti")])], "net").tobytes()
+    parts = [(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, b"w" * 1000), (pt.TASK_INFO, b"ti")]
+    return write_om([OmModel(parts)], "net").tobytes()
 
 
 def test_header_is_256_bytes_with_ge_offsets():

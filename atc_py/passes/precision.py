@@ -46,25 +46,35 @@ def apply_precision(graph: Graph, mode: str) -> int:
             continue
         for i, v in enumerate(node.inputs):
             if v is not None and v.desc.dtype == "float32":
-                cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_fp16"), "Cast", [v],
-                                      [v.desc], {"dst_type": "float16"})
-                infer_node(cast)
-                graph.set_input(node, i, cast.outputs[0])
+                _cast_input(graph, node, i)
         node.attrs["_precision_mode"] = mode
         infer_node(node)   # cube_fp16in_fp32out keeps an fp32 output (infer_node honours the attribute)
-        out = node.outputs[0]
         if mode != "cube_fp16in_fp32out":
-            consumers = list(out.consumers)
-            back = graph.add_node(graph.unique_name(f"{node.name}_out_fp32"), "Cast", [out], [out.desc],
-                                  {"dst_type": "float32"})
-            infer_node(back)
-            for c, i in consumers:
-                graph.set_input(c, i, back.outputs[0])
+            _cast_output_back(graph, node)
         changed += 1
     if mode == "force_fp16":
         sink_fp16_casts(graph)
     graph.topo_sort()
     return changed
+
+
+def _cast_input(graph: Graph, node: Node, i: int) -> None:
+    """Input i of node through a new Cast to fp16 (a constant's folds into an fp16 constant)."""
+    v = node.inputs[i]
+    cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_fp16"), "Cast", [v], [v.desc], {"dst_type": "float16"})
+    infer_node(cast)
+    graph.set_input(node, i, cast.outputs[0])
+
+
+def _cast_output_back(graph: Graph, node: Node) -> None:
+    """The consumers of node's (fp16) output read it through a new Cast back to fp32."""
+    out = node.outputs[0]
+    consumers = list(out.consumers)
+    back = graph.add_node(graph.unique_name(f"{node.name}_out_fp32"), "Cast", [out], [out.desc],
+                          {"dst_type": "float32"})
+    infer_node(back)
+    for c, i in consumers:
+        graph.set_input(c, i, back.outputs[0])
 
 
 def _back_cast(v: Value | None) -> bool:
@@ -91,10 +101,7 @@ def _to_fp16(graph: Graph, node: Node) -> bool:
         if _back_cast(v):
             graph.set_input(node, i, v.producer.inputs[0])
         else:
-            cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_fp16"), "Cast", [v], [v.desc],
-                                  {"dst_type": "float16"})
-            infer_node(cast)
-            graph.set_input(node, i, cast.outputs[0])
+            _cast_input(graph, node, i)
     try:
         infer_node(node)
         ok = node.outputs[0].desc.dtype == "float16"
@@ -115,13 +122,7 @@ def sink_fp16_casts(graph: Graph) -> int:
         if not _fp16_capable(node) or not _to_fp16(graph, node):
             continue
         node.attrs["_precision_mode"] = "force_fp16"
-        out = node.outputs[0]
-        consumers = list(out.consumers)
-        back = graph.add_node(graph.unique_name(f"{node.name}_out_fp32"), "Cast", [out], [out.desc],
-                              {"dst_type": "float32"})
-        infer_node(back)
-        for c, i in consumers:
-            graph.set_input(c, i, back.outputs[0])
+        _cast_output_back(graph, node)
         moved += 1
     for node in list(graph.nodes):
         if node.op_type == "Cast" and node.outputs[0].desc.dtype == "float16" and _back_cast(node.inputs[0]):
