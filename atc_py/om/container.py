@@ -12,6 +12,7 @@ the constants' own arrays) and `OmImage.write_to` streams the buffers, then writ
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Union
@@ -38,7 +39,7 @@ def _buffers(data: Blob) -> list:
 
 
 def _digest(data) -> bytes:
-    return data.digest() if isinstance(data, Chunks) else partition_digest([data])
+    return data.digest() if isinstance(data, Chunks) else partition_digest([data], os.cpu_count() or 1)
 
 
 def _table(partitions) -> bytes:
