@@ -83,8 +83,11 @@ class OmModel:
 class OmImage:
     """A whole .om before it is written: the header (checksum filled when written) and the body's buffers."""
     header: ModelFileHeader
-    body: list
     models: list[OmModel]
+
+    @property
+    def body(self) -> list:
+        return [b for m in self.models for b in m.buffers()]
 
     def _seal(self) -> bytes:
         self.header.checksum = model_checksum(
@@ -116,10 +119,10 @@ def write_om(models: list[OmModel], name: str, is_unknown: bool = False) -> OmIm
             raise ValueError("empty partitions are never written")
         if not 1 <= len(m.partitions) <= MAX_PARTITIONS:
             raise ValueError(f"a model has {len(m.partitions)} partitions; 1..{MAX_PARTITIONS} allowed")
-    body = [b for m in models for b in m.buffers()]
-    header = ModelFileHeader(name=name.encode()[:31], model_num=len(models),
-                             model_length=sum(memoryview(b).nbytes for b in body), is_unknow_model=int(is_unknown))
-    return OmImage(header, body, models)
+    length = sum(len(_table(m.partitions)) + sum(len(d) for _, d in m.partitions) for m in models)
+    header = ModelFileHeader(name=name.encode()[:31], model_num=len(models), model_length=length,
+                             is_unknow_model=int(is_unknown))
+    return OmImage(header, models)
 
 
 def read_om(data: bytes) -> OmFile:

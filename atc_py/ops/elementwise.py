@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
-                   cores_for, split_rows)
+                   cores_for, covered, split_rows)
 from .registry import register
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
@@ -41,10 +41,8 @@ def for_blocks(args: KernelArgs, body) -> None:
     once over their union (what the blocks compute, minus a Python call per block); a big output is split
     across a host thread pool (numpy releases the GIL). Bytes past the last block stay untouched."""
     global _pool
-    t = args.tiling
-    total, block_len = t["total"], t["block_len"]
-    end = min(total, block_len * max(args.block_dim, 0))
-    if end <= 0:
+    end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
+    if end == 0:
         return
     if HOST_THREADS > 1 and end >= PARALLEL_MIN_ELEMS:
         if _pool is None:

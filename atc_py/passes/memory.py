@@ -18,7 +18,7 @@ from ..ir.graph import Graph, Node, Value
 from ..om.chunks import Chunks
 from ..ops import get_op
 from .memory_buffers import MEM_ALIGN, align  # noqa: F401  (re-exported: the planner's units)
-from .memory_greedy import concurrent_lower_bound, greedy_by_size
+from .memory_greedy import concurrent_lower_bound, greedy_by_size, reusable_buffers
 from .streams import StreamPlan
 
 WEIGHTS_START_OFFSET = 512  # GE kWeightsStartOffset
@@ -350,9 +350,10 @@ def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamP
     plan = MemoryPlan()
     plan_weights(graph, plan)
     _Planner(graph, plan, workspaces, streams, reuse).run()
-    if reuse:
-        greedy_by_size(graph, plan, workspaces, streams)
     plan.lower_bound = lower_bound(graph, workspaces, plan.inplace_of)
-    if reuse and streams is not None and streams.num_streams > 1:
-        plan.lower_bound = max(plan.lower_bound, concurrent_lower_bound(graph, plan, workspaces, streams))
+    buffers = reusable_buffers(graph, plan, workspaces, streams) if reuse else None
+    if buffers is not None:
+        greedy_by_size(plan, workspaces, buffers)
+        if streams is not None and streams.num_streams > 1:
+            plan.lower_bound = max(plan.lower_bound, concurrent_lower_bound(len(graph.nodes), buffers))
     return plan

@@ -7,6 +7,8 @@ on real models (light ResNet-50: 0.65 s of 1.1 s).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir.graph import Graph
@@ -81,63 +83,71 @@ def _place(order: np.ndarray, sizes: np.ndarray, conflict: np.ndarray, base: int
     return int(max(base, (offs + sz).max(initial=base))), where
 
 
-def greedy_by_size(graph: Graph, plan, workspaces: dict[str, list[int]], streams: StreamPlan | None = None) -> bool:
+@dataclass
+class Buffers:
+    """The reusable buffers once for both users below (the free-list plan's in-place choices fix them):
+    collect_buffers' items, sizes and topological first/last use as arrays, and the conflict matrix."""
+    items: list
+    bufs: dict
+    order: dict
+    sizes: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    conflict: np.ndarray
+    inputs_bytes: int      # the dedicated graph-input ranges at the bottom of the feature map
+
+
+def reusable_buffers(graph: Graph, plan, workspaces: dict[str, list[int]],
+                     streams: StreamPlan | None) -> Buffers | None:
+    """None when there is nothing to re-plan or too much for an n x n matrix (GREEDY_MAX_BUFFERS)."""
+    items, bufs, order = collect_buffers(graph, plan, workspaces)
+    if not items or len(items) > GREEDY_MAX_BUFFERS:
+        return None
+    column = lambda k: np.fromiter((it[k] for it in items), np.int64, len(items))   # noqa: E731
+    return Buffers(items, bufs, order, column(0), column(1), column(2), conflict_matrix(items, streams),
+                   sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes))
+
+
+def greedy_by_size(plan, workspaces: dict[str, list[int]], b: Buffers) -> bool:
     """Re-plan of the reusable buffers (TFLite's greedy-by-size): biggest first, each at the lowest offset
     not used by a buffer it may be live together with. Keeps the free-list plan's in-place choices and the
     dedicated input ranges. Returns False (and changes nothing) if it would not be smaller."""
-    items, bufs, order = collect_buffers(graph, plan, workspaces)
-    if not items or len(items) > GREEDY_MAX_BUFFERS:
-        return False
-    conflict = conflict_matrix(items, streams)
-    sizes = np.fromiter((it[0] for it in items), np.int64, len(items))
-    first = np.fromiter((it[1] for it in items), np.int64, len(items))
-    last = np.fromiter((it[2] for it in items), np.int64, len(items))
-    base = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
     top, where = None, None
     # two orders (biggest first; ties by first use, or by the longest lifetime): keep the smaller layout
-    for keys in ((first, -sizes), (first, first - last, -sizes)):
-        t, w = _place(np.lexsort(keys), sizes, conflict, base)
+    for keys in ((b.first, -b.sizes), (b.first, b.first - b.last, -b.sizes)):
+        t, w = _place(np.lexsort(keys), b.sizes, b.conflict, b.inputs_bytes)
         if top is None or t < top:
             top, where = t, w
     if top >= plan.memory_size:
         return False
-    index = {it[3]: k for k, it in enumerate(items)}
-    for k, b in bufs.items():
-        for v in b[3]:
+    index = {it[3]: k for k, it in enumerate(b.items)}
+    for k, buf in b.bufs.items():
+        for v in buf[3]:
             plan.fm_offset[id(v)] = int(where[index[("t", k)]])
-    for name, sizes_ in workspaces.items():
-        if name in order and sizes_:
-            plan.workspace[name] = [(int(where[index[("w", name, j)]]), sz) for j, sz in enumerate(sizes_)]
+    for name, sizes in workspaces.items():
+        if name in b.order and sizes:
+            plan.workspace[name] = [(int(where[index[("w", name, j)]]), sz) for j, sz in enumerate(sizes)]
     plan.memory_size = top
     return True
 
 
-def concurrent_lower_bound(graph: Graph, plan, workspaces: dict[str, list[int]], streams: StreamPlan) -> int:
+def concurrent_lower_bound(steps: int, b: Buffers) -> int:
     """With several streams, buffers that may be live together must not share bytes, so the size of any set
     of pairwise-conflicting buffers is a lower bound. Start from the buffers live at a topological step
     (pairwise conflicting) and grow the set greedily, biggest first, with buffers that conflict with all."""
-    items, _, _ = collect_buffers(graph, plan, workspaces)
-    if not items or len(items) > GREEDY_MAX_BUFFERS:
-        return 0
-    conflict = conflict_matrix(items, streams)
-    sizes = np.fromiter((it[0] for it in items), np.int64, len(items))
-    first = np.fromiter((it[1] for it in items), np.int64, len(items))
-    last = np.fromiter((it[2] for it in items), np.int64, len(items))
-    inputs = sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes)
-    steps = len(graph.nodes)
     delta = np.zeros(steps + 2, np.int64)
-    np.add.at(delta, first, sizes)
-    np.add.at(delta, np.minimum(last, steps) + 1, -sizes)
+    np.add.at(delta, b.first, b.sizes)
+    np.add.at(delta, np.minimum(b.last, steps) + 1, -b.sizes)
     live = np.cumsum(delta)[:steps]
-    by_size = np.argsort(-sizes, kind="stable").tolist()
+    by_size = np.argsort(-b.sizes, kind="stable").tolist()
     best = 0
     # seed cliques at the steps with the most live bytes (any clique is a valid bound; the best seeds suffice)
-    for i in sorted(zip(live.tolist(), range(steps)), reverse=True)[:CLIQUE_SEEDS]:
-        members = (first <= i[1]) & (i[1] <= last)
-        mask = conflict[members].all(axis=0)
+    for _, step in sorted(zip(live.tolist(), range(steps)), reverse=True)[:CLIQUE_SEEDS]:
+        members = (b.first <= step) & (step <= b.last)
+        mask = b.conflict[members].all(axis=0)
         for j in by_size:
             if mask[j] and not members[j]:
                 members[j] = True
-                mask &= conflict[j]
-        best = max(best, inputs + int(sizes[members].sum()))
+                mask &= b.conflict[j]
+        best = max(best, b.inputs_bytes + int(b.sizes[members].sum()))
     return best
