@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -14,11 +15,11 @@ class DType:
     onnx: int          # onnx.TensorProto.DataType
     ge_name: str       # "DT_FLOAT" ...
 
-    @property
+    @cached_property
     def np(self) -> np.dtype:
         return np.dtype(object) if self.name == STRING else np.dtype(self.name)
 
-    @property
+    @cached_property   # asked per tensor per task by the simulator: np.dtype() each time cost ~1 us
     def itemsize(self) -> int:
         # a string element is GE's StringHead (u64 address + u64 length) in device memory
         return STRING_HEAD_BYTES if self.name == STRING else np.dtype(self.name).itemsize

@@ -13,7 +13,7 @@ from .registry import register
 @register
 class Relu(UnaryOp):
     op_type = "Relu"
-    fn = staticmethod(lambda x: np.maximum(x, 0).astype(x.dtype))
+    fn = staticmethod(lambda x: np.maximum(x, 0))   # a Python 0 keeps x's dtype (NEP 50)
 
 
 @register

@@ -34,13 +34,44 @@ def hw4(v, name) -> tuple[int, int]:
     return int(v[2]), int(v[3])
 
 
-def gather_windows(x: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
-    """(kh, kw, ..., ho, wo) strided views of padded planes x[..., H, W]."""
-    cols = np.empty((kh, kw) + x.shape[:-2] + (ho, wo), dtype=x.dtype)
+def pad_planes(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, fill: float = 0.0, dtype=None) -> np.ndarray:
+    """x[..., H, W] padded with `fill`, converted to `dtype` in the same copy. One allocation and one copy:
+    np.pad spends ~100 us of Python per call, more than a small kernel's arithmetic."""
+    dtype = np.dtype(dtype or x.dtype)
+    if not (pt or pb or pl or pr):
+        return x.astype(dtype, copy=False)
+    h, w = x.shape[-2:]
+    out = np.full(x.shape[:-2] + (h + pt + pb, w + pl + pr), fill, dtype=dtype)
+    out[..., pt:pt + h, pl:pl + w] = x
+    return out
+
+
+def window_tap(xp: np.ndarray, i: int, j: int, sh, sw, dh, dw, ho, wo) -> np.ndarray:
+    """The strided view of padded planes xp[..., H, W] that window cell (i, j) sees at every output position."""
+    return xp[..., i * dh: i * dh + sh * (ho - 1) + 1: sh, j * dw: j * dw + sw * (wo - 1) + 1: sw]
+
+
+def reduce_windows(xp: np.ndarray, ufunc, out: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
+    """out[..., ho, wo] = ufunc over the kh x kw window cells, one numpy call per cell and no window copy
+    (gathering all windows and reducing over small strided axes cost ~20x more)."""
     for i in range(kh):
         for j in range(kw):
-            cols[i, j] = x[..., i * dh: i * dh + sh * (ho - 1) + 1: sh, j * dw: j * dw + sw * (wo - 1) + 1: sw]
-    return cols
+            tap = window_tap(xp, i, j, sh, sw, dh, dw, ho, wo)
+            if i == 0 and j == 0:
+                np.copyto(out, tap, casting="unsafe")
+            else:
+                ufunc(out, tap, out=out, casting="unsafe")
+    return out
+
+
+def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
+    """(N, C, kh, kw, ho * wo) columns of padded NCHW xp, written in GEMM order (no transpose copy)."""
+    n, c = xp.shape[:2]
+    cols = np.empty((n, c, kh, kw, ho, wo), dtype=xp.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = window_tap(xp, i, j, sh, sw, dh, dw, ho, wo)
+    return cols.reshape(n, c, kh, kw, ho * wo)
 
 
 @register
@@ -83,23 +114,22 @@ class Conv2D(OpSpec):
         t = args.tiling
         x, w, bias = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
         acc = np.float32 if x.dtype != np.float64 else np.float64
-        xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (t["pt"], t["pb"]), (t["pl"], t["pr"])))
-        cols = gather_windows(xp, t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
-        # (kh, kw, N, C, ho, wo) -> (N, C, kh, kw, P)
-        cols = cols.transpose(2, 3, 0, 1, 4, 5).reshape(t["n"], t["cin"], t["kh"] * t["kw"], t["ho"] * t["wo"])
-        cin_g, og = t["cin"] // t["groups"], t["cout"] // t["groups"]
-        wf = w.astype(acc).reshape(t["cout"], -1)
-        out = np.zeros((t["n"], t["cout"], t["ho"] * t["wo"]), dtype=acc)
-        # the blocks cover output channels [0, block_dim * cout_per_block): one GEMM per image and group
-        covered = min(t["cout"], args.block_dim * t["cout_per_block"])
-        for gi in range(0, -(-covered // og)):
-            c0, c1 = gi * og, min(covered, (gi + 1) * og)
-            xg = cols[:, gi * cin_g:(gi + 1) * cin_g].reshape(t["n"], -1, t["ho"] * t["wo"])
-            for n in range(t["n"]):
-                out[n, c0:c1] = wf[c0:c1] @ xg[n]
+        n, groups, p = t["n"], t["groups"], t["ho"] * t["wo"]
+        cin_g, og = t["cin"] // groups, t["cout"] // groups
+        geom = (t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
+        if geom[:4] == (1, 1, 1, 1) and not any(t[k] for k in ("pt", "pb", "pl", "pr")):
+            cols = x.astype(acc, copy=False).reshape(n, t["cin"], p)          # 1x1 stride 1: x is its own columns
+        else:
+            cols = im2col(pad_planes(x, t["pt"], t["pb"], t["pl"], t["pr"], dtype=acc), *geom)
+        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P) -> (N, G, og, P)
+        wf = w.astype(acc, copy=False).reshape(groups, og, -1)
+        out = np.matmul(wf, cols.reshape(n, groups, cin_g * t["kh"] * t["kw"], p)).reshape(n, t["cout"], p)
         if bias is not None:
-            out += bias.astype(acc).reshape(1, -1, 1)
-        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
+            out += bias.astype(acc, copy=False).reshape(1, -1, 1)
+        # the blocks cover output channels [0, block_dim * cout_per_block); channels past them stay zero
+        end = covered(t["cout"], t["cout_per_block"], args.block_dim)
+        out[:, end:] = 0
+        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:
         g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
@@ -141,13 +171,15 @@ class PoolBase(OpSpec):
         keep = {k: g[k] for k in POOL_TILING.names if k in g}
         return TilingResult(block_dim, 0, POOL_TILING.pack(planes=planes, planes_per_block=per, **keep))
 
-    def windows(self, t, planes: np.ndarray, fill: float) -> np.ndarray:
-        # pad enough on the bottom/right for ceil-mode windows that run past the explicit padding
+    def padded(self, t, planes: np.ndarray, fill: float, dtype=None) -> np.ndarray:
+        """Planes padded as the pads say, plus the bottom/right cells that ceil-mode windows run past."""
         need_h = (t["ho"] - 1) * t["sh"] + t["dh"] * (t["kh"] - 1) + 1 - (t["h"] + t["pt"])
         need_w = (t["wo"] - 1) * t["sw"] + t["dw"] * (t["kw"] - 1) + 1 - (t["w"] + t["pl"])
-        xp = np.pad(planes, ((0, 0), (t["pt"], max(t["pb"], need_h)), (t["pl"], max(t["pr"], need_w))),
-                    constant_values=fill)
-        return gather_windows(xp, t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
+        return pad_planes(planes, t["pt"], max(t["pb"], need_h), t["pl"], max(t["pr"], need_w), fill, dtype)
+
+    def window_reduce(self, t, xp: np.ndarray, ufunc, dtype) -> np.ndarray:
+        out = np.empty(xp.shape[:-2] + (t["ho"], t["wo"]), dtype=dtype)
+        return reduce_windows(xp, ufunc, out, t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
 
     def reduce(self, t, planes: np.ndarray, attrs) -> np.ndarray:
         raise NotImplementedError
@@ -174,7 +206,7 @@ class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
 
     def reduce(self, t, planes, attrs):
-        return self.windows(t, planes, -np.inf).max(axis=(0, 1))
+        return self.window_reduce(t, self.padded(t, planes, -np.inf), np.maximum, planes.dtype)
 
 
 @register
@@ -184,8 +216,9 @@ class AvgPoolV2(PoolBase):
     _counts: dict = {}
 
     def reduce(self, t, planes, attrs):
-        total = self.windows(t, planes, 0.0).sum(axis=(0, 1), dtype=np.float32)
-        return (total / self.counts(t, bool(self.attr(attrs, "exclusive")))).astype(planes.dtype)
+        total = self.window_reduce(t, self.padded(t, planes, 0.0), np.add, np.float32)
+        total /= self.counts(t, bool(self.attr(attrs, "exclusive")))
+        return total
 
     def counts(self, t, exclusive: bool) -> np.ndarray:
         """Cells per window: without padding (exclusive), or with the explicit padding but not the extra
@@ -195,11 +228,12 @@ class AvgPoolV2(PoolBase):
         if count is None:
             if exclusive:
                 ones = np.ones((1, t["h"], t["w"]), dtype=np.float32)
-                count = self.windows(t, ones, 0.0).sum(axis=(0, 1))
+                count = self.window_reduce(t, self.padded(t, ones, 0.0), np.add, np.float32)
             else:
                 hp, wp = t["h"] + t["pt"] + t["pb"], t["w"] + t["pl"] + t["pr"]
                 ones = np.ones((1, hp, wp), dtype=np.float32)
-                count = self.windows(dict(t, h=hp, w=wp, pt=0, pb=0, pl=0, pr=0), ones, 0.0).sum(axis=(0, 1))
+                bare = dict(t, h=hp, w=wp, pt=0, pb=0, pl=0, pr=0)
+                count = self.window_reduce(bare, self.padded(bare, ones, 0.0), np.add, np.float32)
             if len(self._counts) < 256:
                 self._counts[key] = count
         return count

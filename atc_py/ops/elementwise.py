@@ -55,11 +55,17 @@ def for_blocks(args: KernelArgs, body) -> None:
 
 
 def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -> np.ndarray:
-    """Apply fn to each block's chunk of the flattened inputs, as the tiling splits them."""
-    out = np.zeros(args.outputs[0].numel, dtype=out_dtype)
-
-    def body(lo, hi):
-        out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
+    """Apply fn to each block's chunk of the flattened inputs, as the tiling splits them. A ufunc writes
+    its result straight into the output (no temporary and second copy); bytes past the blocks stay zero."""
+    total = args.outputs[0].numel
+    end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
+    out = (np.empty if end >= total else np.zeros)(total, dtype=out_dtype)
+    if isinstance(fn, np.ufunc) and fn.nout == 1:
+        def body(lo, hi):
+            fn(*(x[lo:hi] for x in flat_inputs), out=out[lo:hi], casting="unsafe")
+    else:
+        def body(lo, hi):
+            out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
     for_blocks(args, body)
     return out.reshape(args.outputs[0].shape)
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, prod, split_rows)
+                   ceil_div, covered, prod, split_rows)
 from .registry import register
 
 MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("rows_per_block", "Q"),
@@ -75,21 +75,24 @@ class MatMulBase(OpSpec):
         batch_shape = out_shape[:-2]
         m, k, n = t["m"], t["k"], t["n"]
         acc = np.float64 if a.dtype == np.float64 else np.float32  # cube accumulates in fp32
-        A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc)
-        B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc)
-        out = np.zeros((t["batch"] * m, n), dtype=acc)
-        per = t["rows_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["batch"] * m, (blk + 1) * per)
-            r = lo
-            while r < hi:
+        A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
+        B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
+        rows = t["batch"] * m
+        # the blocks cover the flattened (batch x M) rows [0, end); rows are independent
+        end = covered(rows, t["rows_per_block"], args.block_dim)
+        if end == rows:
+            out = np.matmul(A, B).reshape(rows, n)          # one batched GEMM: what all the blocks compute
+        else:
+            out = np.zeros((rows, n), dtype=acc)
+            r = 0
+            while r < end:
                 bi, mi = divmod(r, m)
-                take = min(hi - r, m - mi)
+                take = min(end - r, m - mi)
                 out[r:r + take] = A[bi, mi:mi + take] @ B[bi]
                 r += take
         if t["has_bias"] and inputs[2] is not None:
-            out = out + inputs[2].astype(acc).reshape(1, -1)
-        return [out.reshape(out_shape).astype(args.outputs[0].dtype)]
+            out += inputs[2].astype(acc, copy=False).reshape(1, -1)
+        return [out.reshape(out_shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:
         a, b = ctx.inputs[0], ctx.inputs[1]
