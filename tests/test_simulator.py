@@ -291,3 +291,41 @@ def test_reports_parse(tmp_path, om_run):
     assert "median" in out and "output" not in out.split("[SIM]")[-1]
     assert (tmp_path / "prof" / "op_summary.csv").is_file()
     json.loads((tmp_path / "prof" / "trace.json").read_text())
+
+
+# -- kernels read device memory through read-only views -------------------------------------------------
+def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp_path, monkeypatch):
+    """Inputs are views (no copy per read); a kernel cannot write through them, and an output that is a view
+    of device memory is copied when the kernel runs, so later writes to that memory do not change it."""
+    from atc_py.ops import get_op
+    from runner.device.memory import DeviceMemory
+    from runner.sim import device as sim_device
+    from atc_py.ir.graph import TensorDesc
+
+    mem = DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
+    desc = TensorDesc((4,), "float32")
+    mem.write(0x1000, np.arange(4, dtype=np.float32))
+    v = mem.view(0x1000, desc)
+    assert mem.holds(v) and not mem.holds(v.copy()) and not v.flags.writeable
+    with pytest.raises(ValueError):
+        v += 1
+
+    relu = get_op("Relu")
+    monkeypatch.setattr(type(relu), "compute", lambda self, args, inputs: [inputs[0]])   # an aliasing kernel
+    written = []
+    orig_finish = sim_device.DeviceRun.finish
+
+    def finish(self, t, task, writes):
+        written.extend(self.mem.holds(arr) for _, arr in writes)
+        orig_finish(self, t, task, writes)
+    monkeypatch.setattr(sim_device.DeviceRun, "finish", finish)
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])])
+    p = tmp_path / "relu.om"
+    p.write_bytes(atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                               {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}).om)
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) - 8
+    outs, _ = sim_run(load_model(str(p)), [x])
+    np.testing.assert_array_equal(outs[0], x)          # the "kernel" passed its input through
+    assert written == [False]                          # ...as a copy, not as a view of device memory

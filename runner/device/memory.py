@@ -28,8 +28,20 @@ class DeviceMemory:
         raise MemoryFault(f"address 0x{address:X} is outside device memory")
 
     def read(self, address: int, desc: TensorDesc) -> np.ndarray:
+        """A copy: what the host gets back (D2H)."""
+        return self.view(address, desc).copy()
+
+    def view(self, address: int, desc: TensorDesc) -> np.ndarray:
+        """A read-only view: what a kernel reads when it starts. Kernels compute at once and their outputs are
+        copied in at the end (see holds), so the view is never read after memory changes under it."""
         buf, off = self._locate(address, desc.nbytes)
-        return buf[off:off + desc.nbytes].view(desc.dtype).reshape(desc.shape).copy()
+        v = buf[off:off + desc.nbytes].view(desc.dtype).reshape(desc.shape)
+        v.flags.writeable = False
+        return v
+
+    def holds(self, array: np.ndarray) -> bool:
+        """Whether an array may be (a view of) device memory: a kernel that returns its input as its output."""
+        return any(np.may_share_memory(array, buf) for _, _, buf in self.regions)
 
     def write(self, address: int, array: np.ndarray) -> None:
         raw = np.asarray(array, order="C").reshape(-1).view(np.uint8)

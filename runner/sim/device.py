@@ -278,9 +278,11 @@ class DeviceRun:
         values: list = [None] * len(call.op.input)
         for i, addr, desc in call.reads:
             if addr is not None:
-                values[i] = self.mem.read(addr, desc)
+                values[i] = self.mem.view(addr, desc)
         outs = launch(get_op(call.op.type), tiling, call.attrs, call.out_descs, values)
-        return [(addr, arr.astype(d.dtype, copy=False)) for addr, arr, d in zip(call.out_addrs, outs, call.out_descs)]
+        # an output that is a view of device memory is copied now: memory may change before the kernel ends
+        return [(addr, arr.astype(d.dtype, copy=self.mem.holds(arr)))
+                for addr, arr, d in zip(call.out_addrs, outs, call.out_descs)]
 
     def kernel(self, task: SimTask, t: int, start: int) -> None:
         call = task.calls[0]
