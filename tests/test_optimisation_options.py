@@ -49,6 +49,24 @@ def test_bn_folds_into_conv(tmp_path):
                    [RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)], "bn_conv_fold", "bn_folded_into_conv")
 
 
+def test_bn_fold_of_big_filters_on_host_threads_equals_inline(monkeypatch):
+    """Filters >= const_jobs.ASYNC_MIN_BYTES are scaled on host threads: the same .om bytes as inline."""
+    from atc_py.passes import const_jobs
+    c = 128
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])]
+    inits = [("w", RNG.standard_normal((c, 64, 3, 3))), ("s", RNG.standard_normal(c)), ("o", RNG.standard_normal(c)),
+             ("m", RNG.standard_normal(c)), ("v", RNG.random(c) + 0.5)]
+    m = model(nodes, [("x", [1, 64, 8, 8])], ["y"], inits)
+    jobs = []
+    orig = const_jobs.ConstJobs.add
+    monkeypatch.setattr(const_jobs.ConstJobs, "add", lambda self, *a: jobs.append(a[0]) or orig(self, *a))
+    threaded = atc_py.build(m, ORIGIN)
+    assert threaded.summary["bn_folded_into_conv"] == 1 and any("bn_filter" in name for name in jobs)
+    monkeypatch.setattr(const_jobs, "ASYNC_MIN_BYTES", 1 << 40)
+    assert atc_py.build(m, ORIGIN).om == threaded.om
+
+
 def test_matmul_add_becomes_matmul_with_bias(tmp_path):
     nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
     m = model(nodes, [("x", [4, 8])], ["y"], [("w", RNG.standard_normal((8, 5))), ("b", RNG.standard_normal(5))])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -40,8 +41,24 @@ class Value:
         self.desc = desc
         self.producer = producer
         self.index = index
-        self.data: np.ndarray | None = None
+        self._data: np.ndarray | None = None
+        self._pending: Future | None = None
         self.consumers: list[tuple[Node, int]] = []
+
+    @property
+    def data(self) -> np.ndarray | None:
+        """The constant's value; a pending one (being computed on a host thread) is waited for here."""
+        if self._pending is not None:
+            self._data, self._pending = self._pending.result(), None
+        return self._data
+
+    @data.setter
+    def data(self, value: np.ndarray | None) -> None:
+        self._data, self._pending = value, None
+
+    def set_pending(self, future: Future) -> None:
+        """The value arrives later (future of an array of exactly this Value's desc)."""
+        self._data, self._pending = None, future
 
     @property
     def is_const(self) -> bool:
@@ -115,6 +132,12 @@ class Graph:
         data = np.asarray(data, order="C")
         node = self.add_node(name, "Const", out_descs=[TensorDesc(tuple(data.shape), data.dtype.name, fmt, fmt)])
         node.outputs[0].data = data
+        return node.outputs[0]
+
+    def add_pending_const(self, name: str, desc: TensorDesc, future: Future) -> Value:
+        """A Const whose value a host thread is still computing (an array of exactly `desc`)."""
+        node = self.add_node(name, "Const", out_descs=[desc])
+        node.outputs[0].set_pending(future)
         return node.outputs[0]
 
     def set_input(self, node: Node, i: int, v: Value | None) -> None:

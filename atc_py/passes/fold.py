@@ -1,4 +1,5 @@
-"""Constant folding: a node whose inputs are all constants is run now (tiling + kernel) and becomes a Const."""
+"""Constant folding: a node whose inputs are all constants is run now (tiling + kernel) and becomes a Const.
+Big folds (weight fills, casts, scalings) run on host threads (const_jobs.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ from ..ops import get_op
 from ..ops.base import OpError
 from ..ops.execute import run_op
 from ..platform.soc import SocSpec
+from .const_jobs import ConstJobs, worth_a_thread
 from .infer import infer_node
 
 NEVER_FOLD = {"Data", "Const", "NetOutput"}
@@ -17,11 +19,29 @@ NEVER_FOLD = {"Data", "Const", "NetOutput"}
 SHAPE_OF = {"Shape"}   # depends only on the input's shape, not its value
 
 
+def _evaluate(node, spec, ins, soc: SocSpec):
+    """A thunk computing the node's output arrays. Everything it needs from the node is taken now, on the
+    calling thread: the pass detaches the node (and rewires its Values) while a host thread may run it."""
+    in_descs = [v.desc if v is not None else None for v in node.inputs]
+    out_descs = [v.desc for v in node.outputs]
+    attrs, name, op_type = dict(node.attrs), node.name, node.op_type
+
+    def run() -> list[np.ndarray]:
+        try:
+            outs = run_op(spec, in_descs, out_descs, attrs, soc, ins)
+        except OpError as exc:
+            raise AtcError("E19999", message=f"Constant folding failed for node {name} ({op_type}): {exc}") \
+                from None
+        return [data.astype(d.dtype, copy=False) for d, data in zip(out_descs, outs)]
+    return run
+
+
 def fold_constants(graph: Graph, soc: SocSpec) -> int:
     """Fold in topological order, re-inferring each node first: once a Shape of a static tensor folds, the
     ConstantOfShape/Expand/Reshape chain behind it gets static shapes and folds or becomes static too."""
     folded = 0
     dead: list = []    # removed in one pass at the end
+    jobs = ConstJobs(graph)
     for node in list(graph.nodes):
         if node.op_type in NEVER_FOLD or not node.inputs:
             continue
@@ -40,21 +60,23 @@ def fold_constants(graph: Graph, soc: SocSpec) -> int:
             continue
         spec = get_op(node.op_type)
         ins = [v.data if v is not None else None for v in node.inputs]
-        try:
-            outs = run_op(spec, [v.desc if v is not None else None for v in node.inputs],
-                          [v.desc for v in node.outputs], node.attrs, soc, ins)
-        except OpError as exc:
-            raise AtcError("E19999", message=f"Constant folding failed for node {node.name} ({node.op_type}): {exc}") \
-                from None
-        for k, (v, data) in enumerate(zip(node.outputs, outs)):
-            if not v.consumers:
-                continue
-            new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")),
-                                  data.astype(v.desc.dtype, copy=False))
-            graph.replace_all_uses(v, new)
+        if len(node.outputs) == 1 and worth_a_thread(node.outputs[0].desc):
+            v = node.outputs[0]
+            if v.consumers:
+                run = _evaluate(node, spec, ins, soc)
+                new = jobs.add(graph.unique_name(f"{node.name}_folded"), v.desc, lambda r=run: r()[0],
+                               f"Constant folding of node {node.name} ({node.op_type})")
+                graph.replace_all_uses(v, new)
+        else:
+            for k, (v, data) in enumerate(zip(node.outputs, _evaluate(node, spec, ins, soc)())):
+                if not v.consumers:
+                    continue
+                new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")), data)
+                graph.replace_all_uses(v, new)
         graph.detach(node)
         dead.append(node)
         folded += 1
+    jobs.wait()
     graph.remove_nodes(dead)
     graph.topo_sort()
     return folded

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
+from .const_jobs import ConstJobs, worth_a_thread
 
 
 def _only_consumer(v: Value) -> Node | None:
@@ -51,6 +52,7 @@ def transpose_cancel(graph: Graph) -> int:
 
 def bn_conv_fold(graph: Graph) -> int:
     changed = 0
+    jobs = ConstJobs(graph)   # big filters are scaled on host threads
     for bn in list(graph.nodes):
         if bn.op_type != "BNInfer":
             continue
@@ -68,9 +70,15 @@ def bn_conv_fold(graph: Graph) -> int:
         # the per-channel factor in float64, the filter product in the filter's own precision (fp32 for fp16/fp32:
         # one correctly rounded multiply, without float64 copies of a 100 MB filter bank)
         acc = np.float64 if w.desc.dtype == "float64" else np.float32
-        new_w = (w.data.astype(acc, copy=False) * k.astype(acc).reshape(-1, 1, 1, 1)).astype(w.desc.dtype, copy=False)
+        factor = k.astype(acc).reshape(-1, 1, 1, 1)
         new_b = ((bias - mean) * k + offset).astype(w.desc.dtype)
-        graph.set_input(conv, 1, graph.add_const(graph.unique_name(f"{conv.name}_bn_filter"), new_w))
+        filter_name = graph.unique_name(f"{conv.name}_bn_filter")
+        if worth_a_thread(w.desc):
+            new_w = jobs.add(filter_name, w.desc, lambda f=w.data, s=factor: f.astype(s.dtype, copy=False) * s,
+                             f"BN folding into node {conv.name}")
+        else:
+            new_w = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
+        graph.set_input(conv, 1, new_w)
         b_val = graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b)
         if len(conv.inputs) > 2:
             graph.set_input(conv, 2, b_val)
@@ -80,6 +88,7 @@ def bn_conv_fold(graph: Graph) -> int:
         graph.replace_all_uses(bn.outputs[0], conv.outputs[0])
         graph.remove_node(bn)
         changed += 1
+    jobs.wait()
     return changed
 
 
