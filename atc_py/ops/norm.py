@@ -98,13 +98,13 @@ class LayerNorm(OpSpec):
         out = np.zeros((t["outer"], t["axis_len"]), dtype=np.float32)
         means = np.zeros((t["outer"], 1), dtype=np.float32)
         vars_ = np.zeros((t["outer"], 1), dtype=np.float32)
-        per = t["rows_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["outer"], (blk + 1) * per)
-            r = flat[lo:hi].astype(np.float32)
-            means[lo:hi] = r.mean(axis=1, keepdims=True)
-            vars_[lo:hi] = ((r - means[lo:hi]) ** 2).mean(axis=1, keepdims=True)
-            out[lo:hi] = (r - means[lo:hi]) / np.sqrt(vars_[lo:hi] + eps)
+        end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
+        if end:
+            r = flat[:end].astype(np.float32)
+            means[:end] = r.mean(axis=1, keepdims=True)
+            centred = r - means[:end]
+            vars_[:end] = np.square(centred).mean(axis=1, keepdims=True)
+            out[:end] = centred / np.sqrt(vars_[:end] + eps)
         shape = args.outputs[0].shape
         y = out.reshape(shape) * gamma.astype(np.float32)
         if beta is not None:
@@ -153,14 +153,12 @@ class LRN(OpSpec):
         out = np.zeros_like(x)
         size = t["size"]
         lo_pad, hi_pad = (size - 1) // 2, size - 1 - (size - 1) // 2
-        for blk in range(args.block_dim):
-            lo, hi = blk * t["images_per_block"], min(t["n"], (blk + 1) * t["images_per_block"])
-            if lo >= hi:
-                continue
-            sq = np.pad(x[lo:hi] ** 2, ((0, 0), (lo_pad, hi_pad), (0, 0)))
+        end = covered(t["n"], t["images_per_block"], args.block_dim)   # images are independent: one pass
+        if end:
+            sq = np.pad(x[:end] ** 2, ((0, 0), (lo_pad, hi_pad), (0, 0)))
             csum = np.cumsum(np.concatenate([np.zeros_like(sq[:, :1]), sq], axis=1), axis=1)
             window = csum[:, size:size + t["c"]] - csum[:, :t["c"]]
-            out[lo:hi] = x[lo:hi] / (t["bias"] + t["alpha"] / size * window) ** t["beta"]
+            out[:end] = x[:end] / (t["bias"] + t["alpha"] / size * window) ** t["beta"]
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
 
     def work(self, ctx: TilingContext) -> Work:
@@ -201,17 +199,14 @@ class InstanceNorm(OpSpec):
         acc = np.float64 if x.dtype == np.float64 else np.float32
         planes = x.reshape(t["n"] * t["c"], t["plane"]).astype(acc)
         out = np.zeros_like(planes)
-        per = t["planes_per_block"]
         eps = float(self.attr(args.attrs, "epsilon"))
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(planes.shape[0], (blk + 1) * per)
-            if lo >= hi:
-                continue
-            p = planes[lo:hi]
-            ch = np.arange(lo, hi) % t["c"]
+        end = covered(planes.shape[0], t["planes_per_block"], args.block_dim)   # planes are independent: one pass
+        if end:
+            p = planes[:end]
+            ch = np.arange(end) % t["c"]
             mean = p.mean(axis=1, keepdims=True)
             var = ((p - mean) ** 2).mean(axis=1, keepdims=True)
-            out[lo:hi] = (p - mean) / np.sqrt(var + eps) * gamma[ch, None] + beta[ch, None]
+            out[:end] = (p - mean) / np.sqrt(var + eps) * gamma[ch, None] + beta[ch, None]
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype)]
 
     def work(self, ctx: TilingContext) -> Work:

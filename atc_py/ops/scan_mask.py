@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   cores_for, prod, split_rows)
+                   cores_for, covered, prod, split_rows)
 from .registry import register
 
 TRILU_TILING = TilingStruct(("batch", "Q"), ("rows", "Q"), ("cols", "Q"), ("mats_per_block", "Q"), ("k", "q"),
@@ -58,10 +58,8 @@ class Trilu(OpSpec):
         keep = np.triu(np.ones((t["rows"], t["cols"]), bool), t["k"]) if t["upper"] else \
             np.tril(np.ones((t["rows"], t["cols"]), bool), t["k"])
         out = np.zeros_like(x)
-        per = t["mats_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(t["batch"], (blk + 1) * per)
-            out[lo:hi] = np.where(keep, x[lo:hi], 0)
+        end = covered(t["batch"], t["mats_per_block"], args.block_dim)   # matrices are independent: one call
+        out[:end] = np.where(keep, x[:end], 0)
         return [out.reshape(args.outputs[0].shape)]
 
 
@@ -103,14 +101,13 @@ class Cumsum(OpSpec):
         x = inputs[0].reshape(t["outer"], t["axis_len"], t["inner"])
         rows = x.transpose(0, 2, 1).reshape(-1, t["axis_len"])
         out = np.zeros_like(rows)
-        per = t["rows_per_block"]
-        for blk in range(args.block_dim):
-            lo, hi = blk * per, min(rows.shape[0], (blk + 1) * per)
-            r = rows[lo:hi][:, ::-1] if t["reverse"] else rows[lo:hi]
+        end = covered(rows.shape[0], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
+        if end:
+            r = rows[:end][:, ::-1] if t["reverse"] else rows[:end]
             c = np.cumsum(r, axis=1, dtype=r.dtype)
             if t["exclusive"]:
                 c = np.concatenate([np.zeros_like(c[:, :1]), c[:, :-1]], axis=1)
-            out[lo:hi] = c[:, ::-1] if t["reverse"] else c
+            out[:end] = c[:, ::-1] if t["reverse"] else c
         return [out.reshape(t["outer"], t["inner"], t["axis_len"]).transpose(0, 2, 1).reshape(args.outputs[0].shape)]
 
     def work(self, ctx: TilingContext) -> Work:
