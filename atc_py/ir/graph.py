@@ -1,6 +1,7 @@
 """Graph, Node, Value, TensorDesc. Framework-neutral; op types are GE's."""
 from __future__ import annotations
 
+import heapq
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -200,27 +201,25 @@ class Graph:
 
     def topo_sort(self) -> None:
         """Stable topological order (original order among ready nodes)."""
-        order = {id(n): k for k, n in enumerate(self.nodes)}
-        indeg: dict[int, int] = {}
-        users: dict[int, list[Node]] = {id(n): [] for n in self.nodes}
-        for n in self.nodes:
-            preds = {id(v.producer) for v in n.inputs if v is not None and v.producer is not None}
-            preds |= {id(c) for c in n.control_inputs}
-            indeg[id(n)] = len(preds)
+        nodes = self.nodes
+        index = {id(n): k for k, n in enumerate(nodes)}
+        indeg = [0] * len(nodes)
+        users: list[list[int]] = [[] for _ in nodes]
+        for k, n in enumerate(nodes):
+            preds = {index[id(v.producer)] for v in n.inputs if v is not None and v.producer is not None}
+            preds.update(index[id(c)] for c in n.control_inputs)
+            indeg[k] = len(preds)
             for p in preds:
-                users[p].append(n)
-        import heapq
-        ready = [(order[id(n)], n.name) for n in self.nodes if indeg[id(n)] == 0]
-        heapq.heapify(ready)
-        by_key = {(order[id(n)], n.name): n for n in self.nodes}
+                users[p].append(k)
+        ready = [k for k in range(len(nodes)) if indeg[k] == 0]   # ascending: already a heap
         out: list[Node] = []
         while ready:
-            n = by_key[heapq.heappop(ready)]
-            out.append(n)
-            for u in users[id(n)]:
-                indeg[id(u)] -= 1
-                if indeg[id(u)] == 0:
-                    heapq.heappush(ready, (order[id(u)], u.name))
+            k = heapq.heappop(ready)
+            out.append(nodes[k])
+            for u in users[k]:
+                indeg[u] -= 1
+                if indeg[u] == 0:
+                    heapq.heappush(ready, u)
         if len(out) != len(self.nodes):
             raise ValueError("graph has a cycle")
         self.nodes = out

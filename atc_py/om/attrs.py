@@ -10,6 +10,12 @@ LV = ge.AttrDef.ListValue
 
 def to_attr(value: Any) -> ge.AttrDef:
     a = ge.AttrDef()
+    set_attr(a, value)
+    return a
+
+
+def set_attr(a: ge.AttrDef, value: Any) -> None:
+    """Fill an (empty) AttrDef in place, e.g. op.attr[key]: building one and copying it in cost twice as much."""
     if isinstance(value, ge.TensorDef):
         a.t.CopyFrom(value)
     elif isinstance(value, bool):
@@ -42,9 +48,9 @@ def to_attr(value: Any) -> ge.AttrDef:
         a.list.val_type = LV.VT_LIST_NONE
     else:
         if hasattr(value, "tolist"):
-            return to_attr(value.tolist())
+            set_attr(a, value.tolist())
+            return
         raise TypeError(f"unsupported attribute {value!r}")
-    return a
 
 
 def from_attr(a: ge.AttrDef) -> Any:
