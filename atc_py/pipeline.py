@@ -37,6 +37,7 @@ from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines
 from .plugins import load_plugins
+from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
@@ -130,8 +131,10 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
     stats = {"identities_removed": st.run("identity", remove_identities, graph) if on("identity") else 0}
     st.run("infer", infer_graph, graph)
-    # fold first (weights computed by ConstantOfShape & co become constants), fuse on the model's dtypes,
-    # then choose dtypes; the weight Casts that adds fold in a second, cheap round
+    # merge equal subexpressions (each distinct constant is then computed once), fold (weights computed by
+    # ConstantOfShape & co become constants), fuse on the model's dtypes, then choose dtypes; the weight
+    # Casts that adds are merged and fold in a second, cheap round
+    stats["cse_merged"] = st.run("cse", eliminate_common_subexpressions, graph) if on("cse") else 0
     stats["constants_folded"] = st.run("fold", fold_constants, graph, soc) if on("fold") else 0
     for name, fn, key in (("transpose_cancel", transpose_cancel, "transposes_cancelled"),
                           ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
@@ -140,6 +143,8 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
     if on("fold") and (stats["fp16_cube_ops"] or stats["outputs_cast"]):
+        if on("cse"):
+            stats["cse_merged"] += st.run("cse dtypes", eliminate_common_subexpressions, graph, False)
         stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc)
     stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
     graph.topo_sort()

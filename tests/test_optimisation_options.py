@@ -227,3 +227,58 @@ def test_out_nodes_forms(out, code):
     with pytest.raises(AtcError) as e:
         atc_py.build(m, opts)
     assert e.value.code == code
+
+
+# -- common subexpression elimination -------------------------------------------------------------------
+def test_cse_merges_equal_constants_and_nodes(tmp_path):
+    """Two equal weight initializers and the two identical MatMul->Relu branches built on them become one."""
+    w = RNG.standard_normal((8, 5))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Relu", ["m1"], ["r1"]),
+             helper.make_node("MatMul", ["x", "w2"], ["m2"]), helper.make_node("Relu", ["m2"], ["r2"]),
+             helper.make_node("Add", ["r1", "r2"], ["y"])]
+    m = model(nodes, [("x", [4, 8])], ["y"], [("w1", w), ("w2", w.copy())])
+    on = atc_py.build(m, ORIGIN)
+    assert on.summary["cse_merged"] == 3          # w2, then the MatMul and the Relu on it
+    compare_switch(tmp_path, m, [RNG.standard_normal((4, 8)).astype(np.float32)], "cse", "cse_merged")
+
+
+def test_cse_keeps_what_differs_and_graph_outputs():
+    from atc_py.passes.cse import eliminate_common_subexpressions
+    from atc_py.frontend.onnx import convert_onnx
+    w = RNG.standard_normal(6)
+    nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.1), helper.make_node("LeakyRelu", ["x"], ["b"], alpha=0.2),
+             helper.make_node("Mul", ["a", "w32"], ["c"]), helper.make_node("Mul", ["b", "w64"], ["d"]),
+             helper.make_node("Add", ["c", "d"], ["y"]),
+             helper.make_node("Sigmoid", ["x"], ["out1"]), helper.make_node("Sigmoid", ["x"], ["out2"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 6])],
+                          [helper.make_tensor_value_info(n, F, None) for n in ("y", "out1", "out2")],
+                          [numpy_helper.from_array(w.astype(np.float32), "w32"),
+                           numpy_helper.from_array(w.astype(np.float32).reshape(1, 6), "w64")])   # same bytes, other shape
+    graph = convert_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))[0]
+    before = sorted(n.name for n in graph.nodes)
+    assert eliminate_common_subexpressions(graph) == 0
+    assert sorted(n.name for n in graph.nodes) == before
+
+
+def test_cse_attr_keys_are_exact():
+    from atc_py.passes.cse import attr_key
+    assert attr_key(0.0) != attr_key(-0.0) and attr_key(1.0) == attr_key(1.0)
+    assert attr_key(np.array([1], np.float32)) != attr_key(np.array([1], np.int32))
+    assert attr_key({"a": [1, 2]}) == attr_key({"a": [1, 2]}) != attr_key({"a": (1, 2)})
+
+
+def test_convs_sharing_filter_and_bn_statistics_share_the_scaled_filter():
+    c = 4
+    stats = [("s", RNG.standard_normal(c)), ("o", RNG.standard_normal(c)), ("m", RNG.standard_normal(c)),
+             ("v", RNG.random(c) + 0.5)]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "s", "o", "m", "v"], ["b1"]),
+             helper.make_node("Relu", ["x"], ["x2"]),
+             helper.make_node("Conv", ["x2", "w"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c2", "s", "o", "m", "v"], ["b2"]),
+             helper.make_node("Add", ["b1", "b2"], ["y"])]
+    m = model(nodes, [("x", [1, c, 6, 6])], ["y"], [("w", RNG.standard_normal((c, c, 3, 3)))] + stats)
+    r = atc_py.build(m, ORIGIN)
+    convs = [n for n in r.graph.nodes if n.op_type == "Conv2D"]
+    assert r.summary["bn_folded_into_conv"] == 2 and len(convs) == 2
+    assert convs[0].inputs[1] is convs[1].inputs[1]

@@ -53,6 +53,7 @@ def transpose_cancel(graph: Graph) -> int:
 def bn_conv_fold(graph: Graph) -> int:
     changed = 0
     jobs = ConstJobs(graph)   # big filters are scaled on host threads
+    scaled: dict[tuple, Value] = {}
     for bn in list(graph.nodes):
         if bn.op_type != "BNInfer":
             continue
@@ -72,12 +73,16 @@ def bn_conv_fold(graph: Graph) -> int:
         acc = np.float64 if w.desc.dtype == "float64" else np.float32
         factor = k.astype(acc).reshape(-1, 1, 1, 1)
         new_b = ((bias - mean) * k + offset).astype(w.desc.dtype)
-        filter_name = graph.unique_name(f"{conv.name}_bn_filter")
-        if worth_a_thread(w.desc):
-            new_w = jobs.add(filter_name, w.desc, lambda f=w.data, s=factor: f.astype(s.dtype, copy=False) * s,
-                             f"BN folding into node {conv.name}")
-        else:
-            new_w = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
+        key = (id(w), factor.tobytes())   # convs sharing a filter and BN statistics share the scaled filter
+        new_w = scaled.get(key)
+        if new_w is None:
+            filter_name = graph.unique_name(f"{conv.name}_bn_filter")
+            if worth_a_thread(w.desc):
+                new_w = jobs.add(filter_name, w.desc, lambda f=w.data, s=factor: f.astype(s.dtype, copy=False) * s,
+                                 f"BN folding into node {conv.name}")
+            else:
+                new_w = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
+            scaled[key] = new_w
         graph.set_input(conv, 1, new_w)
         b_val = graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b)
         if len(conv.inputs) > 2:
