@@ -153,3 +153,18 @@ def test_weights_chunks_are_written_as_one_partition():
     w = Chunks([bytes(512), np.arange(6, dtype=np.float32).view(np.uint8)])
     om = read_om(write_om([OmModel([(pt.MODEL_DEF, b"md"), (pt.WEIGHTS_DATA, w)])], "c").tobytes())
     assert om.models[0].get(pt.WEIGHTS_DATA) == bytes(512) + np.arange(6, dtype=np.float32).tobytes()
+
+
+def test_streamed_file_equals_the_image_bytes_wherever_the_stream_starts(tmp_path):
+    """write_to puts the body first and the sealed header back over its slot (hashing overlaps writing)."""
+    import io
+    import atc_py
+    r = atc_py.build(str(MODELS / "small_cnn.onnx"), {"ge.socVersion": "Ascend910B1"})
+    out = tmp_path / "m.om"
+    r.save(out)
+    assert out.read_bytes() == r.om
+    f = io.BytesIO()
+    f.write(b"prefix")
+    r.image.write_to(f)
+    f.write(b"suffix")
+    assert f.getvalue() == b"prefix" + r.om + b"suffix"

@@ -95,9 +95,16 @@ class OmImage:
         return self.header.pack()
 
     def write_to(self, f: BinaryIO) -> None:
-        f.write(self._seal())
+        """The body first, then the header over the space kept for it: the checksum needs the weights' digest,
+        which host threads are still computing, so writing the body overlaps with hashing it."""
+        start = f.tell()
+        f.write(bytes(MODEL_FILE_HEAD_LEN))
         for b in self.body:
             f.write(b)
+        end = f.tell()
+        f.seek(start)
+        f.write(self._seal())
+        f.seek(end)
 
     def tobytes(self) -> bytes:
         return b"".join([self._seal()] + self.body)
