@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench import compile_speed  # noqa: E402  (bench/compile_speed.py, this folder)
+from bench.numpy_floor import SmallCnnNumpy  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402
@@ -84,6 +85,25 @@ def compile_and_run(d: str) -> None:
               f"{runs[0] * 1e3:>10.3f} {runs[1] * 1e3:>9.3f} {ort_run_s * 1e3:>10.3f} {runs[0] / ort_run_s:>6.1f}x "
               f"{runs[1] / ort_run_s:>5.1f}x")
     print("ratios: atc-py or om-run / onnxruntime (lower is better); om-run includes the timing simulation\n")
+
+
+def numpy_floor(d: str) -> None:
+    """small_cnn in hand-written numpy (bench/numpy_floor.py): a floor for any numpy executor on this machine."""
+    model = ROOT / "models" / "small_cnn.onnx"
+    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    floor = SmallCnnNumpy(model)
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: x}
+    np.testing.assert_allclose(floor.forward(x), sess.run(None, feed)[0], rtol=1e-4, atol=1e-6)
+    dm = load_om(d, "floor", atc_py.build(str(model), {"ge.socVersion": SOC,
+                                                       "ge.exec.precision_mode": "must_keep_origin_dtype"}).om)
+    sim = Simulation(dm)
+    om_s, floor_s = best_time(lambda: sim.run([x])), best_time(lambda: floor.forward(x))
+    ort_s = best_time(lambda: sess.run(None, feed))
+    sess = None
+    settle()
+    print(f"small_cnn fp32: hand-written numpy {floor_s * 1e3:.3f} ms = {floor_s / ort_s:.1f}x onnxruntime "
+          f"({ort_s * 1e3:.3f} ms); om-run {om_s * 1e3:.3f} ms = {om_s / floor_s:.1f}x the numpy floor\n")
 
 
 def simulator_throughput(d: str) -> None:
@@ -166,6 +186,7 @@ def memory_planning() -> None:
 def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         compile_and_run(d)
+        numpy_floor(d)
         simulator_throughput(d)
         memory_planning()
         decoder_sink(d)

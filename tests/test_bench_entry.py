@@ -14,3 +14,15 @@ def test_bench_script_imports_as_make_bench_runs_it():
             "assert callable(g['main']) and callable(g['compile_speed'].run)")
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_numpy_floor_reference_computes_the_sample_cnn():
+    """The hand-written numpy small_cnn the bench times as a floor must compute what onnxruntime does."""
+    import numpy as np
+    import onnxruntime as ort
+    sys.path.insert(0, str(ROOT))
+    from bench.numpy_floor import MODEL, SmallCnnNumpy
+    x = np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(SmallCnnNumpy().forward(x), sess.run(None, {sess.get_inputs()[0].name: x})[0],
+                               rtol=1e-4, atol=1e-6)
