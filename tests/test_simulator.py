@@ -329,3 +329,23 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
     outs, _ = sim_run(load_model(str(p)), [x])
     np.testing.assert_array_equal(outs[0], x)          # the "kernel" passed its input through
     assert written == [False]                          # ...as a copy, not as a view of device memory
+
+
+def test_weights_are_loaded_once_per_simulation(monkeypatch):
+    """Like a model load: --loop N executions share the weights in device memory (no copy per execution)."""
+    from runner.sim import host as sim_host
+    calls = []
+    orig = sim_host.load_weights
+    monkeypatch.setattr(sim_host, "load_weights", lambda w: calls.append(len(w)) or orig(w))
+    p = MODELS / "small_cnn.onnx"
+    import tempfile, pathlib
+    with tempfile.TemporaryDirectory() as d:
+        om = pathlib.Path(d) / "m.om"
+        atc_py.build(str(p), {"ge.socVersion": "Ascend910B1"}).save(om)
+        model = load_model(str(om))
+    sim = Simulation(model)
+    x = [np.ones((1, 3, 32, 32), np.float32)]
+    first, _ = sim.run(x)
+    second, _ = sim.run(x)
+    assert len(calls) == 1 and calls[0] > 0
+    np.testing.assert_array_equal(first[0], second[0])

@@ -10,11 +10,20 @@ class MemoryFault(Exception):
     pass
 
 
+def load_weights(weights: bytes) -> np.ndarray:
+    """The weights copied into (simulated) device memory once, at model load."""
+    return np.frombuffer(bytearray(weights), dtype=np.uint8)
+
+
 class DeviceMemory:
-    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights: bytes):
+    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights):
+        """weights: the model's bytes (copied), or a uint8 array already loaded (shared: the weights stay in
+        device memory from one execution to the next, as after a model load)."""
+        if not isinstance(weights, np.ndarray):
+            weights = load_weights(weights)
         self.regions = [
             ("feature map", fm_base, np.zeros(fm_size, dtype=np.uint8)),
-            ("weights", weight_base, np.frombuffer(bytearray(weights), dtype=np.uint8)),
+            ("weights", weight_base, weights),
         ]
 
     def _locate(self, address: int, nbytes: int) -> tuple[np.ndarray, int]:

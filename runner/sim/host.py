@@ -16,7 +16,7 @@ from atc_py.ops.base import OpError
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
-from ..device.memory import DeviceMemory
+from ..device.memory import DeviceMemory, load_weights
 from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .cores import Cores
 from .device import DeviceRun, TaskRecord
@@ -89,6 +89,7 @@ class Simulation:
         self.threads = host_threads
         self.soc = load_soc(model.soc_version)
         self.programs: dict[str, Program] = {}
+        self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
         self.cache: set = set()
 
     def program(self, m: DeviceModel) -> Program:
@@ -146,7 +147,9 @@ class Simulation:
     def run_static(self, m: DeviceModel, inputs, launch_done: int, id_offset: int = 0):
         mem = None
         if self.compute:
-            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, m.weights)
+            if m.name not in self.weights:
+                self.weights[m.name] = load_weights(m.weights)
+            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name])
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
         run = DeviceRun(self.program(m), self.cores, self.prof, mem, self.allow, id_offset=len(self.stats.records))
