@@ -1,6 +1,6 @@
 """Partition bytes kept as several buffers (Chunks) and the partition digest used by the .om checksum.
 
-partition_digest = SHA-256 of the concatenated SHA-256s of the partition's consecutive 16 MiB pieces (the
+partition_digest = SHA-256 of the concatenated SHA-256s of the partition's consecutive 4 MiB pieces (the
 last one shorter; an empty partition has one empty piece). Pieces hash independently, so the weights of a
 large model hash on all host cores, and from the moment their layout is fixed (Chunks.start_digest) while
 the compiler goes on with the rest: SHA-256 runs at ~300 MB/s per core here, a 90 MB weight blob took
@@ -13,7 +13,7 @@ import hashlib
 import os
 import threading
 
-DIGEST_PIECE = 16 << 20
+DIGEST_PIECE = 4 << 20
 
 
 def _views(buffers: list) -> tuple[list[memoryview], list[int]]:
