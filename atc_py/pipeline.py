@@ -245,9 +245,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     options["_sink_decisions"] = [d.line() for d in decisions]
     if part is None:
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
-        parts = static_partitions(sm, name, soc, framework, options)
+        parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
         parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False))
-        om = write_om([_om_model(parts)], name)
+        om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
         om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st)
