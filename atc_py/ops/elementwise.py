@@ -7,6 +7,7 @@ chunks, so it computes what the tiling says, not what the shapes say.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -33,6 +34,16 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
 PARALLEL_MIN_ELEMS = 1 << 20   # outputs at least this big run their blocks on host threads (numpy releases the GIL)
 HOST_THREADS = os.cpu_count() or 1   # read once: os.cpu_count() costs ~20 us, more than a small kernel
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _block_pool() -> ThreadPoolExecutor:
+    """One pool, created on first use; kernels run on several threads at once (constant folding)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="kernel-block")
+        return _pool
 
 
 def for_blocks(args: KernelArgs, body) -> None:
@@ -40,15 +51,12 @@ def for_blocks(args: KernelArgs, body) -> None:
     [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
     once over their union (what the blocks compute, minus a Python call per block); a big output is split
     across a host thread pool (numpy releases the GIL). Bytes past the last block stay untouched."""
-    global _pool
     end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
     if end == 0:
         return
     if HOST_THREADS > 1 and end >= PARALLEL_MIN_ELEMS:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="kernel-block")
         step = -(-end // HOST_THREADS)
-        for f in [_pool.submit(body, lo, min(end, lo + step)) for lo in range(0, end, step)]:
+        for f in [_block_pool().submit(body, lo, min(end, lo + step)) for lo in range(0, end, step)]:
             f.result()
         return
     body(0, end)
