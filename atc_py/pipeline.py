@@ -37,6 +37,7 @@ from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines
 from .plugins import load_plugins
+from .passes.const_jobs import ConstJobs
 from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.infer import infer_graph
@@ -126,8 +127,10 @@ def _input_format(graph: Graph, fmt: str) -> None:
 
 
 def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
-             precision: str = "must_keep_origin_dtype", output_type: str = "") -> dict[str, int]:
-    """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs)."""
+             precision: str = "must_keep_origin_dtype", output_type: str = "",
+             late: ConstJobs | None = None) -> dict[str, int]:
+    """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
+    Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on."""
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
     stats = {"identities_removed": st.run("identity", remove_identities, graph) if on("identity") else 0}
     st.run("infer", infer_graph, graph)
@@ -145,7 +148,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     if on("fold") and (stats["fp16_cube_ops"] or stats["outputs_cast"]):
         if on("cse"):
             stats["cse_merged"] += st.run("cse dtypes", eliminate_common_subexpressions, graph, False)
-        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc)
+        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc, late)
     stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
     graph.topo_sort()
     return stats
@@ -234,8 +237,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     st = _Stages(log)
     graph = frontend(model, options, st)
     precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
+    late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
-                     options.get("output_type", ""))
+                     options.get("output_type", ""), late)
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
     for d in decisions:
@@ -251,6 +255,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         statics, dynamics = [sm], []
     else:
         om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st)
+    st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
     tasks = [t for sm in statics for t in sm.tasks]
     from .engines.task_types import TASK_TYPE_NAMES
     summary = {

@@ -168,3 +168,22 @@ def test_streamed_file_equals_the_image_bytes_wherever_the_stream_starts(tmp_pat
     r.image.write_to(f)
     f.write(b"suffix")
     assert f.getvalue() == b"prefix" + r.om + b"suffix"
+
+
+def test_deferred_parts_hash_and_join_as_their_bytes_and_report_their_failure():
+    from atc_py.om.chunks import Deferred
+    data = np.arange(1000, dtype=np.float32).view(np.uint8)
+    lazy = Chunks([b"head", Deferred(data.size, lambda: data), b"tail"])
+    plain = Chunks([b"head", data, b"tail"])
+    assert len(lazy) == len(plain) and bytes(lazy) == bytes(plain)
+    lazy.start_digest()
+    assert lazy.digest() == plain.digest()
+
+    def fails():
+        raise RuntimeError("cast failed")
+    broken = Chunks([b"x", Deferred(4, fails)])
+    broken.start_digest()
+    with pytest.raises(RuntimeError, match="cast failed"):
+        broken.digest()
+    with pytest.raises(ValueError, match="3 bytes, 4 were reserved"):
+        bytes(Chunks([Deferred(4, lambda: b"abc")]))

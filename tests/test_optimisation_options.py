@@ -282,3 +282,36 @@ def test_convs_sharing_filter_and_bn_statistics_share_the_scaled_filter():
     convs = [n for n in r.graph.nodes if n.op_type == "Conv2D"]
     assert r.summary["bn_folded_into_conv"] == 2 and len(convs) == 2
     assert convs[0].inputs[1] is convs[1].inputs[1]
+
+
+def _big_weight_model():
+    return model([helper.make_node("MatMul", ["x", "w"], ["y"])], [("x", [4, 512])], ["y"],
+                 [("w", RNG.standard_normal((512, 512)))])
+
+
+def test_fp16_weight_casts_left_on_threads_give_the_same_om_and_numbers(tmp_path, monkeypatch):
+    """force_fp16's weight Cast (512 KB fp16) is computed on a host thread while compiling goes on; the .om is
+    the same as with every fold inline, and its numbers are the model's."""
+    from atc_py.passes import const_jobs
+    m = _big_weight_model()
+    threaded = atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
+    w = next(n for n in threaded.graph.nodes if n.op_type == "Const" and n.outputs[0].desc.dtype == "float16")
+    assert w.outputs[0].threaded
+    monkeypatch.setattr(const_jobs, "ASYNC_MIN_BYTES", 1 << 40)
+    assert atc_py.build(m, {"ge.socVersion": "Ascend910B1"}).om == threaded.om
+    x = RNG.standard_normal((4, 512)).astype(np.float32)
+    (y,) = simulate(tmp_path, threaded, [x])
+    w16 = numpy_helper.to_array(m.graph.initializer[0]).astype(np.float16).astype(np.float32)
+    ref = x.astype(np.float16).astype(np.float32) @ w16
+    np.testing.assert_allclose(y, ref, rtol=2e-3, atol=2e-2)
+
+
+def test_a_failing_weight_cast_is_reported_by_the_build(monkeypatch):
+    from atc_py.ops import get_op
+    from atc_py.ops.base import OpError
+
+    def broken(self, args, inputs):
+        raise OpError("no room")
+    monkeypatch.setattr(type(get_op("Cast")), "compute", broken)
+    with pytest.raises(AtcError, match=r"E19999.*Constant folding failed for node .*\(Cast\): no room"):
+        atc_py.build(_big_weight_model(), {"ge.socVersion": "Ascend910B1"})

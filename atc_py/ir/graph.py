@@ -44,6 +44,7 @@ class Value:
         self.index = index
         self._data: np.ndarray | None = None
         self._pending: Future | None = None
+        self.threaded = False   # value computed on a host thread (set when created pending; stays set)
         self.consumers: list[tuple[Node, int]] = []
 
     @property
@@ -60,6 +61,7 @@ class Value:
     def set_pending(self, future: Future) -> None:
         """The value arrives later (future of an array of exactly this Value's desc)."""
         self._data, self._pending = None, future
+        self.threaded = True
 
     @property
     def is_const(self) -> bool:

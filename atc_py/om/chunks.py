@@ -12,6 +12,7 @@ import bisect
 import hashlib
 import os
 import threading
+from typing import Any, Callable
 
 DIGEST_PIECE = 4 << 20
 
@@ -57,32 +58,55 @@ def partition_digest(buffers: list, workers: int = 1) -> bytes:
     return hashlib.sha256(b"".join(digests)).digest()
 
 
+class Deferred:
+    """A part whose bytes a host thread is still computing (a weight being cast): its size is known now,
+    its buffer when resolve() returns (it waits)."""
+
+    def __init__(self, nbytes: int, resolve: Callable[[], Any]):
+        self.nbytes = nbytes
+        self._resolve = resolve
+
+    def resolve(self):
+        buf = self._resolve()
+        if memoryview(buf).nbytes != self.nbytes:
+            raise ValueError(f"deferred part has {memoryview(buf).nbytes} bytes, {self.nbytes} were reserved")
+        return buf
+
+
 class Chunks:
-    """A partition made of several buffers (bytes, or uint8 numpy views of the constants), never copied
-    into one: len() is the total size, bytes() joins on demand."""
+    """A partition made of several buffers (bytes, uint8 numpy views of the constants, or Deferred ones),
+    never copied into one: len() is the total size, bytes() joins on demand."""
 
     def __init__(self, parts: list | None = None):
         self.parts: list = []
         self.size = 0
         self._digest: list[bytes] = []
+        self._error: BaseException | None = None
         self._hasher: threading.Thread | None = None
         for p in parts or []:
             self.append(p)
 
     def append(self, buf) -> None:
-        n = memoryview(buf).nbytes
+        n = buf.nbytes if isinstance(buf, Deferred) else memoryview(buf).nbytes
         if n:
             self.parts.append(buf)
             self.size += n
+
+    def buffers(self) -> list:
+        """The parts with deferred ones resolved (waits for them)."""
+        return [p.resolve() if isinstance(p, Deferred) else p for p in self.parts]
 
     def __len__(self) -> int:
         return self.size
 
     def __bytes__(self) -> bytes:
-        return b"".join(self.parts)
+        return b"".join(self.buffers())
 
     def _hash(self) -> None:
-        self._digest.append(partition_digest(self.parts, os.cpu_count() or 1))
+        try:
+            self._digest.append(partition_digest(self.buffers(), os.cpu_count() or 1))
+        except BaseException as exc:   # a deferred part failed: digest() re-raises it on the caller's thread
+            self._error = exc
 
     def start_digest(self) -> None:
         """Hash on other threads from now on (hashlib releases the GIL); the parts must not change."""
@@ -93,6 +117,8 @@ class Chunks:
     def digest(self) -> bytes:
         if self._hasher is not None:
             self._hasher.join()
-        elif not self._digest:
+        elif not self._digest and self._error is None:
             self._hash()
+        if self._error is not None:
+            raise self._error
         return self._digest[0]

@@ -35,7 +35,7 @@ Blob = Union[bytes, Chunks]
 
 
 def _buffers(data: Blob) -> list:
-    return list(data.parts) if isinstance(data, Chunks) else [data]
+    return data.buffers() if isinstance(data, Chunks) else [data]
 
 
 def _digest(data) -> bytes:

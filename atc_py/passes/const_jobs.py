@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import AtcError
+from ..ir.dtypes import STRING
 from ..ir.graph import Graph, TensorDesc, Value
 
 ASYNC_MIN_BYTES = 1 << 18   # smaller constants are computed inline: a thread hand-off costs more than they do
@@ -30,7 +31,7 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def worth_a_thread(desc: TensorDesc) -> bool:
-    return THREADS > 1 and desc.known and desc.nbytes >= ASYNC_MIN_BYTES
+    return THREADS > 1 and desc.known and desc.dtype != STRING and desc.nbytes >= ASYNC_MIN_BYTES
 
 
 class ConstJobs:

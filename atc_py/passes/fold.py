@@ -36,12 +36,14 @@ def _evaluate(node, spec, ins, soc: SocSpec):
     return run
 
 
-def fold_constants(graph: Graph, soc: SocSpec) -> int:
+def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None) -> int:
     """Fold in topological order, re-inferring each node first: once a Shape of a static tensor folds, the
-    ConstantOfShape/Expand/Reshape chain behind it gets static shapes and folds or becomes static too."""
+    ConstantOfShape/Expand/Reshape chain behind it gets static shapes and folds or becomes static too.
+    Threaded folds are waited for before returning, unless the caller passes `jobs` and waits for it later."""
     folded = 0
     dead: list = []    # removed in one pass at the end
-    jobs = ConstJobs(graph)
+    own = jobs is None
+    jobs = ConstJobs(graph) if own else jobs
     for node in list(graph.nodes):
         if node.op_type in NEVER_FOLD or not node.inputs:
             continue
@@ -76,7 +78,8 @@ def fold_constants(graph: Graph, soc: SocSpec) -> int:
         graph.detach(node)
         dead.append(node)
         folded += 1
-    jobs.wait()
+    if own:
+        jobs.wait()
     graph.remove_nodes(dead)
     graph.topo_sort()
     return folded

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.graph import Graph, Node, Value
-from ..om.chunks import Chunks
+from ..om.chunks import Chunks, Deferred
 from ..ops import get_op
 from .memory_buffers import MEM_ALIGN, align  # noqa: F401  (re-exported: the planner's units)
 from .memory_greedy import concurrent_lower_bound, greedy_by_size, reusable_buffers
@@ -65,7 +65,8 @@ def _raw(data) -> np.ndarray:
 def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
     """Identical constants (same bytes, dtype and shape) are stored once. Candidates are grouped by dtype,
     shape and a sample of their bytes, then compared byte for byte (memcmp speed, no hashing of big weights).
-    The blob is a Chunks of padding and the constants' own arrays: nothing is copied until the file is."""
+    Constants computed on host threads are not compared (the cse pass merged equal ones before they were
+    folded). The blob is a Chunks of padding and the constants' own arrays: nothing is copied until the file is."""
     blob = Chunks()
     offset = WEIGHTS_START_OFFSET
     seen: dict[tuple, list[tuple[np.ndarray, int]]] = {}
@@ -73,6 +74,14 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
+        if v.threaded:
+            # computed on a host thread (const_jobs): placed without the identity check, which would wait for it;
+            # its bytes join the blob when they arrive. Which constants these are does not depend on timing.
+            plan.weight_offset[id(v)] = offset
+            blob.append(bytes(offset - WEIGHTS_START_OFFSET - len(blob)))
+            blob.append(Deferred(v.desc.nbytes, lambda v=v: _raw(v.data)))
+            offset = align(offset + max(v.desc.nbytes, 1))
+            continue
         data = _raw(v.data)
         key = (v.desc.dtype, v.desc.shape, data[:64].tobytes(), data[-64:].tobytes())
         same = next((off for other, off in seen.get(key, ()) if np.array_equal(other, data)), None)
