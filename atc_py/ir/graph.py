@@ -50,8 +50,10 @@ class Value:
     @property
     def data(self) -> np.ndarray | None:
         """The constant's value; a pending one (being computed on a host thread) is waited for here."""
-        if self._pending is not None:
-            self._data, self._pending = self._pending.result(), None
+        pending = self._pending   # read once: the hashing thread may resolve it at the same time
+        if pending is not None:
+            self._data = pending.result()   # set before clearing _pending: once that is None, _data is set
+            self._pending = None
         return self._data
 
     @data.setter
