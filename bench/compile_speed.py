@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 
-REPEAT = 3   # best of: this machine's wall times vary by tens of percent from run to run
+REPEAT = 5   # best of: this machine's wall times vary by tens of percent from run to run
 LIGHT_RESNET = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / "light_resnet50.onnx"
 
 

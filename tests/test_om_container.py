@@ -187,3 +187,14 @@ def test_deferred_parts_hash_and_join_as_their_bytes_and_report_their_failure():
         broken.digest()
     with pytest.raises(ValueError, match="3 bytes, 4 were reserved"):
         bytes(Chunks([Deferred(4, lambda: b"abc")]))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_deferred_parts_straddling_pieces_digest_as_plain_bytes(workers):
+    from atc_py.om.chunks import Deferred
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 256, DIGEST_PIECE + 100, dtype=np.uint8)
+    b = rng.integers(0, 256, 3 * DIGEST_PIECE // 2, dtype=np.uint8)
+    plain = [b"0123456789", a, b"x" * 7, b]
+    lazy = [b"0123456789", Deferred(a.size, lambda: a), b"x" * 7, Deferred(b.size, lambda: b)]
+    assert partition_digest(lazy, workers) == partition_digest(plain, workers)

@@ -17,12 +17,14 @@ from typing import Any, Callable
 DIGEST_PIECE = 4 << 20
 
 
-def _views(buffers: list) -> tuple[list[memoryview], list[int]]:
-    views = [memoryview(b).cast("B") for b in buffers]
+def _views(buffers: list) -> tuple[list, list[int]]:
+    """Byte views of the buffers (a Deferred one stays as it is, resolved by the piece that needs it) and
+    where each starts."""
+    views = [b if isinstance(b, Deferred) else memoryview(b).cast("B") for b in buffers]
     starts, pos = [], 0
     for v in views:
         starts.append(pos)
-        pos += len(v)
+        pos += v.nbytes
     return views, starts
 
 
@@ -31,6 +33,8 @@ def _piece(views, starts, lo: int, hi: int) -> bytes:
     k = max(0, bisect.bisect_right(starts, lo) - 1)
     while k < len(views) and starts[k] < hi:
         v = views[k]
+        if isinstance(v, Deferred):   # waits for this buffer only: earlier pieces hash meanwhile
+            v = memoryview(v.resolve()).cast("B")
         a, b = max(lo - starts[k], 0), min(hi - starts[k], len(v))
         if a < b:
             h.update(v[a:b])
@@ -40,13 +44,17 @@ def _piece(views, starts, lo: int, hi: int) -> bytes:
 
 def partition_digest(buffers: list, workers: int = 1) -> bytes:
     views, starts = _views(buffers)
-    total = sum(len(v) for v in views)
+    total = sum(v.nbytes for v in views)
     spans = [(lo, min(lo + DIGEST_PIECE, total)) for lo in range(0, max(total, 1), DIGEST_PIECE)]
     digests: list[bytes | None] = [None] * len(spans)
+    errors: list[BaseException] = []
 
     def run(ks):
-        for k in ks:
-            digests[k] = _piece(views, starts, *spans[k])
+        try:
+            for k in ks:
+                digests[k] = _piece(views, starts, *spans[k])
+        except BaseException as exc:   # a deferred buffer failed: raised below, on the calling thread
+            errors.append(exc)
     workers = max(1, min(workers, len(spans)))
     threads = [threading.Thread(target=run, args=(range(w, len(spans), workers),), daemon=True)
                for w in range(1, workers)]
@@ -55,6 +63,8 @@ def partition_digest(buffers: list, workers: int = 1) -> bytes:
     run(range(0, len(spans), workers))
     for t in threads:
         t.join()
+    if errors:
+        raise errors[0]
     return hashlib.sha256(b"".join(digests)).digest()
 
 
@@ -104,7 +114,7 @@ class Chunks:
 
     def _hash(self) -> None:
         try:
-            self._digest.append(partition_digest(self.buffers(), os.cpu_count() or 1))
+            self._digest.append(partition_digest(self.parts, os.cpu_count() or 1))
         except BaseException as exc:   # a deferred part failed: digest() re-raises it on the caller's thread
             self._error = exc
 
