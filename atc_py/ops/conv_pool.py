@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
@@ -65,13 +66,12 @@ def reduce_windows(xp: np.ndarray, ufunc, out: np.ndarray, kh, kw, sh, sw, dh, d
 
 
 def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
-    """(N, C, kh, kw, ho * wo) columns of padded NCHW xp, written in GEMM order (no transpose copy)."""
+    """(N, C, kh, kw, ho * wo) columns of padded NCHW xp in GEMM order: one strided view, one copy."""
     n, c = xp.shape[:2]
-    cols = np.empty((n, c, kh, kw, ho, wo), dtype=xp.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, :, i, j] = window_tap(xp, i, j, sh, sw, dh, dw, ho, wo)
-    return cols.reshape(n, c, kh, kw, ho * wo)
+    s_n, s_c, s_h, s_w = xp.strides
+    windows = as_strided(xp, (n, c, kh, kw, ho, wo), (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w),
+                         writeable=False)
+    return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
 @register
