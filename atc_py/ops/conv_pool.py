@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
@@ -67,10 +66,11 @@ def reduce_windows(xp: np.ndarray, ufunc, out: np.ndarray, kh, kw, sh, sw, dh, d
 
 def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     """(N, C, kh, kw, ho * wo) columns of padded NCHW xp in GEMM order: one strided view, one copy."""
+    xp = np.ascontiguousarray(xp)
     n, c = xp.shape[:2]
     s_n, s_c, s_h, s_w = xp.strides
-    windows = as_strided(xp, (n, c, kh, kw, ho, wo), (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w),
-                         writeable=False)
+    # np.ndarray over xp's buffer: the same view as stride_tricks.as_strided without its ~5 us of Python
+    windows = np.ndarray((n, c, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
