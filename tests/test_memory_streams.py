@@ -213,3 +213,19 @@ def test_conflict_matrix_is_the_pairwise_happens_before_test(seed):
                 expect = (f1 <= l2 and l1 >= f2) or not (apart(u1, u2) or apart(u2, u1))
                 assert matrix[i, j] == expect, (items[i], items[j])
     assert not matrix.all()   # some pairs may share: the test is not vacuous
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_above_the_greedy_limit_the_free_list_plan_stays_valid(monkeypatch, seed):
+    """Graphs with more buffers than GREEDY_MAX_BUFFERS keep the free-list plan and the topological bound;
+    the plan is still conflict-free, and no smaller than greedy-by-size's."""
+    from atc_py.passes import memory_greedy
+    graph, _ = convert_onnx(random_dag(seed, 40))
+    rng = random.Random(seed)
+    tasks = [n.name for n in graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+    sp = assign_streams(graph, forced={t: rng.randrange(4) for t in tasks})
+    greedy = plan_memory(graph, {}, sp)
+    monkeypatch.setattr(memory_greedy, "GREEDY_MAX_BUFFERS", 1)
+    kept = plan_memory(graph, {}, sp)
+    assert conflicts(graph, kept, sp) == []
+    assert kept.memory_size > greedy.memory_size and kept.lower_bound < greedy.lower_bound   # the limit took effect
