@@ -1,7 +1,8 @@
 """Benchmarks (not tests), printed by `make bench`:
 
 1. compile time of the samples next to onnxruntime's offline optimisation of the same file (ratio);
-2. om-run numeric execution next to onnxruntime inference (ratio);
+2. om-run numeric execution next to onnxruntime inference (ratio), the sample CNN hand-written in numpy as a
+   floor, and the light ResNet-50;
 3. simulator throughput: timing-only simulation of a long task stream (tasks per second of wall time);
 4. simulated latency of the decoder sample with and without tiling sink per SoC (simulated, not wall time);
 5. compile speed on the light ResNet-50 and a >= 100 MB transformer (bench/compile_speed.py).
@@ -106,6 +107,27 @@ def numpy_floor(d: str) -> None:
           f"({ort_s * 1e3:.3f} ms); om-run {om_s * 1e3:.3f} ms = {om_s / floor_s:.1f}x the numpy floor\n")
 
 
+def numeric_resnet(d: str) -> None:
+    """The same comparison on a real-size CNN (the onnx light ResNet-50, 1x3x224x224): per-kernel Python
+    overhead is amortised, what is left is numpy's GEMM and memory traffic against onnxruntime's."""
+    model = compile_speed.LIGHT_RESNET
+    runs = []
+    for precision in ("", "must_keep_origin_dtype"):
+        options = {"ge.socVersion": SOC, **({"ge.exec.precision_mode": precision} if precision else {})}
+        dm = load_om(d, "resnet" + precision, atc_py.build(str(model), options).om)
+        inputs = random_inputs(dm, 0)
+        sim = Simulation(dm)
+        with np.errstate(all="ignore"):   # the light model's constant weights overflow fp16 on random inputs
+            runs.append(best_time(lambda: sim.run(inputs), 5))
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    feed = {sess.get_inputs()[0].name: inputs[0]}
+    ort_s = best_time(lambda: sess.run(None, feed), 5)
+    sess = None
+    settle()
+    print(f"light ResNet-50: om-run {runs[0] * 1e3:.1f} ms (fp32 build {runs[1] * 1e3:.1f} ms), onnxruntime "
+          f"{ort_s * 1e3:.1f} ms: {runs[0] / ort_s:.1f}x ({runs[1] / ort_s:.1f}x fp32)\n")
+
+
 def simulator_throughput(d: str) -> None:
     nodes, cur = [], "x"
     for i in range(CHAIN_OPS):
@@ -187,6 +209,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         compile_and_run(d)
         numpy_floor(d)
+        numeric_resnet(d)
         simulator_throughput(d)
         memory_planning()
         decoder_sink(d)

@@ -36,10 +36,14 @@ class KernelInfo:
 
 
 def kernel_name(node: Node) -> str:
+    """One binary per op type, core type, input dtypes and fused epilogue (fused_<op> attributes, e.g. a
+    Conv2D with its Relu is te_conv2d_relu_...)."""
     spec = get_op(node.op_type)
-    sig = "|".join([node.op_type, spec.core_type] + [v.desc.dtype for v in node.inputs if v is not None])
+    fused = sorted(k[len("fused_"):] for k, v in node.attrs.items() if k.startswith("fused_") and v is True)
+    sig = "|".join([node.op_type, spec.core_type] + [v.desc.dtype for v in node.inputs if v is not None] + fused)
     prefix = "cust" if spec.is_custom else "te"
-    return f"{prefix}_{node.op_type.lower()}_{hashlib.sha256(sig.encode()).hexdigest()[:16]}"
+    base = "_".join([node.op_type.lower()] + fused)
+    return f"{prefix}_{base}_{hashlib.sha256(sig.encode()).hexdigest()[:16]}"
 
 
 def _context(node_id: int, kernel_type: int, args_format: str, n_slots: int) -> task_pb2.KernelContext:

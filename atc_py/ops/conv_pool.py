@@ -78,8 +78,9 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
 class Conv2D(OpSpec):
     op_type = "Conv2D"
     inputs = ("x", "filter", "bias?")
+    # fused_relu: the conv_relu fusion put a following Relu into this kernel's epilogue (on the fp32 result)
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
-             "data_format": "NCHW"}
+             "data_format": "NCHW", "fused_relu": False}
     core_type = AIC
     tiling_struct = CONV_TILING
 
@@ -129,6 +130,8 @@ class Conv2D(OpSpec):
         # the blocks cover output channels [0, block_dim * cout_per_block); channels past them stay zero
         end = covered(t["cout"], t["cout_per_block"], args.block_dim)
         out[:, end:] = 0
+        if self.attr(args.attrs, "fused_relu"):
+            np.maximum(out, 0, out=out)
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:
@@ -138,7 +141,8 @@ class Conv2D(OpSpec):
         fractals = g["groups"] * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(kdim, fk) * \
             ceil_div(g["cout"] // g["groups"], fn)
         moved = sum(d.nbytes for d in ctx.inputs if d is not None) + ctx.outputs[0].nbytes
-        return Work(fractals=fractals, bytes=moved, dtype=ctx.inputs[0].dtype)
+        relu = ctx.outputs[0].numel if self.attr(ctx.attrs, "fused_relu") else 0   # one vector op per output
+        return Work(fractals=fractals, vector_ops=relu, bytes=moved, dtype=ctx.inputs[0].dtype)
 
 
 class PoolBase(OpSpec):

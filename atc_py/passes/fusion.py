@@ -5,6 +5,7 @@
 * bn_conv_fold: Conv2D with constant filter (and bias) followed by inference BNInfer with constant
   statistics -> one Conv2D with scaled filter and shifted bias.
 * matmul_bias: MatMulV2 without bias followed by Add of a constant vector of length N -> MatMulV2 with bias.
+* conv_relu: Conv2D followed by Relu -> Conv2D with the Relu in its epilogue (fused_relu).
 
 Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
 from __future__ import annotations
@@ -123,3 +124,22 @@ def matmul_bias(graph: Graph) -> int:
             changed += 1
             break
     return changed
+
+
+def conv_relu(graph: Graph) -> int:
+    """Conv2D followed by its only consumer Relu -> Conv2D with the Relu in its epilogue (fused_relu): one
+    task and one trip of the activation through memory less (GE's conv + elementwise UB fusion)."""
+    gone = []
+    for relu in graph.nodes:
+        if relu.op_type != "Relu" or relu.inputs[0] is None:
+            continue
+        conv = relu.inputs[0].producer
+        if conv is None or conv.op_type != "Conv2D" or conv.attrs.get("fused_relu") or \
+                _only_consumer(relu.inputs[0]) is not relu or relu.outputs[0].desc.dtype != conv.outputs[0].desc.dtype:
+            continue
+        conv.attrs["fused_relu"] = True
+        graph.replace_all_uses(relu.outputs[0], conv.outputs[0])
+        graph.detach(relu)
+        gone.append(relu)
+    graph.remove_nodes(gone)
+    return len(gone)
