@@ -75,8 +75,8 @@ def check_tiling_schedule_optimize_session(value: str) -> None:
                        reason="The current value is not within the valid range.")
 
 
-OPTIMIZATION_PASSES = ("identity", "cse", "fold", "transpose_cancel", "bn_conv_fold", "matmul_bias", "conv_relu",
-                       "dce")
+OPTIMIZATION_PASSES = ("identity", "cse", "fold", "transpose_cancel", "conv_bias", "bn_conv_fold", "matmul_bias",
+                       "conv_relu", "dce")
 
 
 def parse_optimization_switch(text: str) -> dict[str, bool]:

@@ -31,7 +31,7 @@ from .om.modeldef import model_def
 from .ops import get_op
 from .options import (check_tiling_schedule_optimize_session, parse_input_shape, parse_optimization_switch,
                       parse_out_nodes)
-from .passes.fusion import bn_conv_fold, conv_relu, matmul_bias, transpose_cancel
+from .passes.fusion import bn_conv_fold, conv_bias, conv_relu, matmul_bias
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
@@ -40,6 +40,7 @@ from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
 from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
+from .passes.transpose_sink import cancel_transposes
 from .passes.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
@@ -139,7 +140,8 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     # Casts that adds are merged and fold in a second, cheap round
     stats["cse_merged"] = st.run("cse", eliminate_common_subexpressions, graph) if on("cse") else 0
     stats["constants_folded"] = st.run("fold", fold_constants, graph, soc) if on("fold") else 0
-    for name, fn, key in (("transpose_cancel", transpose_cancel, "transposes_cancelled"),
+    for name, fn, key in (("transpose_cancel", cancel_transposes, "transposes_cancelled"),
+                          ("conv_bias", conv_bias, "bias_fused_into_conv"),
                           ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused"),
                           ("conv_relu", conv_relu, "relu_fused_into_conv")):

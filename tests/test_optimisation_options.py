@@ -173,14 +173,14 @@ def test_force_fp16_runs_the_chain_between_cube_ops_in_fp16_with_casts_only_at_t
                ("s", RNG.uniform(0.5, 1.5, 4)), ("b", RNG.standard_normal(4)), ("mu", RNG.standard_normal(4)),
                ("var", RNG.uniform(0.5, 1.5, 4)), ("k", RNG.standard_normal((1, 3, 1, 1)))])
     r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16",
-                         "optimization_switch": "conv_relu:off"})
+                         "optimization_switch": "conv_relu:off;conv_bias:off"})   # keep the vector ops apart
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds == ["Cast", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast"]
     assert all(d.dtype == 2 for name, op in op_descs(r.om).items() if name in ("Relu", "MaxPoolV3", "Add")
                for d in list(op.input_desc) + list(op.output_desc))
     assert r.summary["bn_folded_into_conv"] == 1
     pairs = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "allow_fp32_to_fp16",
-                             "optimization_switch": "conv_relu:off"})
+                             "optimization_switch": "conv_relu:off;conv_bias:off"})
     assert sum(n.op_type == "Cast" for n in pairs.graph.nodes) == 4
     x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
     got = simulate(tmp_path, r, [x])[0]
@@ -336,3 +336,37 @@ def test_a_failing_weight_cast_is_reported_by_the_build(monkeypatch):
     monkeypatch.setattr(type(get_op("Cast")), "compute", broken)
     with pytest.raises(AtcError, match=r"E19999.*Constant folding failed for node .*\(Cast\): no room"):
         atc_py.build(_big_weight_model(), {"ge.socVersion": "Ascend910B1"})
+
+
+def test_transposes_sink_through_elementwise_ops_and_cancel(tmp_path):
+    """NHWC-style: Transpose -> Add(bias over the last axis) -> Sub(const - y) -> Relu -> inverse Transpose ->
+    Relu: the constants are transposed instead and both Transposes go."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("Add", ["t", "b"], ["a"]), helper.make_node("Sub", ["c", "a"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]), helper.make_node("Transpose", ["r"], ["u"], perm=[0, 3, 1, 2]),
+             helper.make_node("Sigmoid", ["u"], ["y"])]
+    m = model(nodes, [("x", [2, 3, 4, 5])], ["y"], [("b", RNG.standard_normal(3)), ("c", RNG.standard_normal((4, 1, 3)))])
+    compare_switch(tmp_path, m, [RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)], "transpose_cancel",
+                   "transposes_cancelled")
+    r = atc_py.build(m, ORIGIN)
+    assert r.summary["transposes_cancelled"] == 2 and not any(n.op_type == "TransposeD" for n in r.graph.nodes)
+
+
+def test_a_transpose_read_twice_stays():
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]), helper.make_node("Relu", ["t"], ["a"]),
+             helper.make_node("Sigmoid", ["t"], ["b"]), helper.make_node("Add", ["a", "b"], ["y"])]
+    r = atc_py.build(model(nodes, [("x", [3, 4])], ["y"]), ORIGIN)
+    assert r.summary["transposes_cancelled"] == 0 and sum(n.op_type == "TransposeD" for n in r.graph.nodes) == 1
+
+
+@pytest.mark.parametrize("shape,fused", [((1, 4, 1, 1), True), ((4, 1, 1), True), ((1,), True), ((1, 1, 1, 6), False)])
+def test_per_channel_add_after_conv_becomes_its_bias(tmp_path, shape, fused):
+    nodes = [helper.make_node("Conv", ["x", "w", "b0"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "k"], ["y"])]
+    m = model(nodes, [("x", [1, 3, 6, 6])], ["y"], [("w", RNG.standard_normal((4, 3, 3, 3))),
+                                                     ("b0", RNG.standard_normal(4)), ("k", RNG.standard_normal(shape))])
+    if fused:
+        compare_switch(tmp_path, m, [RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)], "conv_bias",
+                       "bias_fused_into_conv")
+    else:
+        assert atc_py.build(m, ORIGIN).summary["bias_fused_into_conv"] == 0

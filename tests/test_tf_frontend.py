@@ -42,6 +42,12 @@ def test_lenet_nhwc_transposes_cancel_between_pool_and_conv():
     off = atc_py.build(str(TF / "tf_lenet.pb"), {**OPTS, "optimization_switch": "transpose_cancel:off"})
     assert on.summary["transposes_cancelled"] > 0
     assert on.summary["tasks"] < off.summary["tasks"]
+    # the NHWC transposes around BiasAdd + Relu sink and cancel too: only the input's and the one before the
+    # Reshape stay; BiasAdd becomes the conv's bias and Relu its epilogue
+    kinds = [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput", "Cast")]
+    assert kinds == ["TransposeD", "Conv2D", "MaxPoolV3", "Conv2D", "MaxPoolV3", "TransposeD", "Reshape", "MatMulV2",
+                     "SoftmaxV2"]
+    assert on.summary["bias_fused_into_conv"] == 2 and on.summary["relu_fused_into_conv"] == 2
 
 
 def node(name, op, inputs=(), **attrs):

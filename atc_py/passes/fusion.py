@@ -5,6 +5,8 @@
 * bn_conv_fold: Conv2D with constant filter (and bias) followed by inference BNInfer with constant
   statistics -> one Conv2D with scaled filter and shifted bias.
 * matmul_bias: MatMulV2 without bias followed by Add of a constant vector of length N -> MatMulV2 with bias.
+* conv_bias: Conv2D followed by Add of a per-channel constant -> Conv2D with (that added to) its bias
+  (TensorFlow's BiasAdd once transpose_sink.py has moved the NHWC transposes out of the way).
 * conv_relu: Conv2D followed by Relu -> Conv2D with the Relu in its epilogue (fused_relu).
 
 Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
@@ -143,3 +145,37 @@ def conv_relu(graph: Graph) -> int:
         gone.append(relu)
     graph.remove_nodes(gone)
     return len(gone)
+
+
+def conv_bias(graph: Graph) -> int:
+    changed = 0
+    for add in list(graph.nodes):
+        if add.op_type != "Add":
+            continue
+        for k in (0, 1):
+            out, c = add.inputs[k], add.inputs[1 - k]
+            conv = out.producer
+            if conv is None or conv.op_type != "Conv2D" or _only_consumer(out) is not add or not c.is_const:
+                continue
+            cout = out.desc.shape[1]
+            shape = (1,) * (4 - len(c.desc.shape)) + tuple(c.desc.shape)
+            if len(c.desc.shape) > 4 or shape not in ((1, cout, 1, 1), (1, 1, 1, 1)) or \
+                    add.outputs[0].desc.shape != out.desc.shape or c.desc.dtype != out.desc.dtype:
+                continue
+            old = conv.inputs[2] if len(conv.inputs) > 2 else None
+            if old is not None and not old.is_const:
+                continue
+            bias = np.broadcast_to(c.data.reshape(-1), (cout,)).astype(out.desc.dtype)
+            if old is not None:
+                bias = (old.data.astype(out.desc.dtype) + bias).astype(out.desc.dtype)
+            b_val = graph.add_const(graph.unique_name(f"{conv.name}_bias"), bias)
+            if len(conv.inputs) > 2:
+                graph.set_input(conv, 2, b_val)
+            else:
+                conv.inputs.append(b_val)
+                b_val.consumers.append((conv, 2))
+            graph.replace_all_uses(add.outputs[0], out)
+            graph.remove_node(add)
+            changed += 1
+            break
+    return changed
