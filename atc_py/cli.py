@@ -145,8 +145,8 @@ def summary_lines(s: dict) -> list[str]:
             f"constants folded {s['constants_folded']}, identities removed "
             f"{s['identities_removed']}, transposes cancelled {s['transposes_cancelled']}, BN folded into conv "
             f"{s['bn_folded_into_conv']}, bias fused into conv {s['bias_fused_into_conv']}, matmul bias fused "
-            f"{s['matmul_bias_fused']}, relu fused into conv "
-            f"{s['relu_fused_into_conv']}, dead removed {s['dead_removed']}; "
+            f"{s['matmul_bias_fused']}, relu fused "
+            f"{s['relu_fused']}, dead removed {s['dead_removed']}; "
             f"fp16 cube ops {s['fp16_cube_ops']}",
             f"[INFO] build summary: {s['tiling_sink']}"]
 

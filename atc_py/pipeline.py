@@ -31,7 +31,7 @@ from .om.modeldef import model_def
 from .ops import get_op
 from .options import (check_tiling_schedule_optimize_session, parse_input_shape, parse_optimization_switch,
                       parse_out_nodes)
-from .passes.fusion import bn_conv_fold, conv_bias, conv_relu, matmul_bias
+from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
@@ -144,7 +144,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
                           ("conv_bias", conv_bias, "bias_fused_into_conv"),
                           ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused"),
-                          ("conv_relu", conv_relu, "relu_fused_into_conv")):
+                          ("relu_fusion", relu_fusion, "relu_fused")):
         stats[key] = st.run(name, fn, graph) if on(name) else 0
     stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)

@@ -72,17 +72,17 @@ def test_relu_fuses_into_the_conv_before_it(tmp_path):
              helper.make_node("Conv", ["r", "w2"], ["c2"]), helper.make_node("Relu", ["c2"], ["y"])]
     m = model(nodes, [("x", [1, 3, 6, 6])], ["y"], [("w", RNG.standard_normal((4, 3, 3, 3))),
                                                      ("w2", RNG.standard_normal((2, 4, 1, 1)))])
-    compare_switch(tmp_path, m, [RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)], "conv_relu",
-                   "relu_fused_into_conv")
+    compare_switch(tmp_path, m, [RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)], "relu_fusion",
+                   "relu_fused")
     r = atc_py.build(m, ORIGIN)
-    assert r.summary["relu_fused_into_conv"] == 2 and not any(n.op_type == "Relu" for n in r.graph.nodes)
+    assert r.summary["relu_fused"] == 2 and not any(n.op_type == "Relu" for n in r.graph.nodes)
     names = {op.attr["_kernelname"].s.decode() for op in op_descs(r.om).values() if op.type == "Conv2D"}
     assert all(n.startswith("te_conv2d_relu_") for n in names)
     # a conv whose output is also read elsewhere keeps its Relu
     shared = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["r"]),
                     helper.make_node("Add", ["r", "c"], ["y"])], [("x", [1, 3, 4, 4])], ["y"],
                    [("w", RNG.standard_normal((4, 3, 3, 3)))])
-    assert atc_py.build(shared, ORIGIN).summary["relu_fused_into_conv"] == 0
+    assert atc_py.build(shared, ORIGIN).summary["relu_fused"] == 0
 
 
 def test_matmul_add_becomes_matmul_with_bias(tmp_path):
@@ -142,9 +142,9 @@ CONV = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Rel
 def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, relu, casts):
     """GE DataType proto: 1 = DT_FLOAT, 2 = DT_FLOAT16. Cube inputs fp16 (the weight cast folds into an fp16
     constant), accumulation fp32; vector ops (Relu) run fp16 under force_fp16 (the Cast back moves after
-    them), fp32 otherwise. conv_relu is off so that the Relu stays an op of its own."""
+    them), fp32 otherwise. relu_fusion is off so that the Relu stays an op of its own."""
     r = atc_py.build(CONV, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode,
-                            "optimization_switch": "conv_relu:off"})
+                            "optimization_switch": "relu_fusion:off"})
     ops = op_descs(r.om)
     conv = ops["Conv2D"]
     assert conv.input_desc[0].dtype == conv_in and conv.input_desc[1].dtype == conv_in
@@ -173,14 +173,14 @@ def test_force_fp16_runs_the_chain_between_cube_ops_in_fp16_with_casts_only_at_t
                ("s", RNG.uniform(0.5, 1.5, 4)), ("b", RNG.standard_normal(4)), ("mu", RNG.standard_normal(4)),
                ("var", RNG.uniform(0.5, 1.5, 4)), ("k", RNG.standard_normal((1, 3, 1, 1)))])
     r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16",
-                         "optimization_switch": "conv_relu:off;conv_bias:off"})   # keep the vector ops apart
+                         "optimization_switch": "relu_fusion:off;conv_bias:off"})   # keep the vector ops apart
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds == ["Cast", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast"]
     assert all(d.dtype == 2 for name, op in op_descs(r.om).items() if name in ("Relu", "MaxPoolV3", "Add")
                for d in list(op.input_desc) + list(op.output_desc))
     assert r.summary["bn_folded_into_conv"] == 1
     pairs = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "allow_fp32_to_fp16",
-                             "optimization_switch": "conv_relu:off;conv_bias:off"})
+                             "optimization_switch": "relu_fusion:off;conv_bias:off"})
     assert sum(n.op_type == "Cast" for n in pairs.graph.nodes) == 4
     x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
     got = simulate(tmp_path, r, [x])[0]
@@ -370,3 +370,15 @@ def test_per_channel_add_after_conv_becomes_its_bias(tmp_path, shape, fused):
                        "bias_fused_into_conv")
     else:
         assert atc_py.build(m, ORIGIN).summary["bias_fused_into_conv"] == 0
+
+
+@pytest.mark.parametrize("op", ["Add", "Sum"])
+def test_relu_fuses_into_a_residual_add(tmp_path, op):
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["x"], ["b"]),
+             helper.make_node(op, ["a", "b"] + (["x"] if op == "Sum" else []), ["s"]),
+             helper.make_node("Relu", ["s"], ["y"])]
+    m = model(nodes, [("x", [2, 8])], ["y"])
+    compare_switch(tmp_path, m, [RNG.standard_normal((2, 8)).astype(np.float32)], "relu_fusion", "relu_fused")
+    r = atc_py.build(m, ORIGIN)
+    assert [n.op_type for n in r.graph.nodes if n.op_type in ("Relu", "Add", "AddN")] == \
+        ["Relu", "Add" if op == "Add" else "AddN"]   # the first Relu has no producer to fuse into

@@ -47,7 +47,7 @@ def test_lenet_nhwc_transposes_cancel_between_pool_and_conv():
     kinds = [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput", "Cast")]
     assert kinds == ["TransposeD", "Conv2D", "MaxPoolV3", "Conv2D", "MaxPoolV3", "TransposeD", "Reshape", "MatMulV2",
                      "SoftmaxV2"]
-    assert on.summary["bias_fused_into_conv"] == 2 and on.summary["relu_fused_into_conv"] == 2
+    assert on.summary["bias_fused_into_conv"] == 2 and on.summary["relu_fused"] == 2
 
 
 def node(name, op, inputs=(), **attrs):

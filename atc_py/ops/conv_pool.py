@@ -78,7 +78,7 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
 class Conv2D(OpSpec):
     op_type = "Conv2D"
     inputs = ("x", "filter", "bias?")
-    # fused_relu: the conv_relu fusion put a following Relu into this kernel's epilogue (on the fp32 result)
+    # fused_relu: relu_fusion put a following Relu into this kernel's epilogue (on the fp32 result)
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
              "data_format": "NCHW", "fused_relu": False}
     core_type = AIC

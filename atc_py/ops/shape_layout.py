@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered, prod,
-                   split_rows)
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
+                   prod, split_rows)
 from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .registry import register
 
@@ -233,6 +233,7 @@ class AddN(OpSpec):
     """ONNX Sum: elementwise sum of N tensors (with broadcasting)."""
     op_type = "AddN"
     inputs = ("x*",)
+    attrs = {"fused_relu": False}   # relu_fusion put a following Relu into the epilogue (residual sum + Relu)
     tiling_struct = ELEMWISE_TILING
     dtypes = ("float32", "float16", "int32", "int64")
 
@@ -250,4 +251,13 @@ class AddN(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         shape = args.outputs[0].shape
         flat = [np.broadcast_to(x, shape).reshape(-1) for x in inputs]
-        return [run_blocks(args, flat, lambda *xs: sum(xs[1:], xs[0]), args.outputs[0].dtype)]
+        out = run_blocks(args, flat, lambda *xs: sum(xs[1:], xs[0]), args.outputs[0].dtype)
+        if self.attr(args.attrs, "fused_relu"):
+            np.maximum(out, 0, out=out)
+        return [out]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        if self.attr(ctx.attrs, "fused_relu"):
+            w.vector_ops += ctx.outputs[0].numel
+        return w

@@ -7,7 +7,7 @@
 * matmul_bias: MatMulV2 without bias followed by Add of a constant vector of length N -> MatMulV2 with bias.
 * conv_bias: Conv2D followed by Add of a per-channel constant -> Conv2D with (that added to) its bias
   (TensorFlow's BiasAdd once transpose_sink.py has moved the NHWC transposes out of the way).
-* conv_relu: Conv2D followed by Relu -> Conv2D with the Relu in its epilogue (fused_relu).
+* relu_fusion: Conv2D, Add or AddN followed by Relu -> that op with the Relu in its epilogue (fused_relu).
 
 Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
 from __future__ import annotations
@@ -128,19 +128,22 @@ def matmul_bias(graph: Graph) -> int:
     return changed
 
 
-def conv_relu(graph: Graph) -> int:
-    """Conv2D followed by its only consumer Relu -> Conv2D with the Relu in its epilogue (fused_relu): one
-    task and one trip of the activation through memory less (GE's conv + elementwise UB fusion)."""
+RELU_EPILOGUE = ("Conv2D", "Add", "AddN")   # ops whose kernels take a fused_relu attribute
+
+
+def relu_fusion(graph: Graph) -> int:
+    """Conv2D, Add or AddN followed by its only consumer Relu -> that op with the Relu in its epilogue (fused_relu):
+    one task and one trip of the activation through memory less (GE's UB fusion of conv/elementwise + relu)."""
     gone = []
     for relu in graph.nodes:
         if relu.op_type != "Relu" or relu.inputs[0] is None:
             continue
-        conv = relu.inputs[0].producer
-        if conv is None or conv.op_type != "Conv2D" or conv.attrs.get("fused_relu") or \
-                _only_consumer(relu.inputs[0]) is not relu or relu.outputs[0].desc.dtype != conv.outputs[0].desc.dtype:
+        op = relu.inputs[0].producer
+        if op is None or op.op_type not in RELU_EPILOGUE or op.attrs.get("fused_relu") or \
+                _only_consumer(relu.inputs[0]) is not relu or relu.outputs[0].desc.dtype != op.outputs[0].desc.dtype:
             continue
-        conv.attrs["fused_relu"] = True
-        graph.replace_all_uses(relu.outputs[0], conv.outputs[0])
+        op.attrs["fused_relu"] = True
+        graph.replace_all_uses(relu.outputs[0], op.outputs[0])
         graph.detach(relu)
         gone.append(relu)
     graph.remove_nodes(gone)
