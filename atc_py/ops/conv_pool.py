@@ -122,9 +122,12 @@ class Conv2D(OpSpec):
             cols = x.astype(acc, copy=False).reshape(n, t["cin"], p)          # 1x1 stride 1: x is its own columns
         else:
             cols = im2col(pad_planes(x, t["pt"], t["pb"], t["pl"], t["pr"], dtype=acc), *geom)
-        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P) -> (N, G, og, P)
-        wf = w.astype(acc, copy=False).reshape(groups, og, -1)
-        out = np.matmul(wf, cols.reshape(n, groups, cin_g * t["kh"] * t["kw"], p)).reshape(n, t["cout"], p)
+        k = cin_g * t["kh"] * t["kw"]
+        wf = w.astype(acc, copy=False).reshape(groups, og, k)
+        if groups == 1 and n == 1:   # a plain 2-D GEMM: numpy's stacked matmul costs ~15 % more here
+            out = (wf[0] @ cols.reshape(k, p)).reshape(1, t["cout"], p)
+        else:                        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P)
+            out = np.matmul(wf, cols.reshape(n, groups, k, p)).reshape(n, t["cout"], p)
         if bias is not None:
             out += bias.astype(acc, copy=False).reshape(1, -1, 1)
         # the blocks cover output channels [0, block_dim * cout_per_block); channels past them stay zero
