@@ -25,6 +25,28 @@ def _only_consumer(v: Value) -> Node | None:
     return node if node.op_type != "NetOutput" else None
 
 
+def _set_bias(graph: Graph, node: Node, bias: Value) -> None:
+    """Input 2 (bias) of a Conv2D / MatMulV2, replaced or appended."""
+    if len(node.inputs) > 2:
+        graph.set_input(node, 2, bias)
+    else:
+        node.inputs.append(bias)
+        bias.consumers.append((node, 2))
+
+
+def _adds_of_a_constant(graph: Graph, op_type: str):
+    """(add, output of an op_type node whose only consumer is the add, the constant operand) in graph order."""
+    for add in list(graph.nodes):
+        if add.op_type != "Add":
+            continue
+        for k in (0, 1):
+            out, c = add.inputs[k], add.inputs[1 - k]
+            if out.producer is not None and out.producer.op_type == op_type and c.is_const and \
+                    _only_consumer(out) is add and add.outputs[0].desc.shape == out.desc.shape:
+                yield add, out, c
+                break
+
+
 def transpose_cancel(graph: Graph) -> int:
     changed, removed = 0, set()
     for node in list(graph.nodes):
@@ -87,12 +109,7 @@ def bn_conv_fold(graph: Graph) -> int:
                 new_w = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
             scaled[key] = new_w
         graph.set_input(conv, 1, new_w)
-        b_val = graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b)
-        if len(conv.inputs) > 2:
-            graph.set_input(conv, 2, b_val)
-        else:
-            conv.inputs.append(b_val)
-            b_val.consumers.append((conv, 2))
+        _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b))
         graph.replace_all_uses(bn.outputs[0], conv.outputs[0])
         graph.remove_node(bn)
         changed += 1
@@ -102,29 +119,16 @@ def bn_conv_fold(graph: Graph) -> int:
 
 def matmul_bias(graph: Graph) -> int:
     changed = 0
-    for add in list(graph.nodes):
-        if add.op_type != "Add":
+    for add, mm_out, c in _adds_of_a_constant(graph, "MatMulV2"):
+        mm = mm_out.producer
+        n = mm_out.desc.shape[-1]
+        if (len(mm.inputs) > 2 and mm.inputs[2] is not None) or c.data.size != n or c.desc.shape[-1:] != (n,):
             continue
-        for k in (0, 1):
-            mm_out, c = add.inputs[k], add.inputs[1 - k]
-            mm = mm_out.producer
-            if mm is None or mm.op_type != "MatMulV2" or _only_consumer(mm_out) is not add or not c.is_const:
-                continue
-            if len(mm.inputs) > 2 and mm.inputs[2] is not None:
-                continue
-            n = mm_out.desc.shape[-1]
-            if c.data.size != n or c.desc.shape[-1:] != (n,) or add.outputs[0].desc.shape != mm_out.desc.shape:
-                continue
-            bias = graph.add_const(graph.unique_name(f"{mm.name}_bias"), c.data.reshape(n).astype(mm_out.desc.dtype))
-            if len(mm.inputs) > 2:
-                graph.set_input(mm, 2, bias)
-            else:
-                mm.inputs.append(bias)
-                bias.consumers.append((mm, 2))
-            graph.replace_all_uses(add.outputs[0], mm_out)
-            graph.remove_node(add)
-            changed += 1
-            break
+        _set_bias(graph, mm, graph.add_const(graph.unique_name(f"{mm.name}_bias"),
+                                             c.data.reshape(n).astype(mm_out.desc.dtype)))
+        graph.replace_all_uses(add.outputs[0], mm_out)
+        graph.remove_node(add)
+        changed += 1
     return changed
 
 
@@ -152,33 +156,19 @@ def relu_fusion(graph: Graph) -> int:
 
 def conv_bias(graph: Graph) -> int:
     changed = 0
-    for add in list(graph.nodes):
-        if add.op_type != "Add":
+    for add, out, c in _adds_of_a_constant(graph, "Conv2D"):
+        conv = out.producer
+        cout = out.desc.shape[1]
+        shape = (1,) * (4 - len(c.desc.shape)) + tuple(c.desc.shape)
+        old = conv.inputs[2] if len(conv.inputs) > 2 else None
+        if len(c.desc.shape) > 4 or shape not in ((1, cout, 1, 1), (1, 1, 1, 1)) or c.desc.dtype != out.desc.dtype \
+                or (old is not None and not old.is_const):
             continue
-        for k in (0, 1):
-            out, c = add.inputs[k], add.inputs[1 - k]
-            conv = out.producer
-            if conv is None or conv.op_type != "Conv2D" or _only_consumer(out) is not add or not c.is_const:
-                continue
-            cout = out.desc.shape[1]
-            shape = (1,) * (4 - len(c.desc.shape)) + tuple(c.desc.shape)
-            if len(c.desc.shape) > 4 or shape not in ((1, cout, 1, 1), (1, 1, 1, 1)) or \
-                    add.outputs[0].desc.shape != out.desc.shape or c.desc.dtype != out.desc.dtype:
-                continue
-            old = conv.inputs[2] if len(conv.inputs) > 2 else None
-            if old is not None and not old.is_const:
-                continue
-            bias = np.broadcast_to(c.data.reshape(-1), (cout,)).astype(out.desc.dtype)
-            if old is not None:
-                bias = (old.data.astype(out.desc.dtype) + bias).astype(out.desc.dtype)
-            b_val = graph.add_const(graph.unique_name(f"{conv.name}_bias"), bias)
-            if len(conv.inputs) > 2:
-                graph.set_input(conv, 2, b_val)
-            else:
-                conv.inputs.append(b_val)
-                b_val.consumers.append((conv, 2))
-            graph.replace_all_uses(add.outputs[0], out)
-            graph.remove_node(add)
-            changed += 1
-            break
+        bias = np.broadcast_to(c.data.reshape(-1), (cout,)).astype(out.desc.dtype)
+        if old is not None:
+            bias = (old.data.astype(out.desc.dtype) + bias).astype(out.desc.dtype)
+        _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bias"), bias))
+        graph.replace_all_uses(add.outputs[0], out)
+        graph.remove_node(add)
+        changed += 1
     return changed
