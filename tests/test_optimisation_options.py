@@ -382,3 +382,12 @@ def test_relu_fuses_into_a_residual_add(tmp_path, op):
     r = atc_py.build(m, ORIGIN)
     assert [n.op_type for n in r.graph.nodes if n.op_type in ("Relu", "Add", "AddN")] == \
         ["Relu", "Add" if op == "Add" else "AddN"]   # the first Relu has no producer to fuse into
+
+
+def test_a_transpose_does_not_sink_below_a_cast_to_a_dtype_it_cannot_move():
+    """TransposeD has no float64 kernel: a Transpose -> Cast(double) pair stays as it is."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+             helper.make_node("Cast", ["t"], ["c"], to=TensorProto.DOUBLE), helper.make_node("Cast", ["c"], ["y"], to=F)]
+    r = atc_py.build(model(nodes, [("x", [3, 4])], ["y"]), ORIGIN)
+    kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+    assert kinds[0] == "TransposeD" and r.summary["transposes_cancelled"] == 0

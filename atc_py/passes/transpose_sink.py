@@ -28,6 +28,8 @@ def _movable(t: Node) -> tuple[Node, int] | None:
         return None
     u, k = y.consumers[0]
     spec = get_op(u.op_type)
+    if len(u.outputs) != 1 or u.outputs[0].desc.dtype not in get_op("TransposeD").dtypes:
+        return None   # (t will transpose u's result)
     if isinstance(spec, UnaryOp) and len(u.inputs) == 1:
         return u, k
     if isinstance(spec, BinaryOp) and len(spec.inputs) == 2 and len(u.inputs) == 2:
