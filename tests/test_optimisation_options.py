@@ -391,3 +391,11 @@ def test_a_transpose_does_not_sink_below_a_cast_to_a_dtype_it_cannot_move():
     r = atc_py.build(model(nodes, [("x", [3, 4])], ["y"]), ORIGIN)
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds[0] == "TransposeD" and r.summary["transposes_cancelled"] == 0
+
+
+def test_batched_matmul_add_becomes_batched_matmul_with_bias(tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["y"])]
+    m = model(nodes, [("x", [2, 4, 8])], ["y"], [("w", RNG.standard_normal((8, 5))), ("b", RNG.standard_normal(5))])
+    compare_switch(tmp_path, m, [RNG.standard_normal((2, 4, 8)).astype(np.float32)], "matmul_bias", "matmul_bias_fused")
+    assert [n.op_type for n in atc_py.build(m, ORIGIN).graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] \
+        == ["BatchMatMulV2"]

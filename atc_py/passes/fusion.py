@@ -4,7 +4,7 @@
   disappears (the NHWC TensorFlow adapters leave such pairs between consecutive window ops).
 * bn_conv_fold: Conv2D with constant filter (and bias) followed by inference BNInfer with constant
   statistics -> one Conv2D with scaled filter and shifted bias.
-* matmul_bias: MatMulV2 without bias followed by Add of a constant vector of length N -> MatMulV2 with bias.
+* matmul_bias: (Batch)MatMulV2 without bias followed by Add of a constant vector of length N -> with bias.
 * conv_bias: Conv2D followed by Add of a per-channel constant -> Conv2D with (that added to) its bias
   (TensorFlow's BiasAdd once transpose_sink.py has moved the NHWC transposes out of the way).
 * relu_fusion: Conv2D, Add or AddN followed by Relu -> that op with the Relu in its epilogue (fused_relu).
@@ -34,14 +34,14 @@ def _set_bias(graph: Graph, node: Node, bias: Value) -> None:
         bias.consumers.append((node, 2))
 
 
-def _adds_of_a_constant(graph: Graph, op_type: str):
-    """(add, output of an op_type node whose only consumer is the add, the constant operand) in graph order."""
+def _adds_of_a_constant(graph: Graph, op_types: tuple[str, ...]):
+    """(add, output of an op_types node whose only consumer is the add, the constant operand) in graph order."""
     for add in list(graph.nodes):
         if add.op_type != "Add":
             continue
         for k in (0, 1):
             out, c = add.inputs[k], add.inputs[1 - k]
-            if out.producer is not None and out.producer.op_type == op_type and c.is_const and \
+            if out.producer is not None and out.producer.op_type in op_types and c.is_const and \
                     _only_consumer(out) is add and add.outputs[0].desc.shape == out.desc.shape:
                 yield add, out, c
                 break
@@ -119,7 +119,7 @@ def bn_conv_fold(graph: Graph) -> int:
 
 def matmul_bias(graph: Graph) -> int:
     changed = 0
-    for add, mm_out, c in _adds_of_a_constant(graph, "MatMulV2"):
+    for add, mm_out, c in _adds_of_a_constant(graph, ("MatMulV2", "BatchMatMulV2")):
         mm = mm_out.producer
         n = mm_out.desc.shape[-1]
         if (len(mm.inputs) > 2 and mm.inputs[2] is not None) or c.data.size != n or c.desc.shape[-1:] != (n,):
@@ -156,7 +156,7 @@ def relu_fusion(graph: Graph) -> int:
 
 def conv_bias(graph: Graph) -> int:
     changed = 0
-    for add, out, c in _adds_of_a_constant(graph, "Conv2D"):
+    for add, out, c in _adds_of_a_constant(graph, ("Conv2D",)):
         conv = out.producer
         cout = out.desc.shape[1]
         shape = (1,) * (4 - len(c.desc.shape)) + tuple(c.desc.shape)
