@@ -35,10 +35,11 @@ from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
 from .passes.attr_config import apply_attr_config
-from .passes.engine import assign_engines
+from .passes.engine import assign_engines, engine_counts
 from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
 from .passes.cse import eliminate_common_subexpressions
+from .passes.elementwise_fusion import fuse_elementwise
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
 from .passes.infer import infer_graph
@@ -251,13 +252,15 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     name = options.get("om_name", graph.name)
     options["_sink_decisions"] = [d.line() for d in decisions]
     if part is None:
+        stats["elementwise_fused"] = fuse_static(graph, options, st)
+        engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
         parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
         parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False))
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
-        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st)
+        om, statics, dynamics, stats["elementwise_fused"] = _build_partitioned(part, name, soc, framework, options, st)
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
     tasks = [t for sm in statics for t in sm.tasks]
     from .engines.task_types import TASK_TYPE_NAMES
@@ -284,6 +287,14 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     return BuildResult(om, summary, graph)
 
 
+def fuse_static(graph: Graph, options: dict, st: _Stages) -> int:
+    """Elementwise chains fuse per static model, after partitioning (as GE's UB fusion runs per subgraph
+    compile): --static_model_ops_lower_limit counts the graph's own ops."""
+    if not parse_optimization_switch(options.get("optimization_switch", "")).get("elementwise_fusion", True):
+        return 0
+    return st.run("elementwise_fusion", fuse_elementwise, graph)
+
+
 def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages):
     root_plan = MemoryPlan()
     root_attrs = _model_attrs(soc, framework, options, 0, 0)
@@ -291,13 +302,14 @@ def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, op
     root_md = model_def(part.root, _ids(part.root), root_plan, root_attrs, {}, name)
     models = [_om_model({pt.MODEL_INOUT_INFO: build_inout(_io_descs(part.root, True), _io_descs(part.root, False)),
                          pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
-    statics, dynamics = [], []
+    statics, dynamics, fused = [], [], 0
     for sub in part.subgraphs:
         if sub.known:
+            fused += fuse_static(sub.graph, options, st)
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), soc, options)
             statics.append(sm)
             models.append(_om_model(static_partitions(sm, sub.name, soc, framework, options)))
         else:
             dynamics.append(sub.name)
             models.append(_om_model(dynamic_partitions(sub.graph, sub.name, soc, framework, options)))
-    return write_om(models, name, is_unknown=True), statics, dynamics
+    return write_om(models, name, is_unknown=True), statics, dynamics, fused

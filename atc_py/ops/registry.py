@@ -33,4 +33,5 @@ def _load_builtin() -> None:
         return
     _loaded = True
     from . import (activation, attention_moe, binary_more, conv_nd, conv_pool, elementwise,  # noqa: F401
-                   graph_ops, index_ops, math_unary, matmul, norm, reduce, resize, scan_mask, shape_layout, strings)
+                   fused_elementwise, graph_ops, index_ops, math_unary, matmul, norm, reduce, resize, scan_mask,
+                   shape_layout, strings)

@@ -7,7 +7,6 @@ from ..ops import get_op
 
 
 def assign_engines(graph: Graph) -> dict[str, int]:
-    counts: dict[str, int] = {}
     for node in graph.nodes:
         spec = get_op(node.op_type)
         if spec.no_task:
@@ -20,6 +19,14 @@ def assign_engines(graph: Graph) -> dict[str, int]:
                                              f"supported; supported: {', '.join(spec.dtypes)}")
         node.meta["engine"] = spec.engine
         node.meta["core_type"] = spec.core_type
-        key = f"{spec.engine}/{spec.core_type}"
-        counts[key] = counts.get(key, 0) + 1
+    return engine_counts(graph)
+
+
+def engine_counts(graph: Graph) -> dict[str, int]:
+    """Ops per "engine/core type" (the build summary), from the engines assigned."""
+    counts: dict[str, int] = {}
+    for node in graph.nodes:
+        if node.meta.get("engine", "NONE") != "NONE":
+            key = f"{node.meta['engine']}/{node.meta['core_type']}"
+            counts[key] = counts.get(key, 0) + 1
     return counts
