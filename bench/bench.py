@@ -136,16 +136,19 @@ def simulator_throughput(d: str) -> None:
     g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 64])],
                           [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [16, 64])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    model = load_om(d, "chain", atc_py.build(m, {"ge.socVersion": SOC}).om)
+    # elementwise_fusion off: it would make the chain one kernel; this measures the scheduler on a long stream
+    options = {"ge.socVersion": SOC, "optimization_switch": "elementwise_fusion:off"}
+    model = load_om(d, "chain", atc_py.build(m, options).om)
     t0 = time.perf_counter()
     sim = Simulation(model, compute=False)
-    sim.run(None)  # includes decoding the task list once
+    _, stats = sim.run(None)  # includes decoding the task list once
     t1 = time.perf_counter()
     for _ in range(CHAIN_LOOPS):
         sim.run(None)
     t2 = time.perf_counter()
-    print(f"simulator, timing only, {CHAIN_OPS}-task stream: first run (incl. decoding) {CHAIN_OPS / (t1 - t0):,.0f} "
-          f"tasks/s; steady state {CHAIN_LOOPS * CHAIN_OPS / (t2 - t1):,.0f} tasks/s (target >= 100,000)\n")
+    n = stats.tasks
+    print(f"simulator, timing only, {n}-task stream: first run (incl. decoding) {n / (t1 - t0):,.0f} "
+          f"tasks/s; steady state {CHAIN_LOOPS * n / (t2 - t1):,.0f} tasks/s (target >= 100,000)\n")
 
 
 def decoder_sink(d: str) -> None:
