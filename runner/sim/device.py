@@ -26,13 +26,7 @@ from ..loader import desc_from_proto
 from .cores import Cores
 from .hazards import Hazard, check_start
 from .profile import RuntimeProfile
-from .program import Call, Program, SimTask, _in_descs, block_ns, op_attrs
-
-
-@dataclass
-class Sqe:
-    block_dim: int
-    tiling_key: int
+from .program import Call, Program, SimTask, Sqe, _in_descs, block_ns, op_attrs
 
 
 @dataclass
@@ -86,12 +80,8 @@ class DeviceRun:
         self.end: dict[int, int] = {}
         self.res: RunResult | None = None
         self.id_offset = id_offset
-        for t in prog.tasks:
-            if t.calls and t.type != tt.SUPER_KERNEL:
-                self.live[t.id] = Sqe(t.calls[0].block_dim, t.calls[0].tiling_key)
-        self.streams: dict[int, Stream] = {}
-        for t in prog.tasks:
-            self.streams.setdefault(t.stream, Stream([])).tasks.append(t)
+        self.live.update(prog.initial_sqes)   # Sqes are replaced (UPDATE), never changed: shared
+        self.streams: dict[int, Stream] = {sid: Stream(tasks) for sid, tasks in prog.stream_tasks.items()}
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:

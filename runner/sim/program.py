@@ -64,6 +64,13 @@ class Call:
 
 
 @dataclass
+class Sqe:
+    """The part of a kernel's SQE the scheduler reads: what the block count and tiling key say."""
+    block_dim: int
+    tiling_key: int
+
+
+@dataclass
 class SimTask:
     id: int
     type: int
@@ -128,6 +135,20 @@ class Program:
     kernel_task_of_op: dict[int, int]
     update_of_op: dict[int, int]
     clobbers: list = field(default_factory=list)   # (task, producer task, output name): output overwritten
+
+    @cached_property
+    def initial_sqes(self) -> dict[int, Sqe]:
+        """The SQE each kernel task is loaded with, built once (a run replaces entries, never changes them)."""
+        return {t.id: Sqe(t.calls[0].block_dim, t.calls[0].tiling_key) for t in self.tasks
+                if t.calls and t.type != tt.SUPER_KERNEL}
+
+    @cached_property
+    def stream_tasks(self) -> dict[int, list[SimTask]]:
+        """Each stream's tasks in SQ order (the same every execution)."""
+        out: dict[int, list[SimTask]] = {}
+        for t in self.tasks:
+            out.setdefault(t.stream, []).append(t)
+        return out
 
     def describe(self, task_id: int) -> str:
         t = self.tasks[task_id]
