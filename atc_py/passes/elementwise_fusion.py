@@ -1,10 +1,12 @@
 """Chains of elementwise ops become one FusedElementwise kernel (ops/fused_elementwise.py): one task, and the
-intermediates never go through device memory. Runs after the dtypes are final (precision, fold dtypes).
+intermediates never go through device memory. Runs per static model after partitioning (the pipeline's
+fuse_static), so dtypes are final and --static_model_ops_lower_limit counted the graph's own ops.
 
 A node joins its consumer's group when its output has that one consumer, is not a graph output, has the
-group's shape (no broadcast growth inside the chain) and both ops compute with the base elementwise kernels
-(FUSABLE). Every member but the group's last feeds only the group, so a group is a convex piece of the
-graph; its other inputs become the fused node's inputs.
+group's shape (no broadcast growth inside the chain), both ops pass fusable() (they compute with the base
+elementwise kernels) and they carry the same compiler attributes. Every member but the group's last feeds
+only the group, so a group is a convex piece of the graph; its other inputs become the fused node's inputs.
+FusedElementwise is not written in place over an input (the memory planner's in-place families exclude it).
 """
 from __future__ import annotations
 
