@@ -270,14 +270,16 @@ def test_cse_keeps_what_differs_and_graph_outputs():
     from atc_py.passes.cse import eliminate_common_subexpressions
     from atc_py.frontend.onnx import convert_onnx
     w = RNG.standard_normal(6)
-    nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.1), helper.make_node("LeakyRelu", ["x"], ["b"], alpha=0.2),
+    nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.1),
+             helper.make_node("LeakyRelu", ["x"], ["b"], alpha=0.2),
              helper.make_node("Mul", ["a", "w32"], ["c"]), helper.make_node("Mul", ["b", "w64"], ["d"]),
              helper.make_node("Add", ["c", "d"], ["y"]),
              helper.make_node("Sigmoid", ["x"], ["out1"]), helper.make_node("Sigmoid", ["x"], ["out2"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [2, 6])],
                           [helper.make_tensor_value_info(n, F, None) for n in ("y", "out1", "out2")],
                           [numpy_helper.from_array(w.astype(np.float32), "w32"),
-                           numpy_helper.from_array(w.astype(np.float32).reshape(1, 6), "w64")])   # same bytes, other shape
+                           numpy_helper.from_array(w.astype(np.float32).reshape(1, 6), "w64")])   # same bytes,
+    # other shape: w32 and w64 stay apart
     graph = convert_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))[0]
     before = sorted(n.name for n in graph.nodes)
     assert eliminate_common_subexpressions(graph) == 0
@@ -348,7 +350,8 @@ def test_transposes_sink_through_elementwise_ops_and_cancel(tmp_path):
              helper.make_node("Add", ["t", "b"], ["a"]), helper.make_node("Sub", ["c", "a"], ["s"]),
              helper.make_node("Relu", ["s"], ["r"]), helper.make_node("Transpose", ["r"], ["u"], perm=[0, 3, 1, 2]),
              helper.make_node("Sigmoid", ["u"], ["y"])]
-    m = model(nodes, [("x", [2, 3, 4, 5])], ["y"], [("b", RNG.standard_normal(3)), ("c", RNG.standard_normal((4, 1, 3)))])
+    m = model(nodes, [("x", [2, 3, 4, 5])], ["y"],
+              [("b", RNG.standard_normal(3)), ("c", RNG.standard_normal((4, 1, 3)))])
     compare_switch(tmp_path, m, [RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)], "transpose_cancel",
                    "transposes_cancelled")
     r = atc_py.build(m, ORIGIN)
@@ -392,7 +395,8 @@ def test_relu_fuses_into_a_residual_add(tmp_path, op):
 def test_a_transpose_does_not_sink_below_a_cast_to_a_dtype_it_cannot_move():
     """TransposeD has no float64 kernel: a Transpose -> Cast(double) pair stays as it is."""
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
-             helper.make_node("Cast", ["t"], ["c"], to=TensorProto.DOUBLE), helper.make_node("Cast", ["c"], ["y"], to=F)]
+             helper.make_node("Cast", ["t"], ["c"], to=TensorProto.DOUBLE),
+             helper.make_node("Cast", ["c"], ["y"], to=F)]
     r = atc_py.build(model(nodes, [("x", [3, 4])], ["y"]), ORIGIN)
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds[0] == "TransposeD" and r.summary["transposes_cancelled"] == 0

@@ -15,7 +15,8 @@ from ..ir.graph import Graph
 from .memory_buffers import OUTPUT_MARK, align, collect_buffers
 from .streams import StreamPlan
 
-GREEDY_MAX_BUFFERS = 12000   # the matrix is n^2 bytes (144 MB here, planned in ~2 s); bigger graphs keep the free-list plan
+# the matrix is n^2 bytes (144 MB at the limit, planned in ~2 s); bigger graphs keep the free-list plan
+GREEDY_MAX_BUFFERS = 12000
 CLIQUE_SEEDS = 16
 _NEVER = np.iinfo(np.int64).max
 
