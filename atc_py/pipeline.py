@@ -9,7 +9,7 @@ import pathlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable
 
 import onnx
@@ -140,10 +140,10 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     # ConstantOfShape & co become constants), fuse on the model's dtypes, then choose dtypes; the weight
     # Casts that adds are merged and fold in a second, cheap round
     stats["cse_merged"] = st.run("cse", eliminate_common_subexpressions, graph) if on("cse") else 0
-    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc) if on("fold") else 0
+    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc, late) if on("fold") else 0
     for name, fn, key in (("transpose_cancel", cancel_transposes, "transposes_cancelled"),
                           ("conv_bias", conv_bias, "bias_fused_into_conv"),
-                          ("bn_conv_fold", bn_conv_fold, "bn_folded_into_conv"),
+                          ("bn_conv_fold", partial(bn_conv_fold, jobs=late), "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused"),
                           ("relu_fusion", relu_fusion, "relu_fused")):
         stats[key] = st.run(name, fn, graph) if on(name) else 0

@@ -1,11 +1,12 @@
 """Constants computed on host threads while a pass goes on (weight preparation: fills, casts, BN scaling).
 
 numpy releases the GIL in bulk loops, so big constant computations overlap each other and the pass's own
-Python. A job's Const is *pending* until its value arrives (Value.data waits for it); a pass calls `wait`
-before it returns, so later passes see plain constants and a failing job is reported by its own stage. The
-exception is the last round, the fp16 weight casts: the pipeline waits for them only at the end of the build
-(the weights partition takes them as deferred parts, om/chunks.py), so they overlap the compile. Names and
-order are decided on the calling thread: the graph does not depend on timing.
+Python. A job's Const is *pending* until its value arrives (Value.data waits for it, wherever it is read).
+Called on their own, the passes `wait` before they return. The pipeline instead hands the folds, the BN
+scaling and the fp16 weight casts one ConstJobs that it waits for at the end of the build (the weights
+partition takes pending constants as deferred parts, om/chunks.py), so they overlap the passes and the
+compile that do not need their values; a failing job is then reported by the build, naming its node. Names
+and order are decided on the calling thread: the graph does not depend on timing.
 """
 from __future__ import annotations
 

@@ -75,9 +75,11 @@ def transpose_cancel(graph: Graph) -> int:
     return changed
 
 
-def bn_conv_fold(graph: Graph) -> int:
+def bn_conv_fold(graph: Graph, jobs: ConstJobs | None = None) -> int:
+    """Big filters are scaled on host threads; waited for here unless the caller passes `jobs`."""
     changed = 0
-    jobs = ConstJobs(graph)   # big filters are scaled on host threads
+    own = jobs is None
+    jobs = ConstJobs(graph) if own else jobs
     scaled: dict[tuple, Value] = {}
     for bn in list(graph.nodes):
         if bn.op_type != "BNInfer":
@@ -113,7 +115,8 @@ def bn_conv_fold(graph: Graph) -> int:
         graph.replace_all_uses(bn.outputs[0], conv.outputs[0])
         graph.remove_node(bn)
         changed += 1
-    jobs.wait()
+    if own:
+        jobs.wait()
     return changed
 
 
