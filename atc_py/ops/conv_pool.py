@@ -213,7 +213,10 @@ class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
 
     def reduce(self, t, planes, attrs):
-        return self.window_reduce(t, self.padded(t, planes, -np.inf), np.maximum, planes.dtype)
+        # fp16 planes are widened once (exactly) and the max taken in fp32: the result is one of the inputs, so
+        # narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at every tap
+        work = np.float32 if planes.dtype == np.float16 else planes.dtype
+        return self.window_reduce(t, self.padded(t, planes, -np.inf, work), np.maximum, work)
 
 
 @register
@@ -223,7 +226,9 @@ class AvgPoolV2(PoolBase):
     _counts: dict = {}
 
     def reduce(self, t, planes, attrs):
-        total = self.window_reduce(t, self.padded(t, planes, 0.0), np.add, np.float32)
+        # the sum is fp32 either way: widen fp16 planes once, not at each of the kh * kw taps
+        work = np.float32 if planes.dtype == np.float16 else planes.dtype
+        total = self.window_reduce(t, self.padded(t, planes, 0.0, work), np.add, np.float32)
         total /= self.counts(t, bool(self.attr(attrs, "exclusive")))
         return total
 
