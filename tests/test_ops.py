@@ -112,6 +112,26 @@ def test_maxpool_ceil_mode_and_avgpool_exclusive():
     np.testing.assert_allclose(a, ref, rtol=1e-5)
 
 
+def test_fp16_pools_are_exact():
+    """fp16 MaxPool returns exactly the fp16 window maxima (-0, ±inf included); fp16 AvgPool is the fp32 window
+    sum / count rounded once to fp16."""
+    x = (r(1, 2, 7, 7) * 100).astype(np.float16)
+    x.flat[::5] = -0.0
+    x.flat[3], x.flat[8] = np.inf, -np.inf
+    attrs = {"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "pads": [1, 1, 1, 1]}
+    (y,), _ = run("MaxPoolV3", [x], attrs)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    ref = np.array([[[[xp[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max() for j in range(4)] for i in range(4)]
+                     for c in range(2)]], np.float16)
+    assert y.dtype == np.float16 and np.array_equal(y, ref)
+    (a,), _ = run("AvgPoolV2", [np.nan_to_num(x, posinf=7, neginf=-7)], {**attrs, "exclusive": False})
+    xz = np.pad(np.nan_to_num(x, posinf=7, neginf=-7).astype(np.float32), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    ref = np.array([[[[xz[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() / 9 for j in range(4)] for i in range(4)]
+                     for c in range(2)]], np.float32).astype(np.float16)
+    assert a.dtype == np.float16
+    np.testing.assert_array_equal(a, ref)
+
+
 def test_global_average_pool_and_bninfer():
     x = r(2, 5, 4, 3)
     (y,), _ = run("GlobalAveragePool", [x])
