@@ -349,3 +349,25 @@ def test_weights_are_loaded_once_per_simulation(monkeypatch):
     second, _ = sim.run(x)
     assert len(calls) == 1 and calls[0] > 0
     np.testing.assert_array_equal(first[0], second[0])
+
+
+def test_fp16_weights_of_cube_kernels_are_widened_once_with_the_same_bits(monkeypatch):
+    """Cube kernels compute in fp32: their fp16 weights are widened once per loaded model, not per execution,
+    and the outputs are bit-identical to widening inside the kernel every time."""
+    import tempfile, pathlib
+    from runner.sim import program
+    with tempfile.TemporaryDirectory() as d:
+        om = pathlib.Path(d) / "m.om"
+        atc_py.build(str(MODELS / "small_cnn.onnx"), {"ge.socVersion": "Ascend910B1"}).save(om)   # force_fp16
+        model = load_model(str(om))
+    x = [np.random.default_rng(4).standard_normal((1, 3, 32, 32)).astype(np.float32)]
+    sim = Simulation(model)
+    first, _ = sim.run(x)
+    cache = sim.widened[model.name]
+    assert cache and all(a.dtype == np.float32 and not a.flags.writeable for a in cache.values())
+    kept = {k: id(a) for k, a in cache.items()}
+    second, _ = sim.run(x)
+    assert {k: id(a) for k, a in sim.widened[model.name].items()} == kept     # not converted again
+    monkeypatch.setattr(program.Call, "widens_fp16_weights", property(lambda self: False))
+    plain, _ = Simulation(model).run(x)
+    assert first[0].tobytes() == second[0].tobytes() == plain[0].tobytes()

@@ -16,15 +16,32 @@ def load_weights(weights: bytes) -> np.ndarray:
 
 
 class DeviceMemory:
-    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights):
+    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights, widened: dict | None = None):
         """weights: the model's bytes (copied), or a uint8 array already loaded (shared: the weights stay in
-        device memory from one execution to the next, as after a model load)."""
+        device memory from one execution to the next, as after a model load). widened: a cache of fp16 weights
+        widened to fp32, shared the same way (see widened_weight)."""
         if not isinstance(weights, np.ndarray):
             weights = load_weights(weights)
         self.regions = [
             ("feature map", fm_base, np.zeros(fm_size, dtype=np.uint8)),
             ("weights", weight_base, weights),
         ]
+        self.weight_base, self.weight_end = weight_base, weight_base + len(weights)
+        self.widened = {} if widened is None else widened
+
+    def is_weight(self, address: int) -> bool:
+        return self.weight_base <= address < self.weight_end
+
+    def widened_weight(self, address: int, desc: TensorDesc) -> np.ndarray:
+        """An fp16 weight as exact fp32, converted once per loaded model: cube kernels widen their inputs to
+        fp32 anyway, and numpy converts fp16 at ~4 ns per element (a ResNet-50's filters every execution)."""
+        key = (address, desc.shape)
+        arr = self.widened.get(key)
+        if arr is None:
+            arr = self.view(address, desc).astype(np.float32)
+            arr.flags.writeable = False
+            self.widened[key] = arr
+        return arr
 
     def _locate(self, address: int, nbytes: int) -> tuple[np.ndarray, int]:
         for name, base, buf in self.regions:

@@ -266,8 +266,13 @@ class DeviceRun:
         if self.mem is None:
             return []
         values: list = [None] * len(call.op.input)
+        widen = call.widens_fp16_weights
         for i, addr, desc in call.reads:
-            if addr is not None:
+            if addr is None:
+                continue
+            if widen and desc.dtype == "float16" and self.mem.is_weight(addr):
+                values[i] = self.mem.widened_weight(addr, desc)   # exact; the cube kernel widens it anyway
+            else:
                 values[i] = self.mem.view(addr, desc)
         outs = launch(get_op(call.op.type), tiling, call.attrs, call.out_descs, values)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends

@@ -90,6 +90,7 @@ class Simulation:
         self.soc = load_soc(model.soc_version)
         self.programs: dict[str, Program] = {}
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
+        self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
         self.cache: set = set()
 
     def program(self, m: DeviceModel) -> Program:
@@ -149,7 +150,8 @@ class Simulation:
         if self.compute:
             if m.name not in self.weights:
                 self.weights[m.name] = load_weights(m.weights)
-            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name])
+            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
+                               self.widened.setdefault(m.name, {}))
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
         run = DeviceRun(self.program(m), self.cores, self.prof, mem, self.allow, id_offset=len(self.stats.records))

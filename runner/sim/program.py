@@ -11,7 +11,7 @@ from atc_py.engines.aicore import kernel_of
 from atc_py.engines.args import _ITEM, parse_args
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.base import OpError
+from atc_py.ops.base import AIC, OpError
 from atc_py.ops.cost import work_cost
 from atc_py.ops.execute import tiling_context
 from atc_py.platform.soc import SocSpec
@@ -54,6 +54,13 @@ class Call:
         descs = [desc_from_proto(d) for d in self.op.input_desc]
         present = [i for i, s in enumerate(self.op.input) if s]
         return [(i, self.addrs.get(f"i{i}"), descs[slot]) for slot, i in enumerate(present)]
+
+    @cached_property
+    def widens_fp16_weights(self) -> bool:
+        """Cube kernels (Conv2D, MatMul, ...) compute in fp32 from fp16 inputs: their fp16 weights can be handed
+        over already widened (DeviceMemory.widened_weight), which changes no bit of the result."""
+        spec = get_op(self.op.type)
+        return spec is not None and spec.core_type == AIC
 
     @cached_property
     def out_addrs(self) -> list[int]:
