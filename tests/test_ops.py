@@ -221,3 +221,18 @@ def test_cost_uses_soc_figures():
     c310 = block_cost(mm, tiling_context(mm, descs, out, {}, load_soc("Ascend310P3")), 8, load_soc("Ascend310P3"))
     assert c910.cube == (128 ** 3) // 24 + (1 if (128 ** 3) % 24 else 0)
     assert c310.cube > c910.cube  # fewer cube cores
+
+
+@pytest.mark.parametrize("op_type,inputs,attrs", [
+    ("Conv2D", [(1, 4, 8, 8), (8, 4, 3, 3)], {"pads": [1, 1, 1, 1]}), ("Add", [(4, 64), (4, 64)], {}),
+    ("AddN", [(4, 64), (4, 64), (4, 64)], {})])
+def test_a_fused_relu_epilogue_is_computed_and_costed(op_type, inputs, attrs):
+    """fused_relu (relu_fusion) clamps the kernel's result at 0 and adds one vector op per output element."""
+    xs = [r(*s) for s in inputs]
+    (plain,), node = run(op_type, xs, attrs)
+    (fused,), _ = run(op_type, xs, {**attrs, "fused_relu": True})
+    np.testing.assert_array_equal(fused, np.maximum(plain, 0))
+    spec = get_op(op_type)
+    ctx = tiling_context(spec, [TensorDesc(x.shape, "float32") for x in xs], [v.desc for v in node.outputs], attrs, SOC)
+    fused_ctx = tiling_context(spec, ctx.inputs, ctx.outputs, {**attrs, "fused_relu": True}, SOC)
+    assert spec.launch_work(fused_ctx).vector_ops == spec.launch_work(ctx).vector_ops + node.outputs[0].desc.numel

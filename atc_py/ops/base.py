@@ -149,6 +149,19 @@ class OpSpec:
         moved = sum(d.nbytes for d in ctx.inputs if d is not None) + sum(d.nbytes for d in ctx.outputs)
         return Work(vector_ops=out_elems, bytes=moved, dtype=ctx.outputs[0].dtype if ctx.outputs else "float32")
 
+    def launch_work(self, ctx: TilingContext) -> Work:
+        """work() plus the epilogue a fusion pass gave this launch (fused_relu: one vector op per output element)."""
+        w = self.work(ctx)
+        if ctx.attrs.get("fused_relu"):
+            w.vector_ops += sum(d.numel for d in ctx.outputs)
+        return w
+
+    def epilogue(self, attrs: dict[str, Any], out: np.ndarray) -> np.ndarray:
+        """Apply the kernel's fused epilogue in place (relu_fusion's fused_relu) to its result."""
+        if attrs.get("fused_relu"):
+            np.maximum(out, 0, out=out)
+        return out
+
 
 class _Required:
     def __repr__(self) -> str:

@@ -133,8 +133,7 @@ class Conv2D(OpSpec):
         # the blocks cover output channels [0, block_dim * cout_per_block); channels past them stay zero
         end = covered(t["cout"], t["cout_per_block"], args.block_dim)
         out[:, end:] = 0
-        if self.attr(args.attrs, "fused_relu"):
-            np.maximum(out, 0, out=out)
+        self.epilogue(args.attrs, out)   # on the fp32 result, before the cast
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:
@@ -144,8 +143,7 @@ class Conv2D(OpSpec):
         fractals = g["groups"] * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(kdim, fk) * \
             ceil_div(g["cout"] // g["groups"], fn)
         moved = sum(d.nbytes for d in ctx.inputs if d is not None) + ctx.outputs[0].nbytes
-        relu = ctx.outputs[0].numel if self.attr(ctx.attrs, "fused_relu") else 0   # one vector op per output
-        return Work(fractals=fractals, vector_ops=relu, bytes=moved, dtype=ctx.inputs[0].dtype)
+        return Work(fractals=fractals, bytes=moved, dtype=ctx.inputs[0].dtype)
 
 
 class PoolBase(OpSpec):

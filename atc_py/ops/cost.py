@@ -44,4 +44,4 @@ def work_cost(spec: OpSpec, w: Work, block_dim: int, soc: SocSpec, head_cycles: 
 
 
 def block_cost(spec: OpSpec, ctx: TilingContext, block_dim: int, soc: SocSpec, **params) -> BlockCost:
-    return work_cost(spec, spec.work(ctx), block_dim, soc, **params)
+    return work_cost(spec, spec.launch_work(ctx), block_dim, soc, **params)

@@ -116,16 +116,7 @@ class Add(BinaryOp):
     fn = staticmethod(np.add)
 
     def compute(self, args: KernelArgs, inputs):
-        out = super().compute(args, inputs)
-        if self.attr(args.attrs, "fused_relu"):
-            np.maximum(out[0], 0, out=out[0])
-        return out
-
-    def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        if self.attr(ctx.attrs, "fused_relu"):
-            w.vector_ops += ctx.outputs[0].numel
-        return w
+        return [self.epilogue(args.attrs, out) for out in super().compute(args, inputs)]
 
 
 @register

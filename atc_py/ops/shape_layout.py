@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
                    prod, split_rows)
 from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .registry import register
@@ -251,13 +251,5 @@ class AddN(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         shape = args.outputs[0].shape
         flat = [np.broadcast_to(x, shape).reshape(-1) for x in inputs]
-        out = run_blocks(args, flat, lambda *xs: sum(xs[1:], xs[0]), args.outputs[0].dtype)
-        if self.attr(args.attrs, "fused_relu"):
-            np.maximum(out, 0, out=out)
-        return [out]
-
-    def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        if self.attr(ctx.attrs, "fused_relu"):
-            w.vector_ops += ctx.outputs[0].numel
-        return w
+        return [self.epilogue(args.attrs, run_blocks(args, flat, lambda *xs: sum(xs[1:], xs[0]),
+                                                      args.outputs[0].dtype))]

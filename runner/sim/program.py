@@ -102,7 +102,7 @@ def _in_descs(op) -> list:
 def block_ns(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None) -> int:
     ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
                          depend or {})
-    c = work_cost(spec, spec.work(ctx), block_dim, soc, head_cycles=prof.block_head_cycles,
+    c = work_cost(spec, spec.launch_work(ctx), block_dim, soc, head_cycles=prof.block_head_cycles,
                   cube_fractals_per_cycle=prof.cube_fractals_per_cycle, fp32_cube_rate=prof.fp32_cube_rate)
     return int(c.cycles * 1000 // max(soc.cube_freq_mhz, 1))
 
