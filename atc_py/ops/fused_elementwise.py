@@ -9,6 +9,7 @@ Only ops that compute with the base elementwise kernels take part (elementwise_f
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import numpy as np
 
@@ -20,13 +21,18 @@ from .registry import get_op, register
 
 def parse_program(attrs: dict) -> tuple[list[tuple[str, list[int]]], list[str]]:
     try:
-        steps = [(str(op), [int(r) for r in refs]) for op, refs in json.loads(attrs["program"])]
-        dtypes = [str(d) for d in attrs["step_dtypes"]]
+        steps, dtypes = _parse(attrs["program"], tuple(str(d) for d in attrs["step_dtypes"]))
     except (KeyError, TypeError, ValueError):
         raise OpError("attributes program (JSON [[op, [refs]], ...]) and step_dtypes are required") from None
     if not steps or len(dtypes) != len(steps) or any(get_op(op) is None for op, _ in steps):
         raise OpError("program and step_dtypes must have one entry per step, each a registered op")
-    return steps, dtypes
+    return steps, list(dtypes)
+
+
+@lru_cache(maxsize=1024)
+def _parse(program: str, dtypes: tuple[str, ...]) -> tuple[list[tuple[str, list[int]]], tuple[str, ...]]:
+    """Decoded once per program: om-run launches the same kernel every execution."""
+    return [(str(op), [int(r) for r in refs]) for op, refs in json.loads(program)], dtypes
 
 
 @register
