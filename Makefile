@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo bench golden proto clean
+.PHONY: venv test demo bench golden proto clean fuzz
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: venv
 
 bench: venv
 	$(PY) bench/bench.py
+
+# issue 13: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag; totals in out/fuzz.json
+fuzz: venv
+	mkdir -p out
+	OPENBLAS_NUM_THREADS=1 $(PY) -m tools.fuzz --om 12000 --models 3000 --flags --seed 1 --json out/fuzz.json
 
 golden: venv
 	$(PY) -m pytest tests/test_golden.py --update-golden

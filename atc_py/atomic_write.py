@@ -1,22 +1,99 @@
-"""Temp file + rename, so a failed run never leaves a half-written or clobbered output."""
+"""Writing a file the user named, without ever leaving a half-written output or clobbering something else.
+
+* A regular file (or a new one) is written through a temp file in the same folder and renamed over it:
+  a failed run leaves the old file as it was. A new file gets 0666 minus the umask (as open() would give
+  it), an existing one keeps its mode.
+* A symlink is followed: its target is written (and the link stays a link).
+* A character device (/dev/null, a terminal) is written through, never replaced by a regular file.
+* A FIFO, a socket, a block device or a folder is refused with a clear error.
+Every failure is E13004 (GE's "Failed to write file %s. Reason: %s.").
+"""
 from __future__ import annotations
 
 import os
 import pathlib
+import stat
 import tempfile
+from typing import Any, Callable
+
+from .errors import AtcError
+
+_UMASK = os.umask(0)
+os.umask(_UMASK)
 
 
-def write_atomic(path: pathlib.Path, data) -> None:
-    """data: bytes, or anything with write_to(file) (an OmImage streams its parts)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+def _fail(path, reason: str) -> AtcError:
+    return AtcError("E13004", file=str(path), errmsg=reason)
+
+
+def _writer(data: Any) -> Callable:
+    """data: bytes, an object with write_to(file) (an OmImage streams its parts), or a callable(file)."""
+    if callable(data):
+        return data
+    if hasattr(data, "write_to"):
+        return data.write_to
+    return lambda f: f.write(data)
+
+
+def _write_through(target: str, data: Any, path) -> None:
+    """A character device: written in order (a device need not seek, so an image is joined first)."""
+    if hasattr(data, "tobytes") and not isinstance(data, (bytes, bytearray, memoryview)):
+        data = data.tobytes()
     try:
+        with open(target, "wb", buffering=0) as f:
+            _writer(data)(f)
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+
+
+def write_atomic(path, data: Any) -> None:
+    path = pathlib.Path(path)
+    target = os.path.realpath(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+    mode = 0o666 & ~_UMASK
+    if st is not None:
+        if stat.S_ISCHR(st.st_mode):
+            _write_through(target, data, path)
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise _fail(path, "it is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            kind = "FIFO" if stat.S_ISFIFO(st.st_mode) else "socket" if stat.S_ISSOCK(st.st_mode) else \
+                "block device" if stat.S_ISBLK(st.st_mode) else "special file"
+            raise _fail(path, f"it is a {kind}; only regular files and character devices are written")
+        mode = stat.S_IMODE(st.st_mode)
+    parent = os.path.dirname(target) or "."
+    if not os.path.isdir(parent):
+        raise _fail(path, "its directory does not exist")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{os.path.basename(target)}.")
+    except OSError as exc:
+        raise _fail(path, exc.strerror or str(exc)) from None
+    try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
-            if hasattr(data, "write_to"):
-                data.write_to(f)
-            else:
-                f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
+            _writer(data)(f)
+        os.replace(tmp, target)
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise _fail(path, exc.strerror or str(exc)) from None
         raise
+
+
+def make_output_dir(path, what: str = "output") -> pathlib.Path:
+    """A folder for outputs: created if missing; anything else at that path is an E13004."""
+    d = pathlib.Path(path)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise _fail(path, f"the {what} path exists and is not a directory") from None
+    except OSError as exc:
+        raise _fail(path, f"cannot create the {what} directory ({exc.strerror or exc})") from None
+    return d

@@ -17,6 +17,10 @@ from .om import read_om
 from .om.container import OmFormatError
 from .om.json_dump import om_file_to_json
 from .om.model_info import model_info
+from .options import debug_sink_nops, fold_size_limit
+from .userfiles import read_bytes
+
+MAX_OM_BYTES = 64 << 30
 
 START = "ATC start working now, please wait for a moment."
 SUCCESS = "ATC run success, welcome to the next use."
@@ -64,9 +68,8 @@ def _check_flags(given: dict[str, str]) -> None:
         raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
     if v("enable_single_stream") not in ("", "true", "false"):
         raise AtcError("E10005", value=v("enable_single_stream"), parameter="enable_single_stream")
-    nops = v("debug_sink_nops")
-    if nops and not nops.isdigit():
-        raise AtcError("E10003", value=nops, parameter="debug_sink_nops", reason="The value type must be [int32].")
+    debug_sink_nops({"debug_sink_nops": v("debug_sink_nops")})
+    fold_size_limit({"fold_size_limit": v("fold_size_limit")})
     for key in ("op_attr_config",):
         if v(key) and not os.path.isfile(v(key)):
             raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
@@ -101,16 +104,14 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
         "input_format": v("input_format"), "ge.exec.precision_mode": v("precision_mode"),
         "output_type": v("output_type"), "optimization_switch": v("optimization_switch"),
+        "fold_size_limit": v("fold_size_limit"),
     }
 
 
 def _read_om(path: str):
     if not path:
         raise AtcError("E10004", parameter="om")
-    try:
-        data = pathlib.Path(path).read_bytes()
-    except OSError as exc:
-        raise AtcError("E10041", path=path, reason=exc.strerror or str(exc)) from None
+    data = read_bytes(path, lambda why: AtcError("E10041", path=path, reason=why), MAX_OM_BYTES)
     try:
         return read_om(data)
     except OmFormatError as exc:
@@ -188,6 +189,8 @@ def run(argv: list[str]) -> int:
     except cmdline.SyntaxProblem as exc:
         click.echo(f"ERROR: {exc}", err=True)
         click.echo(FAILURE)
+        click.echo(str(AtcError("E10001", value=" ".join(argv)[:200], parameter="the command line",
+                                reason=f"{exc} (atc-py --help lists the flags)")))
         return EXIT_FAILURE
     except AtcError as exc:
         click.echo(FAILURE)

@@ -46,6 +46,8 @@ FLAGS = {f.name: f for f in [
     Flag("op_attr_config", "str", "", "JSON file: node name -> attributes to set (e.g. _super_kernel_scope)"),
     Flag("debug_sink_nops", "str", "", "DEBUG ONLY: NOPs before each tiling-sink kernel instead of the SoC's "
                                        "prefetch_num (shows the prefetch hazard)"),
+    Flag("fold_size_limit", "str", "", "Bytes of the largest constant folded at compile time; larger or costlier "
+                                       "folds stay in the graph and run on the device (default: 268435456)"),
     Flag("enable_single_stream", "str", "", "Put every task on one stream. true or false (default: false)"),
     Flag("help", "bool", "false", "Show this help message"),
 ]}

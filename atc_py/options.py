@@ -37,7 +37,7 @@ def parse_input_shape(text: str, allow_empty: bool = False) -> dict[str | int, l
                 raise AtcError("E10002", value=part, reason="It is not a digit", sample=INPUT_SHAPE_SAMPLE)
             d = int(tok)
             if d < 0 or (d == 0 and not allow_empty):
-                raise AtcError("E10011", value=part, reason=f"dim {d} is not positive in a static shape")
+                raise AtcError("E10011", value=part, result=d)
             dims.append(d)
         if key in result:
             raise AtcError("E10002", value=text, reason=f"Input {key} is given twice", sample=INPUT_SHAPE_SAMPLE)
@@ -91,3 +91,27 @@ def parse_optimization_switch(text: str) -> dict[str, bool]:
                            reason=f'The format is "pass:on;pass:off" and pass is one of {", ".join(OPTIMIZATION_PASSES)}.')
         out[name] = state == "on"
     return out
+
+
+def parse_int_option(text: str, parameter: str, low: int, high: int, default: int) -> int:
+    """An integer flag in [low, high] (digits only, as ATC's int flags); E10003 otherwise."""
+    if text == "":
+        return default
+    if not re.fullmatch(r"\d{1,20}", text) or not low <= int(text) <= high:
+        raise AtcError("E10003", value=text, parameter=parameter,
+                       reason=f"The value must be an integer in [{low}, {high}].")
+    return int(text)
+
+
+def fold_size_limit(options: dict[str, str]) -> int:
+    """--fold_size_limit: bytes of the largest constant folded at compile time (bigger folds run on the
+    device); 0 folds nothing that makes data."""
+    from .limits import DEFAULT_FOLD_SIZE_LIMIT, MAX_CONST_BYTES
+    return parse_int_option(options.get("fold_size_limit", ""), "fold_size_limit", 0, MAX_CONST_BYTES,
+                            DEFAULT_FOLD_SIZE_LIMIT)
+
+
+def debug_sink_nops(options: dict[str, str]) -> int | None:
+    from .limits import MAX_SINK_NOPS
+    text = options.get("debug_sink_nops", "")
+    return None if text == "" else parse_int_option(text, "debug_sink_nops", 0, MAX_SINK_NOPS, 0)

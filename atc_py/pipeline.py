@@ -29,8 +29,9 @@ from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout
 from .om.modeldef import model_def
 from .ops import get_op
-from .options import (check_tiling_schedule_optimize_session, parse_input_shape, parse_optimization_switch,
-                      parse_out_nodes)
+from .limits import DEFAULT_FOLD_SIZE_LIMIT
+from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape,
+                      parse_optimization_switch, parse_out_nodes)
 from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
@@ -108,10 +109,12 @@ def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
     shapes = parse_input_shape(options.get("input_shape", ""), options.get("input_shape_allow_empty") == "1")
     if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
         proto = st.run("load", load_tf, model) if isinstance(model, str) else model
-        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC")
+        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC",
+                             model if isinstance(model, str) else "")
     else:
         proto, weights = st.run("load", load_onnx_lazy, model) if isinstance(model, str) else (model, {})
-        graph, info = st.run("parse", convert_onnx, proto, shapes, weights)
+        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, model if isinstance(model, str) else "",
+                             fold_size_limit(options))
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
@@ -130,7 +133,7 @@ def _input_format(graph: Graph, fmt: str) -> None:
 
 def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
              precision: str = "must_keep_origin_dtype", output_type: str = "",
-             late: ConstJobs | None = None) -> dict[str, int]:
+             late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT) -> dict[str, int]:
     """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
     Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on."""
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
@@ -140,7 +143,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     # ConstantOfShape & co become constants), fuse on the model's dtypes, then choose dtypes; the weight
     # Casts that adds are merged and fold in a second, cheap round
     stats["cse_merged"] = st.run("cse", eliminate_common_subexpressions, graph) if on("cse") else 0
-    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc, late) if on("fold") else 0
+    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc, late, fold_limit) if on("fold") else 0
     for name, fn, key in (("transpose_cancel", cancel_transposes, "transposes_cancelled"),
                           ("conv_bias", conv_bias, "bias_fused_into_conv"),
                           ("bn_conv_fold", partial(bn_conv_fold, jobs=late), "bn_folded_into_conv"),
@@ -152,7 +155,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     if on("fold") and (stats["fp16_cube_ops"] or stats["outputs_cast"]):
         if on("cse"):
             stats["cse_merged"] += st.run("cse dtypes", eliminate_common_subexpressions, graph, False)
-        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc, late)
+        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc, late, fold_limit)
     stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
     graph.topo_sort()
     return stats
@@ -233,6 +236,8 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         raise AtcError("E10001", value=framework, parameter="--framework",
                        reason="This version of atc-py supports 3(TensorFlow) and 5(Onnx) only.")
     soc = load_soc(options.get("ge.socVersion", ""))
+    fold_limit = fold_size_limit(options)
+    debug_sink_nops(options)
     if options.get("debug_sink_nops", "") != "":
         log("alert", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "
                        f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
@@ -243,7 +248,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
-                     options.get("output_type", ""), late)
+                     options.get("output_type", ""), late, fold_limit)
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
     for d in decisions:

@@ -46,10 +46,12 @@ def load_plugins(option: str = "") -> list[str]:
             sys.modules[name] = module
             try:
                 spec.loader.exec_module(module)
-            except Exception as exc:  # a broken plugin is the user's input: report it, no traceback
+            except BaseException as exc:  # a broken plugin is the user's input (sys.exit in it too): no traceback
                 sys.modules.pop(name, None)
+                what = f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
+                    f"{type(exc).__name__}: {exc}"
                 raise AtcError("E10001", value=str(path), parameter="--op_plugin",
-                               reason=f"The plugin failed to load: {type(exc).__name__}: {exc}") from None
+                               reason=f"The plugin failed to load: {what}") from None
             new = sorted(set(registry.all_ops()) - before)
             for op_type in new:
                 op = registry.get_op(op_type)

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+import os
 import sys
 from collections import Counter
 
@@ -13,7 +15,9 @@ from atc_py.errors import AtcError
 from atc_py.plugins import load_plugins
 
 from .host.session import check_inputs
-from .io import atomic_write, load_expected, load_inputs, write_outputs
+from atc_py.atomic_write import make_output_dir, write_atomic
+
+from .io import load_expected, load_inputs, write_outputs
 from .loader import DeviceModel, RootModel, load_model
 from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
@@ -56,19 +60,48 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
     return ok
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+class OmRunCommand(click.Command):
+    """Click's own usage errors become E30002 lines like every other bad input (no 'Usage:' dump), and
+    anything unexpected is one E19999 line (its traceback with ATC_PY_DEBUG=1)."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"[ERROR] E30002: Invalid input for om-run: {exc.format_message()} (om-run --help lists the "
+                       "options)", err=True)
+            sys.exit(1)
+        except click.Abort:
+            click.echo("[ERROR] E30002: Invalid input for om-run: aborted", err=True)
+            sys.exit(1)
+        if standalone_mode:
+            sys.exit(0 if rv is None else rv)
+        return rv
+
+
+def _finite(ctx, param, value):
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise click.BadParameter(f"{value} is not a finite number >= 0")
+    return value
+
+
+@click.command(cls=OmRunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model_arg", required=False, metavar="[MODEL.om]")
 @click.option("--model", "model_opt", help="The .om file to run.")
 @click.option("--input", "input_spec", help="Comma-separated .npy files in input order, or one .npz keyed by input names.")
 @click.option("--output", "output_dir", help="Directory to write the outputs to.")
 @click.option("--outfmt", type=click.Choice(["NPY", "BIN", "TXT"], case_sensitive=False), default="NPY", show_default=True)
-@click.option("--loop", type=click.IntRange(min=1), default=1, show_default=True, help="Executions of the model.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random inputs used without --input.")
+@click.option("--loop", type=click.IntRange(min=1, max=1_000_000), default=1, show_default=True,
+              help="Executions of the model.")
+@click.option("--seed", type=click.IntRange(min=0, max=2**64 - 1), default=0, show_default=True,
+              help="Seed of the random inputs used without --input.")
 @click.option("--expected", help=".npz of expected outputs (by output name, or arr_0.. in output order).")
 @click.option("--op_plugin", "--op-plugin", "op_plugin", default="",
               help="Custom operator packages (':'-separated; ASCEND_CUSTOM_OPP_PATH is read too).")
-@click.option("--rtol", type=float, default=1e-4, show_default=True)
-@click.option("--atol", type=float, default=1e-4, show_default=True)
+@click.option("--rtol", type=float, default=1e-4, show_default=True, callback=_finite)
+@click.option("--atol", type=float, default=1e-4, show_default=True, callback=_finite)
 @click.option("--sim-config", "sim_config", help="JSON overriding runtime-profile parameters (see runner/sim/profile.py).")
 @click.option("--allow-hazards", is_flag=True, help="Report hazards and go on instead of stopping.")
 @click.option("--tiling-cache", type=click.Choice(["on", "off"]), default="on", show_default=True,
@@ -78,54 +111,74 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
 @click.option("--summary-json", "summary_path", help="Write the simulated-time summary as JSON.")
 @click.option("--profile", "profile_dir", help="Write op_summary.csv and trace.json (Chrome/Perfetto) here.")
 @click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels.")
+@click.option("--no-verify", is_flag=True, help="Run a file whose checksum is all zero (unsealed); a wrong checksum "
+                                                "is never accepted.")
 def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute):
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time."""
     try:
-        path = model_opt or model_arg
-        if not path:
-            raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
-        load_plugins(op_plugin)
-        model = load_model(path)
-        print_model(model)
-        prof = RuntimeProfile.load(sim_config)
-        inputs = None
-        if not no_compute:
-            inputs = load_inputs(model, input_spec, seed)
-            check_inputs(model, inputs)
-            if not input_spec:
-                click.echo(f"[INFO] inputs: random (seed {seed})")
-        sim = Simulation(model, prof, compute=not no_compute, allow_hazards=allow_hazards,
-                         tiling_cache=tiling_cache == "on", host_threads=int(host_threads))
-        loops, outputs = [], None
-        for k in range(loop):
-            result, stats = sim.run(inputs)
-            loops.append(stats)
-            if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
-                raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
-            outputs = result
-        for line in console(loops, int(host_threads), tiling_cache == "on"):
-            click.echo(line)
-        if summary_path:
-            atomic_write(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1) + "\n").encode())
-            click.echo(f"[INFO] wrote {summary_path}")
-        if profile_dir:
-            for p in write_profile(profile_dir, loops[-1], model.name, atomic_write):
-                click.echo(f"[INFO] wrote {p}")
-        if outputs is not None:
-            for io, arr in zip(model.outputs, outputs):
-                a = arr.astype(np.float64) if arr.size else np.zeros(1)
-                click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
-                           f"mean {a.mean():.6g}")
-            if output_dir:
-                for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
-                    click.echo(f"[INFO] wrote {p}")
-            if expected and not compare(model, outputs, load_expected(model, expected), rtol, atol):
-                raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
-        click.echo("[INFO] om-run finished successfully")
+        _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
+             sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify)
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)
+    except MemoryError:
+        click.echo("[ERROR] E30006: The simulation needs more host memory than this machine gives it", err=True)
+        sys.exit(1)
+    except Exception as exc:  # a bug: one line for the user, the traceback with ATC_PY_DEBUG=1
+        if os.environ.get("ATC_PY_DEBUG"):
+            raise
+        click.echo(f"[ERROR] E19999: Internal Error! {type(exc).__name__}: {exc}", err=True)
+        sys.exit(1)
+
+
+def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify):
+    path = model_opt or model_arg
+    if model_opt and model_arg and model_opt != model_arg:
+        raise AtcError("E30002", reason=f"two models given ({model_arg} and --model {model_opt})")
+    if not path:
+        raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
+    load_plugins(op_plugin)
+    model = load_model(path, verify=not no_verify)
+    print_model(model)
+    prof = RuntimeProfile.load(sim_config)
+    inputs = None
+    if not no_compute:
+        inputs = load_inputs(model, input_spec, seed)
+        check_inputs(model, inputs)
+        if not input_spec:
+            click.echo(f"[INFO] inputs: random (seed {seed})")
+    sim = Simulation(model, prof, compute=not no_compute, allow_hazards=allow_hazards,
+                     tiling_cache=tiling_cache == "on", host_threads=int(host_threads))
+    loops, outputs = [], None
+    for k in range(loop):
+        result, stats = sim.run(inputs)
+        loops.append(stats)
+        if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
+            raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
+        outputs = result
+    for line in console(loops, int(host_threads), tiling_cache == "on"):
+        click.echo(line)
+    if summary_path:
+        write_atomic(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
+                                    + "\n").encode())
+        click.echo(f"[INFO] wrote {summary_path}")
+    if profile_dir:
+        make_output_dir(profile_dir, "--profile")
+        for p in write_profile(profile_dir, loops[-1], model.name, write_atomic):
+            click.echo(f"[INFO] wrote {p}")
+    if outputs is not None:
+        for io, arr in zip(model.outputs, outputs):
+            a = arr.astype(np.float64) if arr.size else np.zeros(1)
+            click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
+                       f"mean {a.mean():.6g}")
+        if output_dir:
+            for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
+                click.echo(f"[INFO] wrote {p}")
+        if expected and not compare(model, outputs, load_expected(model, expected), rtol, atol):
+            raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
+    click.echo("[INFO] om-run finished successfully")
 
 
 if __name__ == "__main__":

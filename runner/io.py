@@ -1,33 +1,107 @@
-"""Input loading (npy list / npz by name / deterministic random) and msame-style output writing."""
+"""Input loading (npy list / npz by name / deterministic random) and msame-style output writing.
+
+Input files are untrusted: each must be a regular file, its .npy header is read and checked (no object
+dtype, a size the file actually holds and below MAX_ARRAY_BYTES) before any array is allocated, and npz
+members are read the same way. Outputs are named from --output, the output index and a sanitised model
+name only, and written through atc_py.atomic_write.
+"""
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
-import tempfile
+import re
+import stat
 import zipfile
 
 import numpy as np
 
-from atc_py.ir.dtypes import dtype_by_name
-
+from atc_py.atomic_write import make_output_dir, write_atomic
 from atc_py.errors import AtcError
+from atc_py.ir.dtypes import dtype_by_name
 
 from .loader import DeviceModel
 
+MAX_ARRAY_BYTES = 16 << 30        # one input or expected array (the largest model input we simulate is far below)
+MAX_NPY_HEADER = 1 << 16          # numpy writes headers of a few hundred bytes
+NPY_MAGIC = b"\x93NUMPY"
 
-def _load_npy(path: str) -> np.ndarray:
+
+def _bad(path, reason: str) -> AtcError:
+    return AtcError("E30002", reason=f"cannot read '{path}': {reason}")
+
+
+def regular_file(path: str, what: str) -> int:
+    """The size of `path`, which must be an existing regular file (a FIFO would block, /dev/zero never ends)."""
+    if not path:
+        raise AtcError("E30002", reason=f"{what}: empty file name")
     try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise AtcError("E30002", reason=f"cannot read '{path}' as .npy ({exc})") from None
+        st = os.stat(path)
+    except OSError as exc:
+        raise _bad(path, exc.strerror or str(exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _bad(path, f"{what} must be a regular file")
+    return st.st_size
 
 
-def _load_npz(path: str) -> dict[str, np.ndarray]:
+def _read_npy(f, available: int, path) -> np.ndarray:
+    """One .npy stream: header parsed and checked before the data is read."""
+    magic = f.read(8)
+    if len(magic) < 8 or magic[:6] != NPY_MAGIC or magic[6] not in (1, 2, 3):
+        raise _bad(path, "not a .npy file")
+    head_len_size = 2 if magic[6] == 1 else 4
+    raw = f.read(head_len_size)
+    if len(raw) < head_len_size:
+        raise _bad(path, "truncated .npy header")
+    hlen = int.from_bytes(raw, "little")
+    if hlen > MAX_NPY_HEADER:
+        raise _bad(path, f".npy header of {hlen} bytes")
+    header = f.read(hlen)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        raise AtcError("E30002", reason=f"cannot read '{path}' as .npz ({exc})") from None
+        d = ast.literal_eval(header.decode("latin1" if magic[6] < 3 else "utf-8"))
+        dtype = np.dtype(d["descr"]) if isinstance(d["descr"], str) else None
+        shape, fortran = tuple(int(x) for x in d["shape"]), bool(d["fortran_order"])
+    except (ValueError, SyntaxError, KeyError, TypeError, MemoryError, RecursionError):
+        raise _bad(path, "malformed .npy header") from None
+    if dtype is None or dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise _bad(path, "arrays of objects or structured dtypes are not model inputs")
+    if any(x < 0 for x in shape):
+        raise _bad(path, f"negative dimension in shape {shape}")
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    body = available - 8 - head_len_size - hlen
+    if nbytes > MAX_ARRAY_BYTES or nbytes > body:
+        raise _bad(path, f"shape {list(shape)} of {dtype} needs {nbytes} bytes, the file holds {max(body, 0)}")
+    data = f.read(nbytes)
+    if len(data) != nbytes:
+        raise _bad(path, "truncated .npy data")
+    arr = np.frombuffer(data, dtype).reshape(shape[::-1] if fortran else shape)
+    return (arr.T if fortran else arr).copy()
+
+
+def load_npy(path: str) -> np.ndarray:
+    size = regular_file(path, ".npy input")
+    try:
+        with open(path, "rb") as f:
+            return _read_npy(f, size, path)
+    except OSError as exc:
+        raise _bad(path, exc.strerror or str(exc)) from None
+
+
+def load_npz(path: str) -> dict[str, np.ndarray]:
+    size = regular_file(path, ".npz file")
+    try:
+        with zipfile.ZipFile(path) as z:
+            out = {}
+            for info in z.infolist():
+                if not info.filename.endswith(".npy"):
+                    raise _bad(path, f"member '{info.filename}' is not an array of the archive")
+                if info.file_size > MAX_ARRAY_BYTES + MAX_NPY_HEADER or info.file_size > 1024 * max(size, 1):
+                    raise _bad(path, f"member '{info.filename}' claims {info.file_size} bytes")
+                with z.open(info) as f:
+                    out[info.filename[:-4]] = _read_npy(f, info.file_size, f"{path}:{info.filename}")
+            return out
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, ValueError) as exc:
+        raise _bad(path, f"not a valid .npz ({exc})") from None
 
 
 def random_inputs(model: DeviceModel, seed: int) -> list[np.ndarray]:
@@ -50,18 +124,18 @@ def load_inputs(model: DeviceModel, spec: str | None, seed: int) -> list[np.ndar
     if not spec:
         return random_inputs(model, seed)
     if spec.endswith(".npz"):
-        data = _load_npz(spec)
+        data = load_npz(spec)
         names = [io.name for io in model.inputs]
         if set(data) != set(names):
             if all(k.startswith("arr_") for k in data) and len(data) == len(names):
                 return [data[f"arr_{i}"] for i in range(len(names))]
             raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
         return [data[n] for n in names]
-    return [_load_npy(p) for p in spec.split(",")]
+    return [load_npy(p) for p in spec.split(",")]
 
 
 def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:
-    data = _load_npz(path)
+    data = load_npz(path)
     names = [io.name for io in model.outputs]
     if all(n in data for n in names):
         return [data[n] for n in names]
@@ -71,40 +145,26 @@ def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:
                                     f"or arr_0..arr_{len(names) - 1}")
 
 
-def atomic_write(path, data: bytes) -> None:
-    """Write bytes to path through a temp file + rename."""
-    path = pathlib.Path(path)
-    _atomic_write(path, lambda f: f.write(data))
-
-
-def _atomic_write(path: pathlib.Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def safe_stem(name: str, limit: int = 64) -> str:
+    """A model name as part of a file name: letters, digits, '_', '-', '.' only, no leading dot, bounded
+    length — a name stored in the .om never chooses a folder."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:limit].lstrip(".")
+    return stem or "model"
 
 
 def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, fmt: str) -> list[pathlib.Path]:
-    d = pathlib.Path(out_dir)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise AtcError("E30002", reason=f"cannot create output directory '{out_dir}' ({exc.strerror})") from None
+    d = make_output_dir(out_dir)
+    stem = safe_stem(model.name)
+    ext = {"NPY": "npy", "BIN": "bin", "TXT": "txt"}[fmt]
     paths = []
     for i, arr in enumerate(outputs):
-        ext = {"NPY": "npy", "BIN": "bin", "TXT": "txt"}[fmt]
-        p = d / f"{model.name}_output_{i}.{ext}"
+        p = d / f"{stem}_output_{i}.{ext}"
         if fmt == "NPY":
-            _atomic_write(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
+            write_atomic(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
         elif fmt == "BIN":
-            _atomic_write(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
+            write_atomic(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
         else:
-            _atomic_write(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a.reshape(1, -1),
-                                                         fmt="%.8g"))
+            write_atomic(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 and a.shape[-1]
+                                                       else a.reshape(1, -1), fmt="%.8g"))
         paths.append(p)
     return paths

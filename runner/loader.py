@@ -2,12 +2,12 @@
 subgraph the host executor runs) or RootModel (a multi-model om: root graph + sub-models by name)."""
 from __future__ import annotations
 
-import pathlib
+import os
+import stat
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
-from atc_py.engines import task_types as tt
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_from_proto
 from atc_py.ir.graph import TensorDesc
@@ -16,9 +16,11 @@ from atc_py.om import partitions as pt
 from atc_py.om.attrs import from_attr
 from atc_py.om.container import OmFormatError, OmModel
 from atc_py.om.kernel_store import parse_store
-from atc_py.platform import load_soc
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
+
+from . import limits
+from .validate import Invalid, validate, validate_calls
 
 
 @dataclass
@@ -89,14 +91,15 @@ def _parse(path, msg, data: bytes | None, what: str):
         raise _fail(path, f"the model has no {what} partition (not an executable om)")
     try:
         msg.ParseFromString(data)
-    except DecodeError as exc:
+    except (DecodeError, RecursionError) as exc:
         raise _fail(path, f"the {what} partition does not parse ({exc})") from None
     return msg
 
 
 def _io(model: ModelBase) -> None:
+    """Inputs (Data by index) and outputs (NetOutput's inputs) of a validated model."""
     ops = sorted(model.ops.values(), key=lambda o: o.id)
-    data = sorted((o for o in ops if o.type == "Data"), key=lambda o: from_attr(o.attr["index"]) if "index" in o.attr else 0)
+    data = sorted((o for o in ops if o.type == "Data"), key=lambda o: from_attr(o.attr["index"]))
     for op in data:
         model.inputs.append(IoTensor(op.output_desc[0].name or op.name, desc_from_proto(op.output_desc[0]),
                                      op.output_i[0] if op.output_i else None))
@@ -107,29 +110,28 @@ def _io(model: ModelBase) -> None:
                                               op.input_i[k] if k < len(op.input_i) else None))
 
 
-def _check_ops_registered(path, ops) -> None:
-    from atc_py.ops import get_op
-    missing = sorted({op.type for op in ops.values() if get_op(op.type) is None})
-    if missing:
-        raise _fail(path, f"op type(s) {', '.join(missing)} are not registered: load the custom operator package "
-                          "with --op_plugin or ASCEND_CUSTOM_OPP_PATH")
+def _attr_int(attrs: dict, key: str, default: int) -> int:
+    """A model attribute the dataclasses hold as int: anything else becomes -1, which validation rejects."""
+    v = attrs.get(key, default)
+    return v if isinstance(v, int) and not isinstance(v, bool) else -1
 
 
-def _load_one(path, m: OmModel) -> ModelBase:
+def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
     md = _parse(path, ge.ModelDef(), m.get(pt.MODEL_DEF), "MODEL_DEF")
-    if not md.graph:
-        raise _fail(path, "MODEL_DEF has no graph")
+    if len(md.graph) != 1:
+        raise _fail(path, f"MODEL_DEF of model {md.name!r} has {len(md.graph)} graphs; om-run runs one per model")
     attrs = {k: from_attr(v) for k, v in md.attr.items()}
     weights = m.get(pt.WEIGHTS_DATA) or b""
     if attrs.get("weight_size", len(weights)) != len(weights):
         raise _fail(path, f"weight_size {attrs.get('weight_size')} does not match WEIGHTS_DATA ({len(weights)} B)")
-    ops = {op.id: op for op in md.graph[0].op}
-    _check_ops_registered(path, ops)
-    common = dict(name=md.name, soc_version=attrs.get("soc_version", ""), ops=ops, weights=weights,
-                  weight_base=int(attrs.get("task_gen_weight_addr", 0)), attrs=attrs)
-    if attrs.get("_is_unknown_shape"):
+    op_list = list(md.graph[0].op)
+    ops = {op.id: op for op in op_list}
+    soc = attrs.get("soc_version", "")
+    common = dict(name=md.name, soc_version=soc if isinstance(soc, str) else "", ops=ops, weights=weights,
+                  weight_base=_attr_int(attrs, "task_gen_weight_addr", 0), attrs=attrs)
+    if attrs.get("_is_unknown_shape") is True:
         model: ModelBase = HostModel(**common)
-    elif m.get(pt.TASK_INFO) is None and any(op.type == "PartitionedCall" for op in ops.values()):
+    elif m.get(pt.TASK_INFO) is None and any(op.type == "PartitionedCall" for op in op_list):
         model = RootModel(**common)
     else:
         mtd = _parse(path, task_pb2.ModelTaskDef(), m.get(pt.TASK_INFO), "TASK_INFO")
@@ -137,57 +139,59 @@ def _load_one(path, m: OmModel) -> ModelBase:
             kernels = parse_store(m.get(pt.TBE_KERNELS) or b"")
         except ValueError as exc:
             raise _fail(path, f"TBE_KERNELS: {exc}") from None
-        model = DeviceModel(**common, tasks=list(mtd.task), memory_size=int(attrs.get("memory_size", 0)),
-                            fm_base=int(attrs.get("task_gen_base_addr", 0)),
-                            stream_num=int(attrs.get("stream_num", 1)), event_num=int(attrs.get("event_num", 0)),
+        model = DeviceModel(**common, tasks=list(mtd.task), memory_size=_attr_int(attrs, "memory_size", 0),
+                            fm_base=_attr_int(attrs, "task_gen_base_addr", 0),
+                            stream_num=_attr_int(attrs, "stream_num", 1), event_num=_attr_int(attrs, "event_num", 0),
                             kernels=kernels)
-        _check_tasks(path, model)
-    _io(model)
+    op_lists[id(model)] = op_list
     return model
 
 
-def _check_tasks(path, model: DeviceModel) -> None:
-    from atc_py.engines.aicore import task_op_index
-    for t in model.tasks:
-        idx = task_op_index(t)
-        if idx is not None and idx not in model.ops:
-            raise _fail(path, f"task {t.id} refers to op index {idx}, which MODEL_DEF does not have")
-        if t.stream_id >= max(model.stream_num, 1):
-            raise _fail(path, f"task {t.id} is on stream {t.stream_id}; the model has {model.stream_num} streams")
-        if t.type in (tt.EVENT_RECORD, tt.EVENT_WAIT) and t.event_id >= model.event_num:
-            raise _fail(path, f"task {t.id} uses event {t.event_id}; the model has {model.event_num} events")
-    if any(t.type == tt.UPDATE for t in model.tasks) and model.soc_version:
-        try:
-            soc = load_soc(model.soc_version)
-        except AtcError:
-            return
-        if not soc.model_task_update:
-            raise _fail(path, f"the model uses UPDATE tasks (tiling sink) but {model.soc_version} has no task-update "
-                              "capability (FEATURE_TYPE_MODEL_TASK_UPDATE); compile it without "
-                              "--tiling_schedule_optimize=1 for this SoC")
-
-
-def load_model(path: str) -> ModelBase:
-    p = pathlib.Path(path)
+def read_model_file(path: str, max_bytes: int = limits.MAX_OM_BYTES) -> bytes:
+    """The file's bytes: a regular file of at most max_bytes (a FIFO would block, /dev/zero never ends)."""
     try:
-        data = p.read_bytes()
+        st = os.stat(path)
     except OSError as exc:
         raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _fail(path, "it is not a regular file")
+    if st.st_size > max_bytes:
+        raise _fail(path, f"the file has {st.st_size} bytes (limit {max_bytes})")
     try:
-        om = read_om(data)
+        with open(path, "rb") as f:
+            return f.read(st.st_size)
+    except OSError as exc:
+        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+
+
+def load_model(path: str, verify: bool = True) -> ModelBase:
+    """Read, decode and validate (validate.py) an .om; every problem is one E30001. verify=False (om-run
+    --no-verify) accepts a file whose checksum is all zero; a wrong checksum is never accepted."""
+    data = read_model_file(path)
+    try:
+        om = read_om(data, allow_unsealed=not verify)
     except OmFormatError as exc:
         raise _fail(path, str(exc)) from None
-    if not om.is_dynamic:
-        return _load_one(path, om.models[0])
-    root = _load_one(path, om.models[0])
-    if not isinstance(root, RootModel):
-        raise _fail(path, "the first model of a multi-model om is not a partitioned root graph")
-    for m in om.models[1:]:
-        sub = _load_one(path, m)
-        root.subs[sub.name] = sub
-    for op in root.ops.values():
-        if op.type == "PartitionedCall":
-            for name in op.subgraph_name:
-                if name not in root.subs:
-                    raise _fail(path, f"PartitionedCall {op.name} calls subgraph {name}, which the om does not contain")
+    op_lists: dict = {}
+    models = [_load_one(path, m, op_lists) for m in om.models]
+    root = models[0]
+    if om.is_dynamic:
+        if not isinstance(root, RootModel):
+            raise _fail(path, "the first model of a multi-model om is not a partitioned root graph")
+        for sub in models[1:]:
+            if isinstance(sub, RootModel):
+                raise _fail(path, f"sub-model {sub.name!r} is itself a root graph")
+            if sub.name in root.subs:
+                raise _fail(path, f"two sub-models are named {sub.name!r}")
+            root.subs[sub.name] = sub
+    elif isinstance(root, RootModel) or len(models) != 1:
+        raise _fail(path, "a single-model om must hold one static or dynamic model, not a root graph")
+    try:
+        validate(root, op_lists)
+        for m in [root, *getattr(root, "subs", {}).values()]:
+            _io(m)
+        if isinstance(root, RootModel):
+            validate_calls(root, op_lists)
+    except Invalid as exc:
+        raise _fail(path, str(exc)) from None
     return root

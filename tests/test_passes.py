@@ -86,7 +86,7 @@ def test_a_failing_threaded_fold_names_its_node(monkeypatch):
     def broken(self, args, inputs):
         raise OpError("kernel refused")
     monkeypatch.setattr(type(get_op("Mul")), "compute", broken)
-    with pytest.raises(AtcError, match=r"E19999.*Constant folding failed for node scale \(Mul\): kernel refused"):
+    with pytest.raises(AtcError, match=r"E14001.*Op scale with optype Mul is invalid. Reason: constant folding failed: kernel refused"):
         fold_constants(_big_fold_graph(), SOC)
 
 

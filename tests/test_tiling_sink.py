@@ -324,7 +324,7 @@ def test_custom_op_without_plugin_in_om_run_is_a_clean_error(tmp_path):
     p.write_bytes(build(MODELS / "custom_op.onnx").om)
     saved = registry._REGISTRY.pop("RowScale")
     try:
-        with pytest.raises(AtcError, match="RowScale are not registered"):
+        with pytest.raises(AtcError, match="'RowScale' are not registered"):
             load_model(str(p))
     finally:
         registry._REGISTRY["RowScale"] = saved

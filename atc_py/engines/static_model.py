@@ -1,11 +1,14 @@
 """Compile one static (known-shape) graph: tiling, running params, memory, streams/events, tasks → partitions."""
 from __future__ import annotations
 
+import struct
+
 import json
 from dataclasses import dataclass, field
 
 from .. import __version__
 from ..errors import AtcError
+from ..passes.infer import invalid
 from ..ir.graph import Graph
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
@@ -58,13 +61,23 @@ def tile(graph: Graph, soc: SocSpec) -> dict[str, TilingResult]:
         try:
             res = spec.tiling(ctx)
         except OpError as exc:
-            raise AtcError("E19999", message=f"Tiling failed for node {node.name} ({node.op_type}): {exc}") from None
+            raise invalid(node, f"its tiling failed: {exc}") from None
+        except struct.error as exc:   # a value its tiling data cannot hold (a dim or pad beyond the field width)
+            raise invalid(node, f"a value does not fit its tiling data ({exc})") from None
         if res.block_dim < 1:
             raise AtcError("E19999", message=f"Tiling of node {node.name} returned block_dim {res.block_dim}")
         if node.attrs.get(TILING_SINK_OP) and spec.is_custom:
             res.workspace = list(res.workspace) + [sink.CUSTOM_TILING_OP_DUMP_SIZE]
         out[node.name] = res
     return out
+
+
+def check_device_memory(name: str, plan: MemoryPlan, soc: SocSpec) -> None:
+    """The feature map and the weights must fit the SoC's device memory (SoCInfo memory_size)."""
+    need = plan.memory_size + plan.weight_size
+    if soc.memory_size and need > soc.memory_size:
+        raise AtcError("E13023", item=f"{name} (feature map {plan.memory_size} B + weights {plan.weight_size} B)",
+                       size=need, maxsize=soc.memory_size)
 
 
 def _produced_inside(v) -> bool:
@@ -76,6 +89,7 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
     streams = assign_streams(graph, single_stream=options.get("ge.enableSingleStream", "") == "true")
     plan = plan_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
                        reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
+    check_device_memory(graph.name, plan, soc)
     nops = soc.prefetch_num
     if options.get("debug_sink_nops", "") != "":
         nops = int(options["debug_sink_nops"])

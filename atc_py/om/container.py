@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Union
 
 from .chunks import Chunks, partition_digest
-from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, ModelFileHeader
+from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, OM_PROTO_VERSION, ModelFileHeader
 from .partitions import NAMES
 
 _TABLE_HEAD = struct.Struct("<II")
@@ -117,7 +117,7 @@ class OmFile:
 
     @property
     def is_dynamic(self) -> bool:
-        return self.header.version >= MODEL_VERSION and (self.header.model_num > 1 or self.header.is_unknow_model == 1)
+        return self.header.model_num > 1 or self.header.is_unknow_model == 1
 
 
 def write_om(models: list[OmModel], name: str, is_unknown: bool = False) -> OmImage:
@@ -132,50 +132,86 @@ def write_om(models: list[OmModel], name: str, is_unknown: bool = False) -> OmIm
     return OmImage(header, models)
 
 
-def read_om(data: bytes) -> OmFile:
-    size = len(data)
-    if size < MODEL_FILE_HEAD_LEN:
-        raise OmFormatError(f"file has {size} bytes, shorter than the {MODEL_FILE_HEAD_LEN}-byte header")
-    h = ModelFileHeader.unpack(data[:MODEL_FILE_HEAD_LEN])
+def check_header(h: ModelFileHeader, size: int) -> None:
+    """Every header field against what a writer of this format may put there."""
     if h.magic != MODEL_FILE_MAGIC_NUM:
         raise OmFormatError(f"bad magic 0x{h.magic:08X} (expected 0x{MODEL_FILE_MAGIC_NUM:08X}): not an .om file")
     if h.headsize != MODEL_FILE_HEAD_LEN:
         raise OmFormatError(f"header size {h.headsize} is not {MODEL_FILE_HEAD_LEN}")
+    if h.version != MODEL_VERSION:
+        raise OmFormatError(f"header version 0x{h.version:08X} is not 0x{MODEL_VERSION:08X}")
     if h.is_encrypt:
         raise OmFormatError("encrypted models are not supported")
-    model_len = h.model_length if h.model_length else h.length
-    if model_len != size - MODEL_FILE_HEAD_LEN:
-        raise OmFormatError(f"header says {model_len} bytes follow the header, the file has "
-                            f"{size - MODEL_FILE_HEAD_LEN} (truncated or padded)")
+    if h.om_ir_version != OM_PROTO_VERSION:
+        raise OmFormatError(f"om_ir_version {h.om_ir_version} is not {OM_PROTO_VERSION}")
+    for name in ("is_checksum", "genmode", "need_check_os_cpu_info", "is_unknow_model"):
+        if getattr(h, name) not in (0, 1):
+            raise OmFormatError(f"header field {name} is {getattr(h, name)}; it is 0 or 1")
+    if h.modeltype != 0 or h.platform_type != 0:
+        raise OmFormatError(f"header modeltype {h.modeltype} / platform_type {h.platform_type}: only 0 (an offline "
+                            "model for the device) is supported")
     if h.model_length == 0:
         raise OmFormatError("legacy 32-bit partition tables (model_length == 0) are not supported")
-    body = data[MODEL_FILE_HEAD_LEN:]
+    if h.length not in (0, h.model_length):
+        raise OmFormatError(f"header length {h.length} disagrees with model_length {h.model_length}")
+    if h.model_length != size - MODEL_FILE_HEAD_LEN:
+        raise OmFormatError(f"header says {h.model_length} bytes follow the header, the file has "
+                            f"{size - MODEL_FILE_HEAD_LEN} (truncated or padded)")
     if not 1 <= h.model_num <= MAX_MODELS:
         raise OmFormatError(f"model_num {h.model_num} is out of range 1..{MAX_MODELS}")
+    if h.is_unknow_model != (h.model_num > 1):
+        raise OmFormatError(f"is_unknow_model {h.is_unknow_model} with {h.model_num} models: a multi-model om is "
+                            "exactly an unknown-shape one")
+    try:
+        h.name.decode("utf-8")
+    except UnicodeDecodeError:
+        raise OmFormatError("the model name in the header is not UTF-8") from None
+
+
+def read_om(data: bytes, allow_unsealed: bool = False) -> OmFile:
+    """Parse and verify a whole file. The checksum is always verified; a zero checksum (an unsealed file) is
+    an error unless allow_unsealed (om-run --no-verify)."""
+    size = len(data)
+    if size < MODEL_FILE_HEAD_LEN:
+        raise OmFormatError(f"file has {size} bytes, shorter than the {MODEL_FILE_HEAD_LEN}-byte header")
+    h = ModelFileHeader.unpack(data[:MODEL_FILE_HEAD_LEN])
+    check_header(h, size)
+    body = memoryview(data)[MODEL_FILE_HEAD_LEN:]
     models, tables, pos = [], [], 0
     for k in range(h.model_num):
         if pos + _TABLE_HEAD.size > len(body):
             raise OmFormatError(f"partition table of model {k} at offset {pos} is truncated")
-        num, _ = _TABLE_HEAD.unpack_from(body, pos)
-        if not 1 <= num <= MAX_PARTITIONS:
-            raise OmFormatError(f"model {k} has {num} partitions; 1..{MAX_PARTITIONS} allowed")
+        num, pad = _TABLE_HEAD.unpack_from(body, pos)
+        if not 1 <= num <= MAX_PARTITIONS or pad:
+            raise OmFormatError(f"model {k} has {num} partitions (pad {pad}); 1..{MAX_PARTITIONS} allowed")
         table_end = pos + _TABLE_HEAD.size + num * _ENTRY.size
         if table_end > len(body):
             raise OmFormatError(f"partition table of model {k} runs past the end of the file")
         entries = [_ENTRY.unpack_from(body, pos + _TABLE_HEAD.size + i * _ENTRY.size) for i in range(num)]
-        cursor, parts = table_end, []
-        for ptype, _, _, psize in entries:
-            if psize == 0 or cursor + psize > len(body):
-                raise OmFormatError(f"partition {NAMES.get(ptype, ptype)} of model {k} has size {psize}, "
-                                    f"which does not fit the file")
-            parts.append((ptype, body[cursor:cursor + psize]))
+        cursor, parts, seen = table_end, [], set()
+        for ptype, epad, offset, psize in entries:
+            if ptype not in NAMES or epad:
+                raise OmFormatError(f"model {k} has a partition of unknown type {ptype}")
+            if ptype in seen:
+                raise OmFormatError(f"model {k} has two {NAMES[ptype]} partitions")
+            seen.add(ptype)
+            if psize == 0 or cursor + psize > len(body) or offset != cursor - table_end:
+                raise OmFormatError(f"partition {NAMES[ptype]} of model {k} (offset {offset}, size {psize}) does "
+                                    "not fit the file")
+            parts.append((ptype, bytes(body[cursor:cursor + psize])))
             cursor += psize
         models.append(OmModel(parts))
-        tables.append(body[pos:table_end])
+        tables.append(bytes(body[pos:table_end]))
         pos = cursor
     if pos != len(body):
         raise OmFormatError(f"{len(body) - pos} bytes after the last partition are not described by any table")
     digest = h.checksum[:32]
-    if any(digest) and model_checksum(zip(tables, ([d for _, d in m.partitions] for m in models))) != digest:
+    if not any(digest):
+        if not allow_unsealed:
+            raise OmFormatError("the checksum is all zero (an unsealed or hand-made file); om-run --no-verify "
+                                "runs it anyway")
+    elif model_checksum(zip(tables, ([d for _, d in m.partitions] for m in models))) != digest:
         raise OmFormatError("checksum mismatch: the file is corrupted")
+    if any(h.checksum[32:]):
+        raise OmFormatError("the second half of the checksum field is not zero")
     return OmFile(h, models)

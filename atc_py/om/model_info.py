@@ -20,8 +20,16 @@ def _parse(m):
     return md, mtd, {k: from_attr(v) for k, v in md.attr.items()}
 
 
+def _n(a: dict, key: str) -> int:
+    """A numeric model attribute as the report shows it: anything but an integer (a hostile or damaged file)
+    reads as 0, never an exception."""
+    v = a.get(key, 0)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
 def _shape(d) -> str:
-    return f"{ge.DataType.Name(d.dtype)}[{','.join(map(str, d.shape.dim))}] {d.layout}".strip()
+    name = ge.DataType.Name(d.dtype) if d.dtype in ge.DataType.values() else f"DT_{d.dtype}"
+    return f"{name}[{','.join(map(str, d.shape.dim))}] {d.layout}".strip()
 
 
 def _model_lines(label: str, m, md, mtd, a) -> list[str]:
@@ -36,13 +44,13 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
         for op in g.op:
             if op.type == "PartitionedCall":
                 kind = "dynamic" if op.attr["_is_unknown_shape"].b else "static"
-                lines.append(f"  calls {op.subgraph_name[0]} ({kind})")
+                lines.append(f"  calls {', '.join(op.subgraph_name) or '?'} ({kind})")
         return lines
-    planned, bound = a.get("memory_size", 0), a.get("_fm_lower_bound", 0)
+    planned, bound = _n(a, "memory_size"), _n(a, "_fm_lower_bound")
     ratio = f"{planned / bound:.3f}" if bound else "n/a"
     lines.append(f"  memory   : feature map {planned} B planned, lower bound {bound} B (ratio {ratio}), workspace "
-                 f"{a.get('_workspace_size', 0)} B, tiling data {a.get('_tiling_data_size', 0)} B, weights "
-                 f"{a.get('weight_size', 0)} B; in-place outputs {a.get('_inplace_outputs', 0)}, reuse "
+                 f"{_n(a, '_workspace_size')} B, tiling data {_n(a, '_tiling_data_size')} B, weights "
+                 f"{_n(a, 'weight_size')} B; in-place outputs {_n(a, '_inplace_outputs')}, reuse "
                  f"{'on' if a.get('_reuse_memory', True) else 'off'}")
     lines.append(f"  streams  : {a.get('stream_num', 0)} (events {a.get('event_num', 0)})")
     tasks = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in mtd.task)
@@ -57,7 +65,9 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
 
 def model_info(om: OmFile) -> str:
     md, mtd, a = _parse(om.models[0])
-    info = list(a.get("om_info_list", [0, 0, 0, 0, 0])) + [0] * 5
+    info = a.get("om_info_list")
+    info = [x if isinstance(x, int) else 0 for x in info] if isinstance(info, list) else []
+    info += [0] * 5
     lines = ["============ Display Model Info start ============",
              f"Original Atc command line: {a.get('atc_cmdline', '')}",
              f"system   info: atc_version[{a.get('atc_version', '')}], soc_version[{a.get('soc_version', '')}], "
@@ -72,16 +82,18 @@ def model_info(om: OmFile) -> str:
     g = md.graph[0] if md.graph else ge.GraphDef()
     for op in g.op:
         if op.type == "Data":
-            d = op.output_desc[0]
-            lines.append(f"input    : {d.name or op.name} {_shape(d)} ({d.size} B)")
+            for d in op.output_desc[:1]:
+                lines.append(f"input    : {d.name or op.name} {_shape(d)} ({d.size} B)")
     for op in g.op:
         if op.type == "NetOutput":
             for k, d in enumerate(op.input_desc):
-                lines.append(f"output   : {d.name or op.input[k]} {_shape(d)} ({d.size} B)")
+                name = d.name or (op.input[k] if k < len(op.input) else f"output {k}")
+                lines.append(f"output   : {name} {_shape(d)} ({d.size} B)")
     for k, m in enumerate(om.models):
         sub_md, sub_mtd, sub_a = (md, mtd, a) if k == 0 else _parse(m)
         lines += _model_lines("root" if len(om.models) > 1 and k == 0 else f"model {k}", m, sub_md, sub_mtd, sub_a)
-    decisions = a.get("_sink_decisions") or []
+    decisions = a.get("_sink_decisions")
+    decisions = [str(d) for d in decisions] if isinstance(decisions, list) else []
     lines.append(f"tiling sink: {len(decisions)} tiling-dependent op(s)" + (":" if decisions else ""))
     lines += [f"  {d}" for d in decisions]
     lines.append("============ Display Model Info end   ============")

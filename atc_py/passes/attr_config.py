@@ -1,10 +1,9 @@
 """--op_attr_config FILE: a JSON map node name -> {attribute: value} applied after parsing."""
 from __future__ import annotations
 
-import json
-
 from ..errors import AtcError
 from ..ir.graph import Graph
+from ..userfiles import read_json
 
 SCALARS = (bool, int, float, str)
 
@@ -12,12 +11,8 @@ SCALARS = (bool, int, float, str)
 def apply_attr_config(graph: Graph, path: str) -> int:
     if not path:
         return 0
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (OSError, ValueError) as exc:
-        raise AtcError("E10001", value=path, parameter="--op_attr_config",
-                       reason=f"The file is not valid JSON: {exc}") from None
+    config = read_json(path, lambda why: AtcError("E10001", value=path, parameter="--op_attr_config",
+                                                  reason=f"The file cannot be used: {why}"))
     if not isinstance(config, dict) or not all(isinstance(v, dict) for v in config.values()):
         raise AtcError("E10001", value=path, parameter="--op_attr_config",
                        reason='The file must map node names to attribute objects: {"node": {"attr": value}}.')

@@ -15,8 +15,8 @@ def assign_engines(graph: Graph) -> dict[str, int]:
         dtypes = {v.desc.dtype for v in node.inputs if v is not None} | {v.desc.dtype for v in node.outputs}
         bad = sorted(d for d in dtypes if d not in spec.dtypes)
         if bad:
-            raise AtcError("E19999", message=f"Node {node.name} ({node.op_type}): dtype {', '.join(bad)} is not "
-                                             f"supported; supported: {', '.join(spec.dtypes)}")
+            raise AtcError("E10055", reason=f"Node {node.name} ({node.op_type}): dtype {', '.join(bad)} is not "
+                                            f"supported by its kernel; supported: {', '.join(spec.dtypes)}")
         node.meta["engine"] = spec.engine
         node.meta["core_type"] = spec.core_type
     return engine_counts(graph)

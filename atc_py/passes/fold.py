@@ -8,15 +8,40 @@ from ..errors import AtcError
 from ..ir.graph import Graph
 from ..ops import get_op
 from ..ops.base import OpError
-from ..ops.execute import run_op
+from ..limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
+from ..ops.execute import run_op, tiling_context
 from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, worth_a_thread
 from .infer import infer_node
 
 NEVER_FOLD = {"Data", "Const", "NetOutput"}
+FRACTAL_MACS = 16 * 16 * 16   # one cube fractal of Work
 
 
 SHAPE_OF = {"Shape"}   # depends only on the input's shape, not its value
+
+
+def too_big(node, spec, soc: SocSpec, size_limit: int) -> bool:
+    """Whether folding the node would make a constant larger than size_limit bytes, or cost more than
+    FOLD_WORK_PER_BYTE element operations per byte of it: then it stays in the graph and runs on the device."""
+    outs = [v.desc for v in node.outputs]
+    if any(not d.known for d in outs):
+        return False
+    if sum(d.numel * _itemsize(d.dtype) for d in outs) > size_limit:
+        return True
+    try:
+        w = spec.work(tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], outs,
+                                     node.attrs, soc))
+    except Exception:   # an op without a cost model of these shapes: judged by its size alone
+        return False
+    return w.fractals * FRACTAL_MACS + w.vector_ops > size_limit * FOLD_WORK_PER_BYTE
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return np.dtype(dtype).itemsize
+    except TypeError:
+        return 16   # strings: GE's string head
 
 
 def _evaluate(node, spec, ins, soc: SocSpec):
@@ -30,16 +55,18 @@ def _evaluate(node, spec, ins, soc: SocSpec):
         try:
             outs = run_op(spec, in_descs, out_descs, attrs, soc, ins)
         except OpError as exc:
-            raise AtcError("E19999", message=f"Constant folding failed for node {name} ({op_type}): {exc}") \
-                from None
+            raise AtcError("E14001", value="(constant inputs)", opname=name, optype=op_type,
+                           reason=f"constant folding failed: {exc}") from None
         return [data.astype(d.dtype, copy=False) for d, data in zip(out_descs, outs)]
     return run
 
 
-def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None) -> int:
+def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None,
+                   size_limit: int = DEFAULT_FOLD_SIZE_LIMIT) -> int:
     """Fold in topological order, re-inferring each node first: once a Shape of a static tensor folds, the
     ConstantOfShape/Expand/Reshape chain behind it gets static shapes and folds or becomes static too.
-    Threaded folds are waited for before returning, unless the caller passes `jobs` and waits for it later."""
+    Threaded folds are waited for before returning, unless the caller passes `jobs` and waits for it later.
+    A fold beyond `size_limit` (too_big) is left to the device."""
     folded = 0
     dead: list = []    # removed in one pass at the end
     own = jobs is None
@@ -50,7 +77,7 @@ def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None) ->
         infer_node(node)
         if node.op_type in SHAPE_OF and node.inputs[0] is not None and node.inputs[0].desc.known:
             x = node.inputs[0]
-            data = np.zeros(x.desc.shape, np.uint8)  # a stand-in with the right shape: only its shape is read
+            data = np.broadcast_to(np.zeros((), np.uint8), x.desc.shape)  # only its shape is read: no memory
             outs = run_op(get_op(node.op_type), [x.desc], [v.desc for v in node.outputs], node.attrs, soc, [data])
             new = graph.add_const(graph.unique_name(f"{node.name}_folded"), outs[0].astype(node.outputs[0].desc.dtype))
             graph.replace_all_uses(node.outputs[0], new)
@@ -61,6 +88,8 @@ def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None) ->
         if not all(v is None or v.is_const for v in node.inputs):
             continue
         spec = get_op(node.op_type)
+        if too_big(node, spec, soc, size_limit):
+            continue
         ins = [v.data if v is not None else None for v in node.inputs]
         if len(node.outputs) == 1 and worth_a_thread(node.outputs[0].desc):
             v = node.outputs[0]

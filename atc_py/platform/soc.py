@@ -35,6 +35,8 @@ class SocSpec:
     l2_rate: int
     mkn: dict = field(default_factory=dict)
     model_task_update: bool = False
+    memory_size: int = 0          # device memory (HBM/DDR) in bytes, SoCInfo memory_size
+    stream_num: int = 0           # streams the runtime offers, SoCInfo normal_stream_num
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -92,6 +94,8 @@ def load_ini(path: str | pathlib.Path) -> SocSpec:
         l2_rate=_int(rates, "l2_rate"),
         mkn=mkn,
         model_task_update=feats.get("model_task_update", "0") == "1",
+        memory_size=_int(soc, "memory_size"),
+        stream_num=_int(soc, "normal_stream_num"),
         raw=raw,
     )
 

@@ -12,6 +12,7 @@ ends, so a missing event or a broken memory plan corrupts results — and is rep
 from __future__ import annotations
 
 import heapq
+import os
 from dataclasses import dataclass, field
 
 from atc_py.engines import task_types as tt
@@ -27,6 +28,9 @@ from .cores import Cores
 from .hazards import Hazard, check_start
 from .profile import RuntimeProfile
 from .program import Call, Program, SimTask, Sqe, _in_descs, block_ns, op_attrs
+
+# what numpy and the kernels raise on values outside what an op supports (AxisError is a ValueError)
+KERNEL_FAULTS = (ValueError, IndexError, KeyError, TypeError, ArithmeticError)
 
 
 @dataclass
@@ -182,10 +186,17 @@ class DeviceRun:
 
     # -- task kinds ----------------------------------------------------------------------------------
     def execute(self, task: SimTask, t: int) -> None:
+        """Run one task; a kernel that fails on the values it was given (the file was validated, the numbers in
+        memory were not) is an E30004 naming the task, like a device exception would be."""
         try:
             self._execute(task, t)
-        except (OpError, MemoryFault, ValueError) as exc:
+        except (OpError, MemoryFault) as exc:
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
+        except KERNEL_FAULTS as exc:
+            if os.environ.get("ATC_PY_DEBUG"):
+                raise
+            raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})",
+                           reason=f"the kernel failed: {type(exc).__name__}: {exc}") from None
 
     def _execute(self, task: SimTask, t: int) -> None:
         prof = self.prof
@@ -295,6 +306,8 @@ class DeviceRun:
         self.hazard_check(task, s)
         writes = []
         if not stale:
+            if call.sink and call.op.id not in self.sink_ctx:
+                raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
             tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
             writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data))
         self.record(task, t, s, e, bd, task.core_type)
@@ -306,6 +319,8 @@ class DeviceRun:
         self.hazard_check(task, cur)
         for call in task.calls:
             if call.sink:
+                if call.op.id not in self.sink_ctx:
+                    raise OpError(f"the device tiling of {call.op.name} has not run before the SUPER_KERNEL")
                 res = self.sink_ctx[call.op.id]
                 tiling, bd = res, res.block_dim
                 dur = self._sink_block_ns(call, bd)

@@ -5,6 +5,7 @@ value produced on the device, and a tiling cache keyed by the tiling inputs."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +20,7 @@ from atc_py.platform import load_soc
 from ..device.memory import DeviceMemory, load_weights
 from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .cores import Cores
-from .device import DeviceRun, TaskRecord
+from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .hazards import Hazard
 from .profile import RuntimeProfile
 from .program import Program, block_ns, build_program, op_attrs
@@ -97,8 +98,8 @@ class Simulation:
         if m.name not in self.programs:
             try:
                 self.programs[m.name] = build_program(m, self.soc, self.prof)
-            except OpError as exc:
-                raise AtcError("E30001", path=m.name, reason=str(exc)) from None
+            except (OpError, ValueError, KeyError, IndexError, TypeError) as exc:
+                raise AtcError("E30001", path=m.name, reason=f"{type(exc).__name__}: {exc}") from None
         return self.programs[m.name]
 
     # -- one execution -----------------------------------------------------------------------------
@@ -242,6 +243,11 @@ class Simulation:
                     self.dynamic_node(op, values, descs, on_host, consts, handoff)
             except OpError as exc:
                 raise AtcError("E30004", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
+            except KERNEL_FAULTS as exc:
+                if os.environ.get("ATC_PY_DEBUG"):
+                    raise
+                raise AtcError("E30004", task=f"host node {op.name} ({op.type})",
+                               reason=f"{type(exc).__name__}: {exc}") from None
         return outputs if self.compute else None
 
     def fetch_to_host(self, op, idx: list[int], why: str, ready: int) -> int:

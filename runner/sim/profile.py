@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field, fields
 
 from atc_py.errors import AtcError
+from atc_py.userfiles import read_json
 
 
 @dataclass
@@ -54,28 +55,44 @@ class RuntimeProfile:
 
     @classmethod
     def load(cls, path: str | None) -> "RuntimeProfile":
+        """The defaults with the overrides of a JSON file (a regular file of at most MAX_CONFIG_BYTES; every
+        value a finite number in [0, MAX_VALUE], rates and divisors > 0)."""
         prof = cls()
         if not path:
             return prof
-        try:
-            with open(path, encoding="utf-8") as f:
-                data = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise AtcError("E30002", reason=f"--sim-config {path}: {exc}") from None
+        data = _read_config(path)
         if not isinstance(data, dict):
-            raise AtcError("E30002", reason=f"--sim-config {path} must hold a JSON object")
+            raise _bad(path, "it must hold a JSON object")
         known = {f.name: f for f in fields(cls)}
         for key, value in data.items():
             if key not in known:
-                raise AtcError("E30002", reason=f"--sim-config: unknown parameter '{key}' "
-                                                f"(known: {', '.join(sorted(known))})")
+                raise _bad(path, f"unknown parameter '{key}' (known: {', '.join(sorted(known))})")
             current = getattr(prof, key)
             if isinstance(current, dict):
                 if not isinstance(value, dict):
-                    raise AtcError("E30002", reason=f"--sim-config: '{key}' must be an object")
-                current.update({str(k): int(v) for k, v in value.items()})
-            elif not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-                raise AtcError("E30002", reason=f"--sim-config: '{key}' must be a non-negative number")
+                    raise _bad(path, f"'{key}' must be an object")
+                current.update({str(k): int(_number(path, f"{key}.{k}", v, False)) for k, v in value.items()})
             else:
-                setattr(prof, key, type(current)(value))
+                setattr(prof, key, type(current)(_number(path, key, value, key in POSITIVE)))
         return prof
+
+
+MAX_CONFIG_BYTES = 1 << 20
+MAX_VALUE = 1e15          # ns, cycles or GB/s: a second is 1e9 ns
+POSITIVE = {"cube_fractals_per_cycle", "fp32_cube_rate", "h2d_gbps", "d2h_gbps"}   # divisors
+
+
+def _bad(path, reason: str) -> AtcError:
+    return AtcError("E30002", reason=f"--sim-config {path}: {reason}")
+
+
+def _read_config(path: str):
+    return read_json(path, lambda why: _bad(path, why), MAX_CONFIG_BYTES)
+
+
+def _number(path, key: str, value, positive: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _bad(path, f"'{key}' must be a number")
+    if not 0 <= value <= MAX_VALUE or (positive and value == 0):
+        raise _bad(path, f"'{key}' must be {'> 0' if positive else '>= 0'} and at most {MAX_VALUE:g}, got {value}")
+    return value

@@ -132,8 +132,7 @@ def chrome_trace(s: LoopStats) -> dict:
 
 def write_profile(directory, s: LoopStats, model_name: str, writer) -> list:
     import pathlib
-    d = pathlib.Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
+    d = pathlib.Path(directory)   # the caller made it (atc_py.atomic_write.make_output_dir)
     files = [(d / "op_summary.csv", op_summary_csv(s, model_name).encode()),
              (d / "trace.json", json.dumps(chrome_trace(s)).encode())]
     for path, data in files:

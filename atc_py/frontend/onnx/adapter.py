@@ -8,6 +8,7 @@ import onnx
 from onnx import numpy_helper
 
 from ...ir.graph import Value
+from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 
 ADAPTERS: dict[tuple[str, str], type["OnnxOp"]] = {}
 
@@ -87,6 +88,13 @@ class NodeCtx:
     def const(self, i: int) -> np.ndarray | None:
         v = self.input(i)
         return v.data if v is not None and v.is_const else None
+
+    def const_budget(self, count: int, itemsize: int, what: str) -> None:
+        """An adapter about to materialise `count` elements: at most the fold size limit (--fold_size_limit)."""
+        limit = getattr(self.conv, "fold_limit", DEFAULT_FOLD_SIZE_LIMIT)
+        if count * itemsize > limit:
+            raise AdapterError(f"{what} would be a constant of {count * itemsize} bytes, more than the fold size "
+                               f"limit ({limit} bytes, --fold_size_limit)")
 
     def make_const(self, suffix: str, data: np.ndarray) -> Value:
         return self.conv.graph.add_const(self.conv.graph.unique_name(f"{self.name}_{suffix}"), np.asarray(data))

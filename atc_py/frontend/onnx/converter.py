@@ -7,10 +7,13 @@ from onnx import numpy_helper
 from ...errors import AtcError
 from ...ir.dtypes import dtype_from_onnx
 from ...ir.graph import Graph, TensorDesc, Value
+from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...ops.base import OpError
 from ...passes.infer import infer_node
 from . import adapters  # noqa: F401  (registers the adapters)
+from ..node_errors import converting
 from .adapter import ADAPTERS, AdapterError, NodeCtx
+from .checks import check_model, input_type_problem, schema_for
 
 DOMAIN_ALIASES = {"ai.onnx": ""}
 
@@ -80,7 +83,8 @@ class OnnxConverter:
             if dt is None:
                 raise AtcError("E10041", path=self.model.graph.name,
                                reason=f"input '{inp.name}' has an unsupported element type {tt.elem_type}")
-            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] \
+                if tt.HasField("shape") else [-1]   # no shape at all: unknown rank, not a scalar
             shape = self.input_shapes.get(inp.name, self.input_shapes.get(index))
             if shape is not None:
                 if len(shape) != len(dims) and tt.HasField("shape"):
@@ -97,17 +101,21 @@ class OnnxConverter:
             self.values[inp.name] = node.outputs[0]
             index += 1
 
-    def nodes(self) -> None:
-        for k, n in enumerate(self.model.graph.node):
+    def nodes(self, order: list[int]) -> None:
+        for k in order:
+            n = self.model.graph.node[k]
             domain = DOMAIN_ALIASES.get(n.domain, n.domain)
             cls = ADAPTERS[(domain, n.op_type)]
             impl = cls.impl_for(self.opsets[domain])
             name = self.graph.unique_name(_safe(n.name or f"{n.op_type}_{k}"))
-            ctx = NodeCtx(self, n, name)
-            try:
+            ctx = None
+            with converting(n.name or name, n.op_type, (AdapterError, OpError), lambda: _node_args(ctx) if ctx else "-"):
+                ctx = NodeCtx(self, n, name)
+                problem = input_type_problem(schema_for(n.op_type, domain, self.opsets[domain]),
+                                             [_dtype_of(ctx.input(i)) for i in range(ctx.n_inputs)])
+                if problem:
+                    raise AdapterError(problem)
                 outs = impl(ctx)
-            except (AdapterError, OpError) as exc:
-                raise AtcError("E19999", message=f"Node {n.name or name} ({n.op_type}): {exc}") from None
             self.node_outputs[n.name or name] = list(n.output)
             for out_name, v in zip(n.output, outs):
                 if out_name:
@@ -117,6 +125,25 @@ class OnnxConverter:
         outs = [self.value(o.name) for o in self.model.graph.output]
         self.graph.add_node("NetOutput", "NetOutput", outs, [],
                             attrs={"output_names": [o.name for o in self.model.graph.output]})
+
+
+def _dtype_of(v) -> str | None:
+    """A tensor input's dtype (sequences and other non-tensor values: None, not checked here)."""
+    desc = getattr(v, "desc", None)
+    return desc.dtype if desc is not None else None
+
+
+def _node_args(ctx: NodeCtx) -> str:
+    """The ONNX node's inputs (dtype and shape where known) and attributes, for an E14001."""
+    ins = []
+    for i in range(ctx.n_inputs):
+        name = ctx.node.input[i]
+        v = ctx.conv.values.get(name) if name else None
+        desc = getattr(v, "desc", None)
+        ins.append(f"{desc.dtype}{list(desc.shape)}" if desc is not None else (name or "-"))
+    attrs = ", ".join(f"{k}={v!r}" for k, v in sorted(ctx.attrs.items()) if not hasattr(v, "shape"))
+    text = f"inputs ({', '.join(ins)})" + (f" attrs ({attrs})" if attrs else "")
+    return text if len(text) <= 240 else text[:237] + "..."
 
 
 def _names(names: list[str], shown: int = 5) -> str:
@@ -129,11 +156,14 @@ def _safe(name: str) -> str:
 
 
 def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
-                 weights: dict | None = None) -> tuple[Graph, dict]:
+                 weights: dict | None = None, path: str = "",
+                 fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT) -> tuple[Graph, dict]:
     """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes). `weights`:
     initializer arrays the loader already has (load_onnx_lazy), by name."""
+    order = check_model(model, path or model.graph.name, set(weights or {}))
     conv = OnnxConverter(model, input_shapes)
     conv.weights = weights or {}
+    conv.fold_limit = fold_limit
     conv.check_supported()
     inputs = [i.name for i in model.graph.input if i.name not in conv.initializers]
     produced = {o for n in model.graph.node for o in n.output} | {n.name for n in model.graph.node} | \
@@ -146,6 +176,6 @@ def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
             raise AtcError("E10002", value=str(key), reason=f"the model has {len(inputs)} inputs",
                            sample='"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"')
     conv.inputs()
-    conv.nodes()
+    conv.nodes(order)
     conv.outputs()
     return conv.graph, {"node_outputs": conv.node_outputs, "values": conv.values}

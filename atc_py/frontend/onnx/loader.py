@@ -10,6 +10,7 @@ import onnx
 from google.protobuf.message import DecodeError
 
 from ...errors import AtcError
+from ...limits import MAX_CONST_BYTES
 from .lazy_weights import load_split
 
 
@@ -25,18 +26,20 @@ def _load_external(model: onnx.ModelProto, base: pathlib.Path, path) -> None:
             continue
         info = {e.key: e.value for e in t.external_data}
         loc = info.get("location", "")
+        if not isinstance(loc, str) or "\0" in loc:
+            raise _fail(path, f"external data location {loc!r} of tensor '{t.name}' is not a file name")
         target = (root / loc).resolve()
         if not loc or os.path.isabs(loc) or root not in target.parents:
             raise _fail(path, f"external data '{loc}' of tensor '{t.name}' is outside the model's folder")
         if not target.is_file():
-            raise _fail(path, f"external data file '{loc}' of tensor '{t.name}' does not exist")
+            raise _fail(path, f"external data file '{loc}' of tensor '{t.name}' does not exist or is not a regular file")
         try:
             offset = int(info.get("offset", "0") or 0)
             size = target.stat().st_size
             length = int(info["length"]) if info.get("length") else size - offset
         except ValueError:
             raise _fail(path, f"bad offset/length for external data of tensor '{t.name}'") from None
-        if offset < 0 or length < 0 or offset + length > size:
+        if offset < 0 or length < 0 or offset + length > size or length > MAX_CONST_BYTES:
             raise _fail(path, f"external data of tensor '{t.name}' ({offset}+{length}) exceeds '{loc}' ({size} B)")
         with open(target, "rb") as f:
             f.seek(offset)

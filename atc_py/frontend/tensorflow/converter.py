@@ -11,19 +11,34 @@ from ...errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.base import OpError
 from ...passes.infer import infer_node
+from ..node_errors import converting
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
 
 NO_OUTPUT_OPS = {"NoOp"}
+# the AttrValue kind of each attribute the adapters read (TensorFlow's op registry declares them so)
+ATTR_KINDS = {**{k: "i" for k in ("num_split", "axis", "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
+                                  "shrink_axis_mask", "N")},
+              **{k: "f" for k in ("alpha", "epsilon")},
+              **{k: "b" for k in ("keep_dims", "is_training", "transpose_a", "transpose_b", "adj_x", "adj_y")},
+              **{k: "s" for k in ("mode", "data_format", "padding")},
+              **{k: "type" for k in ("out_type", "output_type", "DstT", "SrcT", "T", "dtype", "Tidx")},
+              **{k: "list_i" for k in ("squeeze_dims", "explicit_paddings", "strides", "dilations", "ksize")}}
+ATTR_NAMES = {"i": "an int", "f": "a float", "b": "a bool", "s": "a string", "type": "a dtype",
+              "list_i": "a list of ints"}
 
 
 def split_input(name: str) -> tuple[str, int, bool]:
-    """'node' / 'node:k' / '^node' -> (node, k, is_control)."""
+    """'node' / 'node:k' / '^node' -> (node, k, is_control); a malformed reference is an E12009."""
     if name.startswith("^"):
         return name[1:], 0, True
-    node, _, k = name.partition(":")
-    return node, int(k) if k else 0, False
+    node, sep, k = name.rpartition(":")
+    if not sep:
+        return name, 0, False
+    if not node or not k.isdigit() or len(k) > 6:
+        raise AtcError("E12009", input=name, opname="?")
+    return node, int(k), False
 
 
 class TfCtx:
@@ -35,6 +50,15 @@ class TfCtx:
         self.data_inputs = [i for i in node.input if not i.startswith("^")]
 
     def attr(self, key: str, default: Any = None) -> Any:
+        """An attribute's value, checked against the kind TensorFlow gives that attribute (ATTR_KINDS)."""
+        if key in self.node.attr and key in ATTR_KINDS:
+            a = self.node.attr[key]
+            kind, want = a.WhichOneof("value"), ATTR_KINDS[key]
+            ok = kind == want if want != "list_i" else (kind == "list" and not (
+                len(a.list.s) or len(a.list.f) or len(a.list.b) or len(a.list.type) or len(a.list.shape)))
+            if not ok:
+                raise TfAdapterError(f"attribute {key} is a {kind or 'empty value'}; TensorFlow gives it as "
+                                     f"{ATTR_NAMES[want]}")
         return self.attrs.get(key, default)
 
     @property
@@ -42,6 +66,8 @@ class TfCtx:
         return len(self.data_inputs)
 
     def input(self, i: int) -> Value:
+        if i >= len(self.data_inputs):
+            raise TfAdapterError(f"{self.node.op} needs input {i}; the node has {len(self.data_inputs)} input(s)")
         return self.conv.tensor(self.data_inputs[i])
 
     def const(self, i: int) -> np.ndarray | None:
@@ -52,7 +78,10 @@ class TfCtx:
         v = self.const(i)
         if v is None:
             raise TfAdapterError(f"{what} (input {i}) must be a constant")
-        return [int(a) for a in np.asarray(v).reshape(-1)]
+        v = np.asarray(v)
+        if v.dtype.kind not in "iu":
+            raise TfAdapterError(f"{what} (input {i}) must be integers, got {v.dtype}")
+        return [int(a) for a in v.reshape(-1)]
 
     def make_const(self, suffix: str, data) -> Value:
         return self.conv.graph.add_const(self.conv.graph.unique_name(f"{self.name}_{suffix}"), np.asarray(data))
@@ -65,9 +94,27 @@ class TfCtx:
         return node.outputs
 
 
+def _node_args(conv: "TfConverter", n: tf.NodeDef) -> str:
+    """The NodeDef's inputs (dtype and shape where known) and attributes, for an E14001."""
+    ins = []
+    for i in n.input:
+        if i.startswith("^"):
+            continue
+        try:
+            v = conv.tensor(i)
+            ins.append(f"{v.desc.dtype}{list(v.desc.shape)}")
+        except AtcError:
+            ins.append(i)
+    attrs = ", ".join(f"{k}={n.attr[k].WhichOneof('value')}" for k in sorted(n.attr))
+    text = f"inputs ({', '.join(ins)})" + (f" attrs ({attrs})" if attrs else "")
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
 class TfConverter:
-    def __init__(self, graph_def: tf.GraphDef, input_shapes: dict | None, input_format: str):
+    def __init__(self, graph_def: tf.GraphDef, input_shapes: dict | None, input_format: str, path: str = ""):
         self.gd = graph_def
+        self.path = path or "graph"
+        self.current = ""
         self.graph = Graph("graph")
         self.input_shapes = input_shapes or {}
         self.input_format = input_format or "NHWC"
@@ -79,9 +126,10 @@ class TfConverter:
         node, k, _ = split_input(ref)
         outs = self.outputs.get(node)
         if outs is None:
-            raise AtcError("E19999", message=f"input '{ref}' is used before it is produced or does not exist")
+            raise AtcError("E12009", input=ref, opname=self.current)
         if k >= len(outs):
-            raise AtcError("E19999", message=f"input '{ref}': node {node} has {len(outs)} outputs")
+            raise AtcError("E14001", value=ref, opname=self.current, optype="-",
+                           reason=f"it reads output {k} of node {node}, which has {len(outs)} output(s)")
         return outs[k]
 
     def check_supported(self) -> None:
@@ -99,12 +147,22 @@ class TfConverter:
         """NodeDefs with every producer first (a GraphDef need not be sorted); a cycle is an error."""
         by_name = {n.name: n for n in self.gd.node}
 
+        if len(by_name) != len(self.gd.node):
+            seen: set[str] = set()
+            for n in self.gd.node:
+                if n.name in seen:
+                    raise AtcError("E13009", opname=n.name)
+                seen.add(n.name)
+
         def deps(n):
             out = []
             for i in n.input:
-                src = by_name.get(split_input(i)[0])
+                try:
+                    src = by_name.get(split_input(i)[0])
+                except AtcError:
+                    raise AtcError("E12009", input=i, opname=n.name) from None
                 if src is None:
-                    raise AtcError("E19999", message=f"node {n.name}: input '{i}' does not exist")
+                    raise AtcError("E12009", input=i, opname=n.name)
                 out.append(src)
             return iter(out)
         order, state = [], {}
@@ -121,7 +179,8 @@ class TfConverter:
                     state[n.name] = 2
                     order.append(n)
                 elif state.get(nxt.name) == 1:
-                    raise AtcError("E19999", message=f"the graph has a cycle through {nxt.name}")
+                    raise AtcError("E10041", path=self.path, reason=f"the graph has a cycle through node {nxt.name} "
+                                                                    "(control flow is not supported yet)")
                 elif nxt.name not in state:
                     state[nxt.name] = 1
                     stack.append((nxt, deps(nxt)))
@@ -131,19 +190,19 @@ class TfConverter:
         index = 0
         for n in self.ordered():
             name = self.graph.unique_name(n.name.replace("/", "_"))
-            try:
-                if n.op == "Placeholder":
+            self.current = n.name
+            if n.op == "Placeholder":
+                with converting(n.name, n.op, (TfAdapterError, TfValueError, OpError), lambda: _node_args(self, n)):
                     self.placeholder(n, name, index)
-                    index += 1
-                    continue
+                index += 1
+                continue
+            with converting(n.name, n.op, (TfAdapterError, TfValueError, OpError), lambda: _node_args(self, n)):
                 if n.op == "Const":
                     self.outputs[n.name] = [self.graph.add_const(name, tensor_to_numpy(n.attr["value"].tensor))]
                 elif n.op in NO_OUTPUT_OPS:
                     self.outputs[n.name] = []
                 else:
                     self.outputs[n.name] = list(TF_ADAPTERS[n.op](TfCtx(self, n, name)))
-            except (TfAdapterError, TfValueError, OpError) as exc:
-                raise AtcError("E19999", message=f"Node {n.name} ({n.op}): {exc}") from None
             self.node_outputs[n.name] = [f"{n.name}:{k}" for k in range(len(self.outputs[n.name]))]
             for k, v in enumerate(self.outputs[n.name]):
                 self.values[f"{n.name}:{k}"] = v
@@ -189,12 +248,12 @@ class TfConverter:
                 outs.append(v)
                 names.append(f"{n.name}:{k}")
         if not outs:
-            raise AtcError("E19999", message="the graph has no output (every node is consumed)")
+            raise AtcError("E16001", value="output")
         self.graph.add_node("NetOutput", "NetOutput", outs, [], attrs={"output_names": names})
 
 
-def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC"):
-    conv = TfConverter(graph_def, input_shapes, input_format)
+def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC", path: str = ""):
+    conv = TfConverter(graph_def, input_shapes, input_format, path)
     conv.check_supported()
     conv.convert()
     conv.net_output()

@@ -1,10 +1,12 @@
 """TensorFlow AttrValue / TensorProto / DataType -> Python and numpy values."""
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from ...limits import MAX_CONST_BYTES, MAX_RANK
 from ...proto import tf_graph_pb2 as tf
 
 NUMPY = {tf.DT_FLOAT: "float32", tf.DT_DOUBLE: "float64", tf.DT_INT32: "int32", tf.DT_UINT8: "uint8",
@@ -30,9 +32,16 @@ def shape_of(s: tf.TensorShapeProto) -> list[int] | None:
 
 
 def tensor_to_numpy(t: tf.TensorProto) -> np.ndarray:
+    """The tensor's values; its shape is checked first (no negative dims, at most MAX_CONST_BYTES)."""
     dt = dtype_name(t.dtype)
     shape = shape_of(t.tensor_shape) or []
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if len(shape) > MAX_RANK or any(d < 0 for d in shape):
+        raise TfValueError(f"tensor shape {shape} is not a valid constant shape")
+    n = math.prod(shape)
+    itemsize = 16 if dt == "string" else np.dtype(dt).itemsize
+    if n * itemsize > MAX_CONST_BYTES:
+        raise TfValueError(f"a constant of shape {shape} ({dt}) would need {n * itemsize} bytes "
+                           f"(limit {MAX_CONST_BYTES})")
     if dt == "string":
         vals = np.array([s.decode("utf-8", "replace") for s in t.string_val], object)
         return np.resize(vals, n).reshape(shape) if vals.size else np.full(shape, "", object)

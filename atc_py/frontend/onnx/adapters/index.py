@@ -185,6 +185,8 @@ class DepthToSpace(OnnxOp):
 
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
+        if int(ctx.attr("blocksize")) < 1:
+            raise AdapterError(f"blocksize {ctx.attr('blocksize')} must be >= 1")
         return ctx.emit("DepthToSpace", [ctx.input(0)], {"block_size": int(ctx.attr("blocksize")),
                                                          "mode": ctx.attr("mode", "DCR")})
 
@@ -196,7 +198,14 @@ class Range(OnnxOp):
         vals = [ctx.const(i) for i in range(3)]
         if any(v is None for v in vals):
             raise AdapterError("Range needs constant start, limit and delta")
+        if any(np.asarray(v).size != 1 for v in vals):
+            raise AdapterError("start, limit and delta must be scalars")
         start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in vals)
-        return [ctx.make_const("range", np.arange(start, limit, delta, dtype=np.asarray(vals[0]).dtype))]
+        if not all(np.isfinite(float(x)) for x in (start, limit, delta)) or delta == 0:
+            raise AdapterError(f"start {start}, limit {limit} and delta {delta} do not define a range")
+        count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+        dtype = np.asarray(vals[0]).dtype
+        ctx.const_budget(count, dtype.itemsize, "Range")
+        return [ctx.make_const("range", np.arange(start, limit, delta, dtype=dtype))]
 
 

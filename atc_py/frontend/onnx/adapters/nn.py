@@ -5,11 +5,41 @@ import numpy as np
 
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 
+POOLS = ("MaxPool", "AveragePool", "LpPool")
+
+
+def check_window(ctx: NodeCtx, n: int, kernel, pool: bool = False) -> None:
+    """The ONNX window attributes of an n-D op: kernel_shape, strides, dilations of n values >= 1, pads of 2n
+    values >= 0 — and, for pooling, each pad smaller than its kernel extent (onnxruntime: "Pad should be
+    smaller than kernel")."""
+    def ints(key: str, length: int, default: list[int]) -> list[int]:
+        v = ctx.attr(key)
+        if v is None:
+            return default
+        v = [int(x) for x in v]
+        if len(v) != length:
+            raise AdapterError(f"{key} {v} has {len(v)} values; a {n}-D window needs {length}")
+        return v
+    k = [int(x) for x in kernel]
+    if len(k) != n or min(k, default=0) < 1:
+        raise AdapterError(f"kernel_shape {k} must be {n} values >= 1")
+    for key in ("strides", "dilations"):
+        v = ints(key, n, [1] * n)
+        if min(v) < 1:
+            raise AdapterError(f"{key} {v} must be >= 1")
+    if ctx.attr("auto_pad", "NOTSET") in ("NOTSET", b"NOTSET"):
+        p = ints("pads", 2 * n, [0] * 2 * n)
+        if min(p) < 0:
+            raise AdapterError(f"pads {p} must be >= 0")
+        if pool and any(p[i] >= k[i] or p[i + n] >= k[i] for i in range(n)):
+            raise AdapterError(f"pads {p} must be smaller than the kernel {k}")
+
 
 def _spatial(ctx: NodeCtx, x_shape, kernel) -> tuple[list[int], list[int], list[int]]:
     """(strides, dilations, GE pads [t, b, l, r]) for a 2-D window op, resolving auto_pad."""
     if len(kernel) != 2:
         raise AdapterError(f"a 2-D window needs 2 kernel dims, kernel_shape={list(kernel)}")
+    check_window(ctx, 2, kernel, ctx.node.op_type in POOLS)
     strides = [int(s) for s in ctx.attr("strides", [1, 1])]
     dil = [int(d) for d in ctx.attr("dilations", [1, 1])]
     auto = ctx.attr("auto_pad", "NOTSET")
@@ -55,6 +85,7 @@ def as_2d_attrs(ctx: NodeCtx) -> None:
 
 def _spatial3(ctx: NodeCtx, x_shape, kernel) -> tuple[list[int], list[int], list[int]]:
     """(strides, dilations, GE pads [front, back, top, bottom, left, right]) of a 3-D window op."""
+    check_window(ctx, 3, kernel, ctx.node.op_type in POOLS)
     strides = [int(s) for s in ctx.attr("strides", [1, 1, 1])]
     dil = [int(d) for d in ctx.attr("dilations", [1, 1, 1])]
     auto = ctx.attr("auto_pad", "NOTSET")
@@ -71,6 +102,7 @@ class Conv(OnnxOp):
         x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
         rank = len(x.desc.shape)
         if rank == 3:
+            check_window(ctx, 1, ctx.attr("kernel_shape") or w.desc.shape[2:])
             as_2d_attrs(ctx)
             w2 = ctx.emit("Reshape", [w, ctx.make_const("w2d", np.array([w.desc.shape[0], w.desc.shape[1], 1,
                                                                           w.desc.shape[2]], np.int64))],
@@ -104,6 +136,7 @@ class ConvTranspose(OnnxOp):
         if len(x.desc.shape) != 4:
             raise AdapterError(f"only 2-D ConvTranspose is supported, input is {list(x.desc.shape)}")
         k = [int(v) for v in (ctx.attr("kernel_shape") or w.desc.shape[2:])]
+        check_window(ctx, 2, k)
         s = [int(v) for v in ctx.attr("strides", [1, 1])]
         d = [int(v) for v in ctx.attr("dilations", [1, 1])]
         op = [int(v) for v in ctx.attr("output_padding", [0, 0])]
@@ -128,10 +161,13 @@ class ConvTranspose(OnnxOp):
 
 def _pool(ctx: NodeCtx, ge_type: str, extra: dict):
     x = ctx.input(0)
+    if ctx.attr("kernel_shape") is None:
+        raise AdapterError("kernel_shape is required")
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
         raise AdapterError("the Indices output of MaxPool is not supported")
     rank = len(x.desc.shape)
     if rank == 3:
+        check_window(ctx, 1, ctx.attr("kernel_shape"), True)
         as_2d_attrs(ctx)
         y = _pool2d(ctx, to_2d(ctx, x), ge_type, extra, suffix="pool2d")
         return from_2d(ctx, y)

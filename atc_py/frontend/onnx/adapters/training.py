@@ -62,6 +62,9 @@ class Gradient(OnnxOp):
             order.append(n)
         visit(y)
         yv = ctx.conv.value(y)
+        for x in [y, *xs]:
+            v = ctx.conv.value(x)
+            ctx.const_budget(v.desc.numel if v.desc.known else 0, np.dtype(v.desc.dtype).itemsize, "a gradient seed")
         grads = {y: ctx.make_const("dy", np.ones(yv.desc.shape, yv.desc.dtype))}
         for k, n in enumerate(reversed(order)):
             g = grads.get(n.output[0])

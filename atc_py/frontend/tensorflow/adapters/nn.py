@@ -26,9 +26,17 @@ def to_nhwc(ctx, y):
     return ctx.emit("TransposeD", [y], {"perm": TO_NHWC})
 
 
-def hw(v, is_nhwc: bool) -> list[int]:
-    v = [int(a) for a in v]
+def hw(v, is_nhwc: bool, what: str = "strides") -> list[int]:
+    """The H and W entries of a 4-value window attribute (strides, dilations, ksize), each >= 1."""
+    v = [int(a) for a in (v or [])]
+    if len(v) != 4 or min(v) < 1:
+        raise TfAdapterError(f"{what} {v} must be 4 values >= 1")
     return v[1:3] if is_nhwc else v[2:4]
+
+
+def rank4(x, what: str = "input") -> None:
+    if len(x.desc.shape) != 4:
+        raise TfAdapterError(f"the {what} must be 4-D, got {list(x.desc.shape)}")
 
 
 def pads_for(ctx, in_hw, k_hw, strides, dil, is_nhwc) -> list[int]:
@@ -44,6 +52,8 @@ def pads_for(ctx, in_hw, k_hw, strides, dil, is_nhwc) -> list[int]:
         return out
     if padding == "EXPLICIT":
         e = [int(v) for v in ctx.attr("explicit_paddings", [])]
+        if len(e) != 8 or min(e) < 0:
+            raise TfAdapterError(f"explicit_paddings {e} must be 8 values >= 0")
         return e[2:6] if is_nhwc else e[4:8]
     raise TfAdapterError(f"padding {padding} is not supported")
 
@@ -53,6 +63,9 @@ def _conv(ctx, depthwise: bool):
     x, w = ctx.input(0), ctx.const(1)
     if w is None:
         raise TfAdapterError("the filter must be a constant (frozen graph)")
+    rank4(x)
+    if w.ndim != 4 or min(w.shape) < 1:
+        raise TfAdapterError(f"the filter must be 4-D HWIO with non-zero dims, got {list(w.shape)}")
     kh, kw, cin, mult = w.shape
     if depthwise:   # [kh, kw, cin, multiplier] -> [cin*mult, 1, kh, kw], groups = cin
         oihw = w.transpose(2, 3, 0, 1).reshape(cin * mult, 1, kh, kw)
@@ -62,7 +75,8 @@ def _conv(ctx, depthwise: bool):
         c = x.desc.shape[3] if is_nhwc else x.desc.shape[1]
         groups = c // cin
     xc = to_nchw(ctx, x) if is_nhwc else x
-    strides, dil = hw(ctx.attr("strides", [1, 1, 1, 1]), is_nhwc), hw(ctx.attr("dilations", [1, 1, 1, 1]), is_nhwc)
+    strides = hw(ctx.attr("strides", [1, 1, 1, 1]), is_nhwc)
+    dil = hw(ctx.attr("dilations", [1, 1, 1, 1]), is_nhwc, "dilations")
     pads = pads_for(ctx, xc.desc.shape[2:], [kh, kw], strides, dil, is_nhwc)
     y = ctx.emit("Conv2D", [xc, ctx.make_const("filter_oihw", np.ascontiguousarray(oihw)), None],
                  {"strides": [1, 1] + strides, "pads": pads, "dilations": [1, 1] + dil, "groups": groups,
@@ -83,8 +97,9 @@ def depthwise(ctx):
 def _pool(ctx, ge_type: str, extra: dict):
     is_nhwc = nhwc(ctx)
     x = ctx.input(0)
+    rank4(x)
     xc = to_nchw(ctx, x) if is_nhwc else x
-    k, s = hw(ctx.attr("ksize"), is_nhwc), hw(ctx.attr("strides"), is_nhwc)
+    k, s = hw(ctx.attr("ksize"), is_nhwc, "ksize"), hw(ctx.attr("strides"), is_nhwc)
     pads = pads_for(ctx, xc.desc.shape[2:], k, s, [1, 1], is_nhwc)
     y = ctx.emit(ge_type, [xc], {"ksize": [1, 1] + k, "strides": [1, 1] + s, "pads": pads, "dilations": [1, 1, 1, 1],
                                  "ceil_mode": False, "data_format": "NCHW", **extra},

@@ -1,0 +1,518 @@
+"""The one layer between reading an .om and running it: every field the simulator will use is checked here
+against the file's own tables and the limits in limits.py, so that nothing downstream re-validates and no
+field of the file sizes an allocation, indexes memory, names a path or bounds a loop unchecked.
+
+What is checked, per model: the SoC; the model attributes' types and ranges (memory size against the SoC's
+memory, stream and event counts); every op (unique id and name, registered type, tensor descriptors:
+dtype, rank, dims, bytes; inputs that name an existing output of an earlier op; attribute types against the
+op's declared defaults, required attributes present); the graph's inputs and outputs; for static models every
+task (type, stream, event, its op, the args format items, each address inside device memory with the bytes
+its tensor needs, block_dim, tiling data length, SUPER_KERNEL member tables, UPDATE and tiling tasks of sink
+ops); for multi-model files the root graph's calls (known subgraphs, matching arity and tensor descriptors).
+A failure is one E30001 naming the model, the op or task and the field.
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from atc_py.engines import task_types as tt
+from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
+from atc_py.engines.args import _ITEM
+from atc_py.errors import AtcError
+from atc_py.ir.dtypes import dtype_from_proto
+from atc_py.om.attrs import from_attr
+from atc_py.ops import get_op
+from atc_py.ops.base import REQUIRED
+from atc_py.platform import load_soc
+
+from . import limits
+
+INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weight_addr", "stream_num",
+             "event_num", "label_num", "batch_num")
+ROOT_OPS = {"Data", "PartitionedCall", "NetOutput"}
+KERNEL_TASKS = (tt.KERNEL, tt.ALL_KERNEL)
+SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL, tt.UPDATE,
+                   tt.NOP, tt.EVENT_RECORD, tt.EVENT_WAIT}
+ARG_ITEM = re.compile(r"(i|o|ws)(\d{1,6})\*?|t|tiling_context(\.tiling_data|\.tiling_key|\.block_dim)?|"
+                      r"\*op_type|event_addr\d{1,6}\*|")
+
+
+class Invalid(Exception):
+    """One failed check; load_model turns it into E30001 with the file's path."""
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _type_ok(default, value) -> bool:
+    """An attribute value against the type of the op's declared default (None and REQUIRED: any type)."""
+    if default is None or default is REQUIRED:
+        return True
+    if isinstance(default, bool):
+        return isinstance(value, bool)
+    if isinstance(default, int):
+        return _int(value)
+    if isinstance(default, float):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(default, str):
+        return isinstance(value, str)
+    if isinstance(default, (list, tuple)):
+        return isinstance(value, list)
+    return True
+
+
+def parse_ref(ref: str) -> tuple[str, int] | None:
+    """'op:k' -> (op, k); None when malformed."""
+    name, sep, k = ref.rpartition(":")
+    if not sep or not name or not k.isdigit() or len(k) > 6:
+        return None
+    return name, int(k)
+
+
+class ModelValidator:
+    def __init__(self, model, op_list: list, is_static: bool):
+        self.m = model
+        self.ops = op_list
+        self.static = is_static
+        self.where = f"model {model.name!r}"
+
+    def fail(self, reason: str) -> None:
+        raise Invalid(f"{self.where}: {reason}")
+
+    # -- model level ------------------------------------------------------------------------------------
+    def check(self) -> None:
+        self.soc_and_attrs()
+        self.op_table()
+        for op in self.ops:
+            self.op(op)
+        self.io()
+
+    def soc_and_attrs(self) -> None:
+        m = self.m
+        if not isinstance(m.soc_version, str) or not m.soc_version:
+            self.fail("soc_version is missing")
+        try:
+            self.soc = load_soc(m.soc_version)
+        except AtcError:
+            self.fail(f"soc_version {m.soc_version!r} is not a SoC om-run knows")
+        self.device_memory = self.soc.memory_size or limits.DEFAULT_DEVICE_MEMORY
+        for key in INT_ATTRS:
+            if key in m.attrs and not _int(m.attrs[key]):
+                self.fail(f"model attribute {key} must be an integer, got {type(m.attrs[key]).__name__}")
+        unknown = m.attrs.get("_is_unknown_shape")
+        if unknown is not None and not isinstance(unknown, bool):
+            self.fail("model attribute _is_unknown_shape must be a bool")
+        if not 0 <= m.weight_base < limits.MAX_ADDRESS:
+            self.fail(f"task_gen_weight_addr {m.weight_base} is outside the address space")
+        if len(m.weights) > self.device_memory:
+            self.fail(f"weights of {len(m.weights)} B do not fit the {self.device_memory} B of {m.soc_version}")
+        if len(self.ops) > limits.MAX_OPS:
+            self.fail(f"{len(self.ops)} ops (limit {limits.MAX_OPS})")
+
+    def op_table(self) -> None:
+        self.by_name: dict[str, object] = {}
+        ids = set()
+        for op in self.ops:
+            if op.id in ids:
+                self.fail(f"op id {op.id} is used twice")
+            ids.add(op.id)
+            if not op.name:
+                self.fail(f"op {op.id} has no name")
+            if op.name in self.by_name:
+                self.fail(f"op name {op.name!r} is used twice")
+            self.by_name[op.name] = op
+        self.order = {op.name: k for k, op in enumerate(sorted(self.ops, key=lambda o: o.id))}
+        missing = sorted({op.type for op in self.ops if get_op(op.type) is None})
+        if missing:
+            self.fail(f"op type(s) {', '.join(repr(t) for t in missing)} are not registered: load the custom "
+                      "operator package with --op_plugin or ASCEND_CUSTOM_OPP_PATH")
+
+    # -- one op ---------------------------------------------------------------------------------------------
+    def desc(self, op, td, what: str):
+        dt = dtype_from_proto(td.dtype)
+        if dt is None:
+            self.fail(f"op {op.name!r} ({op.type}) {what}: dtype {td.dtype} is not supported")
+        dims = list(td.shape.dim)
+        if len(dims) > limits.MAX_RANK:
+            self.fail(f"op {op.name!r} ({op.type}) {what}: rank {len(dims)} (limit {limits.MAX_RANK})")
+        lowest = 0 if self.static else -2
+        for d in dims:
+            if not lowest <= d <= limits.MAX_DIM:
+                self.fail(f"op {op.name!r} ({op.type}) {what}: dim {d} is out of range [{lowest}, {limits.MAX_DIM}]")
+        known = [d for d in dims if d >= 0]
+        n = 1
+        for d in known:
+            n *= d
+        if n * dt.itemsize > self.device_memory:
+            self.fail(f"op {op.name!r} ({op.type}) {what}: shape {dims} needs {n * dt.itemsize} B, more than the "
+                      f"{self.device_memory} B of device memory")
+        return dt
+
+    def op(self, op) -> None:
+        spec = get_op(op.type)
+        present = [i for i, s in enumerate(op.input) if s]
+        if len(op.input_desc) != len(present):
+            self.fail(f"op {op.name!r} ({op.type}) has {len(present)} inputs but {len(op.input_desc)} input "
+                      "descriptors")
+        for k, td in enumerate(op.input_desc):
+            self.desc(op, td, f"input {present[k]}")
+        for k, td in enumerate(op.output_desc):
+            self.desc(op, td, f"output {k}")
+        for i in present:
+            ref = parse_ref(op.input[i])
+            if ref is None:
+                self.fail(f"op {op.name!r} ({op.type}) input {i} {op.input[i]!r} is not 'op:index'")
+            src = self.by_name.get(ref[0])
+            if src is None:
+                self.fail(f"op {op.name!r} ({op.type}) input {i} names op {ref[0]!r}, which the graph does not have")
+            if ref[1] >= len(src.output_desc):
+                self.fail(f"op {op.name!r} ({op.type}) input {i} reads output {ref[1]} of {ref[0]!r}, which has "
+                          f"{len(src.output_desc)}")
+            if self.order[src.name] >= self.order[op.name]:
+                self.fail(f"op {op.name!r} ({op.type}) input {i} comes from {ref[0]!r}, which runs after it")
+        if spec.inputs and not any(n.endswith("*") for n in spec.inputs):
+            if len(op.input) > len(spec.inputs):
+                self.fail(f"op {op.name!r} ({op.type}) has {len(op.input)} inputs; {op.type} takes {len(spec.inputs)}")
+            for i, n in enumerate(spec.inputs):
+                if not n.endswith("?") and (i >= len(op.input) or not op.input[i]) and op.type not in ("Data", "Const"):
+                    self.fail(f"op {op.name!r} ({op.type}) lacks its required input {i} ({n})")
+        if spec.outputs and not any(n.endswith("*") for n in spec.outputs) and op.type != "Const" \
+                and len(op.output_desc) != len(spec.outputs):
+            self.fail(f"op {op.name!r} ({op.type}) has {len(op.output_desc)} outputs; {op.type} has "
+                      f"{len(spec.outputs)}")
+        self.attrs(op, spec)
+        if op.type == "Data":
+            if "index" not in op.attr or not _int(from_attr(op.attr["index"])):
+                self.fail(f"Data op {op.name!r} has no integer attribute index")
+            if len(op.output_desc) != 1:
+                self.fail(f"Data op {op.name!r} has {len(op.output_desc)} outputs")
+        if op.type == "Const" and not self.static:
+            if len(op.output_desc) != 1:
+                self.fail(f"Const op {op.name!r} has {len(op.output_desc)} outputs")
+            td = op.output_desc[0]
+            nbytes = self._nbytes(td)
+            if td.data_offset < 0 or td.data_offset + nbytes > len(self.m.weights) or nbytes < 0:
+                self.fail(f"Const op {op.name!r}: {nbytes} B at weight offset {td.data_offset} are outside the "
+                          f"{len(self.m.weights)} B of weights")
+        if op.type == "PartitionedCall" and len(op.subgraph_name) != 1:
+            self.fail(f"PartitionedCall {op.name!r} names {len(op.subgraph_name)} subgraphs; it calls one")
+
+    def attrs(self, op, spec) -> None:
+        values = {}
+        for key, a in op.attr.items():
+            v = from_attr(a)
+            values[key] = v
+            if key.startswith("_") or key in ("tvm_blockdim",):
+                continue
+            if key in spec.attrs and not _type_ok(spec.attrs[key], v):
+                self.fail(f"op {op.name!r} ({op.type}) attribute {key} must be "
+                          f"{type(spec.attrs[key]).__name__}, got {type(v).__name__}")
+        for key, default in spec.attrs.items():
+            if default is REQUIRED and key not in values:
+                self.fail(f"op {op.name!r} ({op.type}) lacks its required attribute {key}")
+        for key in ("tvm_blockdim", "_tiling_key"):
+            if key in values and not _int(values[key]):
+                self.fail(f"op {op.name!r} ({op.type}) attribute {key} must be an integer")
+        bd = values.get("tvm_blockdim")
+        if bd is not None and not 1 <= bd <= limits.MAX_BLOCK_DIM:
+            self.fail(f"op {op.name!r} ({op.type}) tvm_blockdim {bd} is out of range [1, {limits.MAX_BLOCK_DIM}]")
+
+    @staticmethod
+    def _nbytes(td) -> int:
+        n = dtype_from_proto(td.dtype).itemsize
+        for d in td.shape.dim:
+            n *= max(d, 0)
+        return n
+
+    # -- inputs and outputs ---------------------------------------------------------------------------------
+    def io(self) -> None:
+        data = [op for op in self.ops if op.type == "Data"]
+        idx = sorted(from_attr(op.attr["index"]) for op in data)
+        if idx != list(range(len(data))):
+            self.fail(f"Data indices {idx} are not 0..{len(data) - 1}")
+        nets = [op for op in self.ops if op.type == "NetOutput"]
+        if len(nets) != 1:
+            self.fail(f"the graph has {len(nets)} NetOutput ops; it must have one")
+        names = [td.name or nets[0].input[k] for k, td in enumerate(nets[0].input_desc)]
+        if len(set(names)) != len(names):
+            self.fail(f"output names {names} are not unique")
+
+
+class StaticValidator(ModelValidator):
+    """A static model: its memory, tasks and their args too."""
+
+    def check(self) -> None:
+        super().check()
+        m = self.m
+        if not 0 <= m.memory_size <= self.device_memory:
+            self.fail(f"memory_size {m.memory_size} is outside [0, {self.device_memory}] (the device memory of "
+                      f"{m.soc_version})")
+        if not 0 <= m.fm_base < limits.MAX_ADDRESS:
+            self.fail(f"task_gen_base_addr {m.fm_base} is outside the address space")
+        if m.fm_base < m.weight_base + len(m.weights) and m.weight_base < m.fm_base + m.memory_size:
+            self.fail("the feature map and the weights overlap in device memory")
+        if not 1 <= m.stream_num <= max(self.soc.stream_num, 1):
+            self.fail(f"stream_num {m.stream_num} is outside [1, {max(self.soc.stream_num, 1)}]")
+        if not 0 <= m.event_num <= limits.MAX_EVENTS:
+            self.fail(f"event_num {m.event_num} is outside [0, {limits.MAX_EVENTS}]")
+        if len(m.tasks) > limits.MAX_TASKS:
+            self.fail(f"{len(m.tasks)} tasks (limit {limits.MAX_TASKS})")
+        self.kernel_of_op: dict[int, int] = {}
+        self.tiling_of_op: set[int] = set()
+        self.updates: list[tuple[int, int]] = []
+        for k, t in enumerate(m.tasks):
+            self.where = f"model {m.name!r} task {k}"
+            self.task(k, t)
+        self.where = f"model {m.name!r}"
+        for k, op_id in self.updates:
+            if op_id not in self.kernel_of_op:
+                self.fail(f"UPDATE task {k} patches op {op_id}, which has no kernel task")
+        if self.updates and not self.soc.model_task_update:
+            self.fail(f"the model uses UPDATE tasks (tiling sink) but {m.soc_version} has no task-update capability "
+                      "(FEATURE_TYPE_MODEL_TASK_UPDATE); compile it without --tiling_schedule_optimize=1 for this SoC")
+        self.static_io()
+
+    def in_memory(self, addr: int, nbytes: int) -> bool:
+        m = self.m
+        for base, size in ((m.fm_base, m.memory_size), (m.weight_base, len(m.weights))):
+            if base <= addr and addr + nbytes <= base + size and (nbytes > 0 or addr < base + size or addr == base):
+                return True
+        return False
+
+    def static_io(self) -> None:
+        for op in self.ops:
+            if op.type == "Data":
+                if len(op.output_i) != 1 or not self.in_memory(op.output_i[0], self._nbytes(op.output_desc[0])):
+                    self.fail(f"input {op.name!r} has no address inside device memory for its "
+                              f"{self._nbytes(op.output_desc[0])} B")
+            elif op.type == "NetOutput":
+                if len(op.input_i) != len(op.input_desc):
+                    self.fail(f"NetOutput has {len(op.input_i)} addresses for {len(op.input_desc)} outputs")
+                for k, (a, td) in enumerate(zip(op.input_i, op.input_desc)):
+                    if not self.in_memory(a, self._nbytes(td)):
+                        self.fail(f"output {k}: {self._nbytes(td)} B at 0x{a:X} are outside device memory")
+
+    def op_of(self, index: int, task_kind: str):
+        op = self.m.ops.get(index)
+        if op is None:
+            self.fail(f"{task_kind} refers to op index {index}, which MODEL_DEF does not have")
+        return op
+
+    def task(self, k: int, t) -> None:
+        m = self.m
+        if t.type not in SUPPORTED_TASKS:
+            self.fail(f"task type {t.type} is not one om-run executes")
+        if not 0 <= t.stream_id < m.stream_num:
+            self.fail(f"stream {t.stream_id}; the model has {m.stream_num} streams")
+        if t.type in (tt.EVENT_RECORD, tt.EVENT_WAIT) and not 0 <= t.event_id < m.event_num:
+            self.fail(f"event {t.event_id}; the model has {m.event_num} events")
+        kd = kernel_of(t)
+        kind = tt.TASK_TYPE_NAMES[t.type]
+        if t.type in KERNEL_TASKS + (tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL) and kd is None:
+            self.fail(f"{kind} task has no kernel definition")
+        if t.type in KERNEL_TASKS:
+            op = self.op_of(kd.context.op_index, kind)
+            self.kernel_op(op, kind)
+            items = self.args(op, kd.context.args_format, kd.args)
+            sink = "tiling_context.tiling_data" in items
+            self.block_dim(op, kd.block_dim, sink)
+            self.claim_kernel(op, k, sink)
+        elif t.type == tt.FFTS_PLUS_TASK:
+            if not t.HasField("ffts_plus_task") or not t.ffts_plus_task.ffts_plus_ctx:
+                self.fail("FFTS_PLUS_TASK has no FFTS+ context")
+            f = t.ffts_plus_task
+            op = self.op_of(f.op_index, kind)
+            self.kernel_op(op, kind)
+            mix = f.ffts_plus_ctx[0].mix_aic_aiv_ctx
+            items = self.items(op, mix.args_format)
+            if len(items) != len(mix.task_addr):
+                self.fail(f"FFTS_PLUS_TASK has {len(mix.task_addr)} addresses for {len(items)} args")
+            self.addresses(op, dict(zip(items, mix.task_addr)))
+            sink = "tiling_context.tiling_data" in items
+            if not sink:
+                self.tiling_data(op, t.private_def)
+            self.block_dim(op, f.ffts_plus_sqe.sqe_header.block_dim, sink)
+            self.claim_kernel(op, k, sink)
+        elif t.type == tt.SUPER_KERNEL:
+            if not t.HasField("kernel"):
+                self.fail("SUPER_KERNEL task has no KernelDef (its member table lives in kernel_ext_info)")
+            self.super_kernel(k, kd)
+        elif t.type == tt.PREPROCESS_KERNEL:
+            op = self.op_of(kd.context.op_index, kind)
+            spec = get_op(op.type)
+            if not spec.tiling_depend:
+                self.fail(f"PREPROCESS_KERNEL for op {op.name!r} ({op.type}), which has no device tiling")
+            present = [i for i, s in enumerate(op.input) if s]
+            for slot, i in enumerate(present):
+                if i in spec.tiling_depend:
+                    if slot >= len(op.input_i) or not self.in_memory(op.input_i[slot],
+                                                                     self._nbytes(op.input_desc[slot])):
+                        self.fail(f"the tiling input {i} of op {op.name!r} has no address inside device memory")
+            self.tiling_of_op.add(op.id)
+        elif t.type == tt.UPDATE:
+            if not t.HasField("update_pc_task"):
+                self.fail("UPDATE task has no update definition")
+            self.updates.append((k, t.update_pc_task.op_index))
+
+    def kernel_op(self, op, kind: str) -> None:
+        spec = get_op(op.type)
+        if spec.no_task:
+            self.fail(f"{kind} launches op {op.name!r} of type {op.type}, which has no kernel")
+
+    def claim_kernel(self, op, k: int, sink: bool) -> None:
+        if op.id in self.kernel_of_op:
+            self.fail(f"op {op.name!r} has two kernel tasks ({self.kernel_of_op[op.id]} and {k})")
+        self.kernel_of_op[op.id] = k
+        if sink and op.id not in self.tiling_of_op:
+            self.fail(f"the sink kernel of op {op.name!r} has no PREPROCESS_KERNEL (device tiling) task before it")
+
+    def block_dim(self, op, bd: int, sink: bool) -> None:
+        """A sink kernel starts from its task's block_dim (the placeholder, until UPDATE patches it); the others
+        run with the op's tvm_blockdim (checked with the attributes)."""
+        if sink and bd != TILING_SINK_BLOCK_DIM and not 1 <= bd <= limits.MAX_BLOCK_DIM:
+            self.fail(f"block_dim {bd} of sink op {op.name!r} is neither the placeholder 0xFFFFFFFF nor in "
+                      f"[1, {limits.MAX_BLOCK_DIM}]")
+
+    def items(self, op, fmt: str) -> list[str]:
+        if len(fmt) > 65536:
+            self.fail(f"args format of op {op.name!r} is {len(fmt)} characters long")
+        items = _ITEM.findall(fmt)
+        if _ITEM.sub("", fmt):
+            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} has text outside {{items}}")
+        for it in items:
+            if not ARG_ITEM.fullmatch(it):
+                self.fail(f"args format item {{{it[:40]}}} of op {op.name!r} is not one om-run knows")
+        named = [it for it in items if it]
+        if len(set(named)) != len(named):
+            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} repeats an item")
+        return items
+
+    def args(self, op, fmt: str, args: bytes) -> list[str]:
+        items = self.items(op, fmt)
+        if len(args) < 8 * len(items):
+            self.fail(f"args of op {op.name!r} have {len(args)} bytes, format {fmt[:80]!r} needs {8 * len(items)}")
+        addrs = {it: int.from_bytes(args[8 * j:8 * j + 8], "little") for j, it in enumerate(items)}
+        if "t" in addrs:
+            if addrs["t"] > len(args):
+                self.fail(f"the tiling offset {addrs['t']} of op {op.name!r} is past its {len(args)} B of args")
+            self.tiling_data(op, args[addrs["t"]:])
+        self.addresses(op, addrs)
+        return items
+
+    def tiling_data(self, op, data: bytes) -> None:
+        st = get_op(op.type).tiling_struct
+        if st is not None and len(data) < st.size:
+            self.fail(f"the tiling data of op {op.name!r} has {len(data)} bytes, its kernel reads {st.size}")
+
+    def addresses(self, op, addrs: dict[str, int]) -> None:
+        present = [i for i, s in enumerate(op.input) if s]
+        for it, a in addrs.items():
+            ref = re.fullmatch(r"(i|o|ws)(\d+)\*?", it)
+            if ref is None:
+                continue
+            kind, n = ref.group(1), int(ref.group(2))
+            if kind == "i":
+                if n not in present:
+                    self.fail(f"args item {{{it}}} of op {op.name!r}: input {n} is absent")
+                nbytes = self._nbytes(op.input_desc[present.index(n)])
+            elif kind == "o":
+                if n >= len(op.output_desc):
+                    self.fail(f"args item {{{it}}} of op {op.name!r}: the op has {len(op.output_desc)} outputs")
+                nbytes = self._nbytes(op.output_desc[n])
+            else:
+                if n >= len(op.workspace_bytes):
+                    self.fail(f"args item {{{it}}} of op {op.name!r}: the op has {len(op.workspace_bytes)} workspaces")
+                nbytes = op.workspace_bytes[n]
+                if not 0 <= nbytes <= limits.MAX_WORKSPACE_BYTES:
+                    self.fail(f"workspace {n} of op {op.name!r} has {nbytes} bytes")
+            if not self.in_memory(a, nbytes):
+                self.fail(f"args item {{{it}}} of op {op.name!r}: {nbytes} B at 0x{a:X} are outside device memory")
+        for k in range(len(op.output_desc)):
+            if f"o{k}" not in addrs:
+                self.fail(f"the args of op {op.name!r} give no address for output {k}")
+
+    def super_kernel(self, k: int, kd) -> None:
+        info = kd.kernel_ext_info
+        if len(info) > limits.MAX_EXT_INFO_BYTES:
+            self.fail(f"SUPER_KERNEL kernel_ext_info has {len(info)} bytes")
+        depth = max_depth = 0
+        for ch in info:   # bound the nesting before json recurses into it
+            if ch in b"[{":
+                depth += 1
+                max_depth = max(max_depth, depth)
+            elif ch in b"]}":
+                depth -= 1
+        if max_depth > limits.MAX_EXT_INFO_DEPTH:
+            self.fail(f"SUPER_KERNEL kernel_ext_info nests {max_depth} deep")
+        try:
+            members = json.loads(info)["members"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            self.fail("SUPER_KERNEL kernel_ext_info does not describe its members")
+        if not isinstance(members, list) or not members:
+            self.fail("SUPER_KERNEL has no member list")
+        for j, mem in enumerate(members):
+            if not isinstance(mem, dict) or not all(_int(mem.get(f)) for f in ("op_index", "offset", "size")) \
+                    or not isinstance(mem.get("args_format"), str):
+                self.fail(f"SUPER_KERNEL member {j} lacks op_index/offset/size/args_format of the right types")
+            if mem["offset"] < 0 or mem["size"] < 0 or mem["offset"] + mem["size"] > len(kd.args):
+                self.fail(f"SUPER_KERNEL member {j} args [{mem['offset']}, +{mem['size']}) are outside its "
+                          f"{len(kd.args)} B of args")
+            op = self.op_of(mem["op_index"], "SUPER_KERNEL member")
+            self.kernel_op(op, "SUPER_KERNEL")
+            items = self.args(op, mem["args_format"], kd.args[mem["offset"]:mem["offset"] + mem["size"]])
+            sink = "tiling_context.tiling_data" in items
+            if sink and op.id not in self.tiling_of_op:
+                self.fail(f"sink member {op.name!r} of SUPER_KERNEL has no PREPROCESS_KERNEL task before it")
+
+
+class RootValidator(ModelValidator):
+    """The root of a multi-model om: Data, calls of the sub-models, NetOutput."""
+
+    def check_calls(self, subs: dict) -> None:
+        descs = {}
+        for op in sorted(self.ops, key=lambda o: o.id):
+            if op.type not in ROOT_OPS:
+                self.fail(f"the root graph holds op {op.name!r} of type {op.type}; it may hold only "
+                          f"{', '.join(sorted(ROOT_OPS))}")
+            if op.type == "Data":
+                descs[f"{op.name}:0"] = _desc_key(op.output_desc[0])
+            elif op.type == "PartitionedCall":
+                sub = subs.get(op.subgraph_name[0])
+                if sub is None:
+                    self.fail(f"PartitionedCall {op.name!r} calls subgraph {op.subgraph_name[0]!r}, which the om "
+                              "does not contain")
+                if len(op.input) != len(sub.inputs) or len(op.output_desc) != len(sub.outputs):
+                    self.fail(f"PartitionedCall {op.name!r} passes {len(op.input)} inputs and takes "
+                              f"{len(op.output_desc)} outputs; subgraph {sub.name!r} has {len(sub.inputs)} and "
+                              f"{len(sub.outputs)}")
+                for k, (ref, io) in enumerate(zip(op.input, sub.inputs)):
+                    if descs.get(ref) != (tuple(io.desc.shape), io.desc.dtype) and -1 not in io.desc.shape:
+                        self.fail(f"PartitionedCall {op.name!r} input {k} ({ref}) does not match input "
+                                  f"{io.name!r} of subgraph {sub.name!r}")
+                for k, io in enumerate(sub.outputs):
+                    descs[f"{op.name}:{k}"] = (tuple(io.desc.shape), io.desc.dtype)
+
+
+def _desc_key(td) -> tuple:
+    dt = dtype_from_proto(td.dtype)
+    return tuple(td.shape.dim), dt.name if dt else None
+
+
+def validate(model, op_lists: dict[int, list]) -> None:
+    """Check a decoded model (for a multi-model om, the root and every sub-model); op_lists: id(model) -> its
+    OpDefs in file order."""
+    from .loader import DeviceModel, RootModel
+    if isinstance(model, RootModel):
+        RootValidator(model, op_lists[id(model)], False).check()
+        for sub in model.subs.values():
+            validate(sub, op_lists)
+        return
+    cls = StaticValidator if isinstance(model, DeviceModel) else ModelValidator
+    cls(model, op_lists[id(model)], isinstance(model, DeviceModel)).check()
+
+
+def validate_calls(root, op_lists: dict[int, list]) -> None:
+    """The root graph's calls against the sub-models' inputs and outputs (once those are read)."""
+    RootValidator(root, op_lists[id(root)], False).check_calls(root.subs)

@@ -1,0 +1,31 @@
+"""The fuzz campaign of issue 13 in miniature: a few hundred seeded .om mutants (om-run and atc-py --mode=1/6),
+malformed ONNX/TF models and every bad flag value of both tools, each case in a forked child with a memory
+limit and a timeout (tools/fuzz). Nothing may end in a traceback, a hang, a blow-up, a crash, an uncoded
+error or E19999, write outside the folder it was given, or replace a special file. `make fuzz` runs the
+full-size campaign."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+
+
+def test_fuzz_campaign_finds_nothing(tmp_path):
+    summary = tmp_path / "summary.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("ATC_PY_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--om", "400", "--models", "300", "--flags",
+                           "--seed", "11", "--timeout", "60", "--work", str(tmp_path / "work"), "--json", str(summary),
+                           "--keep", "5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = json.loads(summary.read_text())
+    assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
+    assert s["cases"] >= 900
+    om, onnx_ = s["by_category"]["om"], s["by_category"]["onnx"]
+    # the mutants exercise both sides: files that still run and files that are refused
+    assert om.get("ok", 0) > 40 and om.get("error", 0) > 100, om
+    assert onnx_.get("ok", 0) > 20 and onnx_.get("error", 0) > 100, onnx_
+    assert "E30001" in s["codes"]["om"] and "E14001" in s["codes"]["onnx"]

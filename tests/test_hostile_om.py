@@ -1,0 +1,217 @@
+"""om-run and the .om reader against hostile files (issue 13): one test per finding of the audit. Each
+mutant is sealed again (checksum recomputed), as any writer can, so the validation layer — not the
+checksum — is what must stop it."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+
+from atc_py.om import partitions as pt
+from atc_py.proto import ge_ir_pb2 as ge
+from atc_py.proto import task_pb2
+from tests.conftest import MODELS, compile_om
+from tools.fuzz.om_mutants import OmDoc
+
+
+@pytest.fixture(scope="module")
+def cnn_om() -> bytes:
+    return compile_om(MODELS / "small_cnn.onnx")
+
+
+@pytest.fixture(scope="module")
+def sk_om() -> bytes:
+    return compile_om(MODELS / "superkernel.onnx", **{"ge.tiling_schedule_optimize": "1"})
+
+
+def edit(data: bytes, model_def=None, tasks=None, header=None, seal: bool = True) -> bytes:
+    """A copy of the .om with MODEL_DEF / TASK_INFO / header changed by the given functions."""
+    doc = OmDoc(data)
+    if model_def is not None:
+        md = ge.ModelDef.FromString(doc.get(0, pt.MODEL_DEF))
+        model_def(md)
+        doc.put(0, pt.MODEL_DEF, md.SerializeToString())
+    if tasks is not None:
+        mtd = task_pb2.ModelTaskDef.FromString(doc.get(0, pt.TASK_INFO))
+        tasks(mtd)
+        doc.put(0, pt.TASK_INFO, mtd.SerializeToString())
+    if header is not None:
+        header(doc.header)
+    return doc.pack(seal)
+
+
+def run(om_run, tmp_path, data: bytes, *args):
+    p = tmp_path / "m.om"
+    p.write_bytes(data)
+    return om_run("--model", str(p), *args)
+
+
+def op_named(md, op_type: str):
+    return next(op for op in md.graph[0].op if op.type == op_type)
+
+
+def first_kernel(mtd):
+    return next(t for t in mtd.task if t.HasField("kernel"))
+
+
+def test_outputs_are_named_from_the_output_folder_not_the_model_name(om_run, tmp_path, cnn_om):
+    """Finding 1: a model name like ../x or /abs/path chose where outputs were written."""
+    canary = tmp_path / "canary"
+    for name in ("../escape", str(canary / "abs"), "a/b/c", "..", ""):
+        def rename(md, n=name):
+            md.name = n
+        out = tmp_path / "out"
+        code, stdout, _ = run(om_run, tmp_path, edit(cnn_om, rename), "--output", str(out))
+        assert code == 0, stdout
+        written = sorted(p.name for p in out.iterdir())
+        assert written and all("/" not in w and not w.startswith(".") for w in written)
+        assert not canary.exists() and not (tmp_path / "escape_output_0.npy").exists()
+        for p in out.iterdir():
+            p.unlink()
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda md: md.attr["memory_size"].__setattr__("i", 2**40), "memory_size"),
+    (lambda md: md.attr["memory_size"].__setattr__("i", -1), "memory_size"),
+    (lambda md: md.attr["_is_unknown_shape"].__setattr__("i", 1), "_is_unknown_shape"),
+    (lambda md: md.attr["stream_num"].__setattr__("i", 2**31), "stream_num"),
+    (lambda md: op_named(md, "Conv2D").output_desc[0].shape.dim.__setitem__(0, 2**40), "dim"),
+    (lambda md: op_named(md, "Conv2D").attr["tvm_blockdim"].__setattr__("i", 2**62), "tvm_blockdim"),
+    (lambda md: op_named(md, "Conv2D").attr["strides"].__setattr__("s", b"x"), "strides"),
+    (lambda md: op_named(md, "Data").attr["index"].__setattr__("s", b"0"), "index"),
+    (lambda md: op_named(md, "Conv2D").input.__setitem__(0, "nosuch:0"), "nosuch"),
+    (lambda md: op_named(md, "Conv2D").input_desc[0].__setattr__("dtype", 99), "dtype"),
+    (lambda md: md.graph[0].op.add().CopyFrom(op_named(md, "Conv2D")), "used twice"),
+])
+def test_model_def_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn_om, mutate, expect):
+    """Finding 2: sealed mutants ended in tracebacks, MemoryError or hangs."""
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, mutate))
+    assert code == 1 and "E30001" in err and expect in err and "Traceback" not in err
+
+
+def _set_arg(mtd, slot: int, value: int):
+    k = first_kernel(mtd).kernel
+    args = bytearray(k.args)
+    args[8 * slot:8 * slot + 8] = value.to_bytes(8, "little")
+    k.args = bytes(args)
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda mtd: _set_arg(mtd, 0, 2**60), "outside device memory"),
+    (lambda mtd: _set_arg(mtd, 1, 0), "outside device memory"),
+    (lambda mtd: first_kernel(mtd).kernel.__setattr__("args", b"\0" * 5), "bytes"),
+    (lambda mtd: first_kernel(mtd).kernel.context.__setattr__("args_format", "{i0}{i0}{o0}"), "repeats"),
+    (lambda mtd: first_kernel(mtd).kernel.context.__setattr__("args_format", "{x9}"), "knows"),
+    (lambda mtd: first_kernel(mtd).kernel.context.__setattr__("op_index", 2**31 - 1), "op index"),
+    (lambda mtd: first_kernel(mtd).__setattr__("type", 999), "task type"),
+    (lambda mtd: first_kernel(mtd).__setattr__("stream_id", 7), "stream"),
+])
+def test_task_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn_om, mutate, expect):
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=mutate))
+    assert code == 1 and "E30001" in err and expect in err
+
+
+@pytest.mark.parametrize("ext", [("[" * 200000 + "]" * 200000).encode(), b'{"members": 5}', b"{",
+                                 b'{"members": [{"op_index": 0, "offset": -5, "size": 99999999, "args_format": "{i0}"}]}'])
+def test_super_kernel_member_table_is_checked(om_run, tmp_path, sk_om, ext):
+    def mutate(mtd):
+        next(t for t in mtd.task if t.type == 44).kernel.kernel_ext_info = ext
+    code, _, err = run(om_run, tmp_path, edit(sk_om, tasks=mutate))
+    assert code == 1 and "E30001" in err and "SUPER_KERNEL" in err
+
+
+def test_a_zero_checksum_is_refused_unless_no_verify(om_run, tmp_path, cnn_om):
+    """Finding 4: an all-zero checksum used to switch verification off."""
+    unsealed = edit(cnn_om, seal=False)
+    code, _, err = run(om_run, tmp_path, unsealed)
+    assert code == 1 and "checksum is all zero" in err
+    code, out, _ = run(om_run, tmp_path, unsealed, "--no-verify")
+    assert code == 0 and "finished successfully" in out
+    tampered = bytearray(cnn_om)
+    tampered[-1] ^= 1
+    code, _, err = run(om_run, tmp_path, bytes(tampered), "--no-verify")
+    assert code == 1 and "checksum mismatch" in err
+
+
+@pytest.mark.parametrize("field,value", [("version", 7), ("om_ir_version", 9), ("genmode", 3), ("modeltype", 5),
+                                         ("is_unknow_model", 1), ("length", 12345), ("platform_type", 2)])
+def test_header_fields_are_checked(om_run, tmp_path, cnn_om, field, value):
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, header=lambda h: setattr(h, field, value)))
+    assert code == 1 and "E30001" in err and "Traceback" not in err
+
+
+def test_files_that_are_not_regular_files_are_refused_without_blocking(om_run, tmp_path):
+    """Finding 7: /dev/zero exhausted memory, a FIFO blocked forever."""
+    fifo = tmp_path / "fifo.om"
+    os.mkfifo(fifo)
+    for path in (str(fifo), "/dev/zero", str(tmp_path)):
+        code, _, err = om_run("--model", path)
+        assert code == 1 and "E30001" in err and "regular file" in err
+
+
+def test_input_files_are_checked_before_arrays_are_allocated(om_run, tmp_path, cnn_om):
+    claims = tmp_path / "claims.npy"   # a header promising 2^40 floats over a few bytes of data
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }"
+    header += " " * (63 - len(header) % 64) + "\n"
+    claims.write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 16)
+    fifo = tmp_path / "in.npy"
+    os.mkfifo(fifo)
+    for spec in (str(claims), str(fifo), "/dev/zero"):
+        code, _, err = run(om_run, tmp_path, cnn_om, "--input", spec)
+        assert code == 1 and "E30002" in err, err
+
+
+@pytest.mark.parametrize("config,expect", [('{"nop_ns": NaN}', "not a JSON number"), ('{"nop_ns": 1e300}', "at most"),
+                                           ('{"h2d_gbps": 0}', "> 0"), ('{"nop_ns": true}', "a number"),
+                                           ("[" * 100000 + "]" * 100000, "not valid JSON")])
+def test_sim_config_values_are_checked(om_run, tmp_path, cnn_om, config, expect):
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(config)
+    code, _, err = run(om_run, tmp_path, cnn_om, "--sim-config", str(cfg))
+    assert code == 1 and "E30002" in err and expect in err
+
+
+@pytest.mark.parametrize("args", [["--seed", "-1"], ["--rtol", "nan"], ["--atol", "-1"], ["--loop", "0"],
+                                  ["--nosuch"]])
+def test_bad_flag_values_are_one_coded_line(om_run, tmp_path, cnn_om, args):
+    code, out, err = run(om_run, tmp_path, cnn_om, *args)
+    assert code == 1 and err.startswith("[ERROR] E30002") and "Usage:" not in out + err
+
+
+def test_profile_and_summary_paths_that_cannot_be_written(om_run, tmp_path, cnn_om):
+    a_file = tmp_path / "f.txt"
+    a_file.write_text("keep")
+    for args in (["--profile", str(a_file)], ["--summary-json", str(tmp_path)],
+                 ["--summary-json", str(a_file / "x.json")]):
+        code, _, err = run(om_run, tmp_path, cnn_om, *args)
+        assert code == 1 and "E13004" in err, (args, err)
+    assert a_file.read_text() == "keep"
+
+
+def test_internal_faults_are_one_line_and_debug_shows_the_traceback(om_run, tmp_path, cnn_om, monkeypatch):
+    from runner.sim import host
+
+    def broken(*a, **k):
+        raise RuntimeError("simulated bug")
+    monkeypatch.setattr(host.Simulation, "run", broken)
+    code, _, err = run(om_run, tmp_path, cnn_om)
+    assert code == 1 and "E19999" in err and "simulated bug" in err and "Traceback" not in err
+    monkeypatch.setenv("ATC_PY_DEBUG", "1")
+    code, _, _ = run(om_run, tmp_path, cnn_om)
+    assert code != 0
+
+
+def test_json_dump_and_model_info_survive_wrong_attribute_types(atc, tmp_path, cnn_om):
+    def mutate(md):
+        md.attr["memory_size"].Clear()
+        md.attr["memory_size"].list.i.extend([1, 2])
+        md.attr["om_info_list"].Clear()
+        md.attr["om_info_list"].s = b"x"
+    p = tmp_path / "m.om"
+    p.write_bytes(edit(cnn_om, mutate))
+    code, out, _ = atc("--mode=6", f"--om={p}")
+    assert code == 0 and "Display Model Info end" in out
+    code, out, _ = atc("--mode=1", f"--om={p}", f"--json={tmp_path / 'm.json'}")
+    assert code == 0 and json.loads((tmp_path / "m.json").read_text())["name"]

@@ -1,0 +1,241 @@
+"""A fuzz campaign: seed .om files compiled from the samples, then mutated .om files (om-run, atc-py --mode=1/6),
+malformed models (atc-py) and bad flag values (both tools), each case in a forked child with a memory limit
+and a timeout. Counts every outcome; what must never happen: a traceback, a hang, a memory blow-up, a crash,
+an error without an E-code, E19999 for a bad file, a file written outside the folder the user named, a
+special file (FIFO, symlink, /dev/null) replaced, a half-written output left behind."""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import random
+import shutil
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+
+from . import flag_cases, model_mutants, om_mutants, sandbox
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PLUGIN = str(ROOT / "plugins" / "example_custom_ops.py")
+SEEDS = [  # (name, model, options, om-run extra args)
+    ("cnn_910b1", "models/small_cnn.onnx", {"ge.socVersion": "Ascend910B1"}, []),
+    ("cnn_310p3_fp32", "models/small_cnn.onnx", {"ge.socVersion": "Ascend310P3",
+                                                 "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
+    ("transformer", "models/small_transformer.onnx", {"ge.socVersion": "Ascend910B1"}, []),
+    ("inception", "models/inception_block.onnx", {"ge.socVersion": "Ascend910B1"}, []),
+    ("decoder_sink0", "models/decoder_step.onnx", {"ge.socVersion": "Ascend910B1",
+                                                   "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
+    ("decoder_sink1", "models/decoder_step.onnx", {"ge.socVersion": "Ascend910B1", "ge.tiling_schedule_optimize": "1",
+                                                   "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
+    ("decoder_sink1_310p", "models/decoder_step.onnx", {"ge.socVersion": "Ascend310P3",
+                                                        "ge.tiling_schedule_optimize": "1"}, []),
+    ("superkernel", "models/superkernel.onnx", {"ge.socVersion": "Ascend910B1", "ge.tiling_schedule_optimize": "1"},
+     []),
+    ("custom_op", "models/custom_op.onnx", {"ge.socVersion": "Ascend910B1", "ge.tiling_schedule_optimize": "1",
+                                            "op_plugin": PLUGIN}, ["--op_plugin", PLUGIN]),
+    ("tf_lenet", "models/tf_lenet.pb", {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3"}, []),
+]
+
+
+@dataclass
+class Case:
+    category: str     # om | onnx | tf | flags
+    index: int
+    what: str
+    tool: str
+    args: list[str]
+    kind: str = ""
+    code: str = ""
+    problems: list[str] = field(default_factory=list)
+    output: str = ""
+    seconds: float = 0.0
+
+
+def _atc(args):
+    from atc_py.cli import run
+    return run(list(args))
+
+
+def _om_run(args):
+    from runner.cli import main
+    main.main(args=list(args), prog_name="om-run", standalone_mode=True)
+    return 0
+
+
+TOOLS = {"atc-py": _atc, "om-run": _om_run}
+
+
+def warm_up() -> None:
+    """Import (and register) everything once in the parent, so that each forked case starts warm."""
+    import atc_py.cli  # noqa: F401
+    import atc_py.pipeline  # noqa: F401
+    import runner.cli  # noqa: F401
+    import runner.sim.host  # noqa: F401
+    from atc_py.ops import get_op
+    get_op("Add")
+
+
+def _compile_seed(path: pathlib.Path, model: str, options: dict) -> int:
+    import atc_py
+    opts = {"om_name": path.stem, **options}
+    atc_py.build(str(ROOT / model), opts).save(path)
+    return 0
+
+
+def compile_seeds(work: pathlib.Path) -> dict[str, tuple[bytes, list[str]]]:
+    seeds = {}
+    d = work / "seeds"
+    d.mkdir(parents=True, exist_ok=True)
+    for name, model, options, extra in SEEDS:
+        path = d / f"{name}.om"
+        out = sandbox.run(lambda _a, p=path, m=model, o=options: _compile_seed(p, m, o), [], str(d), timeout=300)
+        if out.kind != "ok" or not path.is_file():
+            raise RuntimeError(f"seed {name} did not compile: {out.output[-2000:]}")
+        seeds[name] = (path.read_bytes(), extra)
+    return seeds
+
+
+def _listing(d: pathlib.Path) -> set[str]:
+    return {str(p.relative_to(d)) for p in d.rglob("*")} if d.exists() else set()
+
+
+class Campaign:
+    def __init__(self, work: pathlib.Path, seed: int = 0, timeout: float = 30.0, mem_budget: int = 3 << 30,
+                 keep: int = 30):
+        self.work = work
+        self.seed = seed
+        self.timeout = timeout
+        self.mem_budget = mem_budget
+        self.keep = keep
+        self.cases: list[Case] = []
+        self.canary = work / "canary"
+        for sub in ("cases", "canary", "failures"):
+            (work / sub).mkdir(parents=True, exist_ok=True)
+        self.top: set[str] | None = None   # the campaign folder's entries, taken at the first case
+
+    # -- running one case ---------------------------------------------------------------------------
+    def _run(self, case: Case, case_dir: pathlib.Path, files: dict[str, bytes], check_out=None,
+             own_output_rule: bool = True) -> None:
+        """own_output_rule: nothing may appear in the case folder outside out/ (files and models name their
+        outputs; flag cases name theirs themselves, so only the campaign folder and canary rules apply)."""
+        before = _listing(case_dir)
+        if self.top is None:
+            self.top = _listing_top(self.work)
+        out = sandbox.run(TOOLS[case.tool], case.args, str(case_dir), self.timeout, self.mem_budget)
+        case.kind, case.code, case.output, case.seconds = out.kind, out.code, out.output, out.seconds
+        after = _listing(case_dir)
+        new = sorted(p for p in after - before if not p.startswith("out") and p != ".fuzz_output")
+        if new and own_output_rule:
+            case.problems.append(f"wrote outside --output: {new[:5]}")
+        if _listing_top(self.work) != self.top:
+            case.problems.append(f"wrote into the campaign folder: {sorted(_listing_top(self.work) - self.top)}")
+            self.top = _listing_top(self.work)
+        if any(self.canary.iterdir()):
+            case.problems.append(f"wrote at an absolute path: {sorted(os.listdir(self.canary))}")
+            shutil.rmtree(self.canary)
+            self.canary.mkdir()
+        if check_out is not None:
+            case.problems += check_out(case, case_dir)
+        self.cases.append(case)
+        if (case.kind in sandbox.BAD or case.problems) and self.keep > 0:
+            self.keep -= 1
+            keep_dir = self.work / "failures" / f"{case.category}_{case.index}"
+            keep_dir.mkdir(parents=True, exist_ok=True)
+            for name, data in files.items():
+                (keep_dir / name).write_bytes(data)
+            (keep_dir / "case.json").write_text(json.dumps(asdict(case), indent=1))
+        shutil.rmtree(case_dir, ignore_errors=True)
+
+    def _case_dir(self, tag: str) -> pathlib.Path:
+        d = self.work / "cases" / tag
+        shutil.rmtree(d, ignore_errors=True)
+        (d / "out").mkdir(parents=True)
+        return d
+
+    # -- the categories ---------------------------------------------------------------------------------
+    def om_cases(self, n: int, seeds: dict[str, tuple[bytes, list[str]]]) -> None:
+        names = sorted(seeds)
+        for i in range(n):
+            rng = random.Random(self.seed * 1_000_003 + i)
+            name = names[i % len(names)]
+            data, extra = seeds[name]
+            mutant, what = om_mutants.mutate(data, rng, str(self.canary))
+            d = self._case_dir(f"om{i}")
+            (d / "m.om").write_bytes(mutant)
+            r = rng.random()
+            if r < 0.6:
+                tool, args = "om-run", ["--model", "m.om", "--output", "out", "--outfmt",
+                                        rng.choice(["NPY", "BIN", "TXT"])] + extra
+                if rng.random() < 0.3:
+                    args += ["--summary-json", "out/s.json", "--profile", "out/prof"]
+            elif r < 0.75:
+                tool, args = "om-run", ["--model", "m.om", "--no-compute", "--output", "out"] + extra
+            elif r < 0.9:
+                tool, args = "atc-py", ["--mode=1", "--om=m.om", "--json=out/m.json"]
+            else:
+                tool, args = "atc-py", ["--mode=6", "--om=m.om"]
+            self._run(Case("om", i, f"{name}: {what}", tool, args), d, {"m.om": mutant})
+
+    def model_cases(self, n: int) -> None:
+        onnx_bases = model_mutants.base_onnx_models()
+        tf_bases = model_mutants.base_tf_models()
+        for i in range(n):
+            rng = random.Random(self.seed * 2_000_003 + i)
+            is_tf = rng.random() < 0.2 and tf_bases
+            if is_tf:
+                data, what = model_mutants.tf_mutant(tf_bases, rng)
+                fname, fw = "m.pb", "3"
+            else:
+                data, what = model_mutants.onnx_mutant(onnx_bases, rng)
+                fname, fw = "m.onnx", "5"
+            d = self._case_dir(f"model{i}")
+            (d / fname).write_bytes(data)
+            args = [f"--model={fname}", f"--framework={fw}", "--output=out/m",
+                    f"--soc_version={rng.choice(['Ascend910B1', 'Ascend310P3'])}"]
+            self._run(Case("tf" if is_tf else "onnx", i, what, "atc-py", args), d, {fname: data}, _check_build_output)
+
+    def flag_cases(self, seeds: dict[str, tuple[bytes, list[str]]], limit: int | None = None) -> None:
+        om = seeds["cnn_910b1"][0]
+        model_bytes = (ROOT / "models" / "small_cnn.onnx").read_bytes()
+        cases = [("atc-py", a) for a in flag_cases.atc_cases("m.onnx", "m.om")] + \
+                [("om-run", a) for a in flag_cases.om_run_cases("m.om")]
+        if limit is not None:
+            cases = cases[:limit]
+        for i, (tool, args) in enumerate(cases):
+            d = self._case_dir(f"flags{i}")
+            flag_cases.prepare(d)
+            (d / "m.onnx").write_bytes(model_bytes)
+            (d / "m.om").write_bytes(om)
+            self._run(Case("flags", i, " ".join(args)[:200], tool, args), d, {},
+                      lambda c, dd: flag_cases.special_files_intact(dd), own_output_rule=False)
+
+    # -- results --------------------------------------------------------------------------------------
+    def summary(self) -> dict:
+        by_cat: dict[str, Counter] = defaultdict(Counter)
+        codes: dict[str, Counter] = defaultdict(Counter)
+        for c in self.cases:
+            by_cat[c.category][c.kind] += 1
+            if c.code:
+                codes[c.category][c.code] += 1
+            if c.problems:
+                by_cat[c.category]["problems"] += 1
+        bad = [c for c in self.cases if c.kind in sandbox.BAD or c.problems]
+        return {"cases": len(self.cases), "by_category": {k: dict(v) for k, v in sorted(by_cat.items())},
+                "codes": {k: dict(v.most_common()) for k, v in sorted(codes.items())},
+                "bad": len(bad),
+                "failures": [{"category": c.category, "index": c.index, "kind": c.kind, "code": c.code,
+                              "what": c.what, "args": c.args, "problems": c.problems,
+                              "output": c.output[-1500:]} for c in bad[:200]],
+                "slowest_s": round(max([c.seconds for c in self.cases] or [0]), 2)}
+
+
+def _listing_top(work: pathlib.Path) -> set[str]:
+    return set(os.listdir(work))
+
+
+def _check_build_output(case: Case, d: pathlib.Path) -> list[str]:
+    """A failed build leaves nothing; a successful one leaves exactly the .om (no temp files either way)."""
+    out = sorted(os.listdir(d / "out"))
+    if case.kind == "ok":
+        return [] if out == ["m.om"] else [f"after success out/ holds {out}"]
+    return [] if not out else [f"after a failure out/ holds {out}"]
