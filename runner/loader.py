@@ -184,8 +184,9 @@ def load_model(path: str, verify: bool = True) -> ModelBase:
             if sub.name in root.subs:
                 raise _fail(path, f"two sub-models are named {sub.name!r}")
             root.subs[sub.name] = sub
-    elif isinstance(root, RootModel) or len(models) != 1:
-        raise _fail(path, "a single-model om must hold one static or dynamic model, not a root graph")
+    elif not isinstance(root, DeviceModel) or len(models) != 1:
+        raise _fail(path, "a single-model om holds one static model (with TASK_INFO); dynamic parts come in a "
+                          "multi-model om under a root graph")
     try:
         validate(root, op_lists)
         for m in [root, *getattr(root, "subs", {}).values()]:
