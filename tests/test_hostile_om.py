@@ -76,6 +76,7 @@ def test_outputs_are_named_from_the_output_folder_not_the_model_name(om_run, tmp
     (lambda md: md.attr["memory_size"].__setattr__("i", 2**40), "memory_size"),
     (lambda md: md.attr["memory_size"].__setattr__("i", -1), "memory_size"),
     (lambda md: md.attr["_is_unknown_shape"].__setattr__("i", 1), "_is_unknown_shape"),
+    (lambda md: md.attr["_is_unknown_shape"].__setattr__("b", True), "single-model om"),
     (lambda md: md.attr["stream_num"].__setattr__("i", 2**31), "stream_num"),
     (lambda md: op_named(md, "Conv2D").output_desc[0].shape.dim.__setitem__(0, 2**40), "dim"),
     (lambda md: op_named(md, "Conv2D").attr["tvm_blockdim"].__setattr__("i", 2**62), "tvm_blockdim"),
