@@ -118,13 +118,20 @@ def _read_om(path: str):
         raise AtcError("E10041", path=path, reason=str(exc)) from None
 
 
-def run_mode_0(given, argv, log) -> None:
+def build_from_flags(given: dict[str, str], argv: list[str], log=None):
+    """Mode 0 without the messages: ATC's flag checks, flags -> GE options, build. om-sweep builds through
+    this too, so a sweep point compiles exactly as `atc-py` with the same flags would (same errors)."""
     from .pipeline import build
     if cmdline.value(given, "framework") == "-1":
         raise AtcError("E10007", parameter="framework", support="0(Caffe) or 1(MindSpore) or 3(TensorFlow) or 5(Onnx)")
     _check_flags(given)
+    kwargs = {"log": log} if log is not None else {}
+    return build(cmdline.value(given, "model"), _options(given, argv), **kwargs)
+
+
+def run_mode_0(given, argv, log) -> None:
+    result = build_from_flags(given, argv, log)
     out = _output_path(cmdline.value(given, "output"))
-    result = build(cmdline.value(given, "model"), _options(given, argv), log=log)
     for line in summary_lines(result.summary):
         click.echo(line)
     result.save(out)

@@ -105,6 +105,11 @@ def parse(argv: list[str]) -> dict[str, str]:
     return given
 
 
+def check(name: str, value: str) -> None:
+    """The value checks `parse` applies to one flag (kind and value range); raises AtcError."""
+    _check(FLAGS[name], value)
+
+
 def _check(flag: Flag, value: str) -> None:
     if flag.kind == "int" and not value.isdigit():  # ATC accepts digits only: no sign
         raise AtcError("E10003", value=value, parameter=flag.name, reason="The value type must be [int32].")

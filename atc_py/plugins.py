@@ -18,8 +18,11 @@ ENV = "ASCEND_CUSTOM_OPP_PATH"
 _loaded: dict[str, list[str]] = {}
 
 
-def plugin_paths(option: str = "") -> list[pathlib.Path]:
-    parts = [p for p in (option or "").split(":") if p] + [p for p in os.environ.get(ENV, "").split(":") if p]
+def plugin_paths(option: str = "", include_env: bool = True) -> list[pathlib.Path]:
+    """The plugin files of an --op_plugin value (folders give their *.py files) and, by default, of ENV."""
+    parts = [p for p in (option or "").split(":") if p]
+    if include_env:
+        parts += [p for p in os.environ.get(ENV, "").split(":") if p]
     files: list[pathlib.Path] = []
     for part in parts:
         path = pathlib.Path(part)

@@ -14,6 +14,7 @@ from atc_py.engines.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 from atc_py.plugins import load_plugins
 
+from .compare import compare_outputs
 from .host.session import check_inputs
 from atc_py.atomic_write import make_output_dir, write_atomic
 
@@ -44,20 +45,32 @@ def print_model(model) -> None:
 
 def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
     ok = True
-    for io, got, exp in zip(model.outputs, outputs, expected):
-        if got.shape != exp.shape:
-            click.echo(f"[ERROR] output {io.name}: shape {list(got.shape)} != expected {list(exp.shape)}")
+    for err in compare_outputs(model, outputs, expected, rtol, atol):
+        if not err.shape_ok:
+            click.echo(f"[ERROR] output {err.name}: shape {list(err.shape)} != expected {list(err.expected_shape)}")
             ok = False
             continue
-        g, e = got.astype(np.float64), exp.astype(np.float64)
-        abs_err = np.abs(g - e)
-        rel_err = abs_err / np.maximum(np.abs(e), np.finfo(np.float32).tiny)
-        bad = ~np.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
-        status = "PASS" if not bad.any() else f"FAIL ({int(bad.sum())} of {bad.size} elements)"
-        click.echo(f"[INFO] compare {io.name}: max abs err {abs_err.max(initial=0):.3e}, "
-                   f"max rel err {rel_err.max(initial=0):.3e} (rtol {rtol}, atol {atol}): {status}")
-        ok &= not bad.any()
+        status = "PASS" if err.ok else f"FAIL ({err.mismatched} of {err.size} elements)"
+        click.echo(f"[INFO] compare {err.name}: max abs err {err.max_abs:.3e}, "
+                   f"max rel err {err.max_rel:.3e} (rtol {rtol}, atol {atol}): {status}")
+        ok &= err.ok
     return ok
+
+
+def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
+             tiling_cache: bool = True, host_threads: int = 1):
+    """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop). Loops must agree.
+    om-sweep simulates through this too."""
+    sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
+                     tiling_cache=tiling_cache, host_threads=host_threads)
+    loops, outputs = [], None
+    for k in range(loop):
+        result, stats = sim.run(inputs)
+        loops.append(stats)
+        if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
+            raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
+        outputs = result
+    return outputs, loops
 
 
 class OmRunCommand(click.Command):
@@ -149,15 +162,8 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         check_inputs(model, inputs)
         if not input_spec:
             click.echo(f"[INFO] inputs: random (seed {seed})")
-    sim = Simulation(model, prof, compute=not no_compute, allow_hazards=allow_hazards,
-                     tiling_cache=tiling_cache == "on", host_threads=int(host_threads))
-    loops, outputs = [], None
-    for k in range(loop):
-        result, stats = sim.run(inputs)
-        loops.append(stats)
-        if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
-            raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
-        outputs = result
+    outputs, loops = simulate(model, prof, inputs, loop, not no_compute, allow_hazards, tiling_cache == "on",
+                              int(host_threads))
     for line in console(loops, int(host_threads), tiling_cache == "on"):
         click.echo(line)
     if summary_path:
