@@ -46,6 +46,18 @@ TEMPLATES: dict[str, str] = {
     "E30003": "Output mismatch: {reason}",
     "E30004": "Execution failed while executing task {task}: {reason}",
     "E30005": "Hazard: {detail} (run with --allow-hazards to continue)",
+    # om-sweep errors (our own family): the command's own errors and the statuses of jobs that did not finish
+    "E40001": "Invalid sweep file {path}: {field}: {reason}",
+    "E40002": "Cannot read sweep file {path}: {reason}",
+    "E40003": "File not found for {field}: {path}",
+    "E40004": "The job exceeded its time limit of {limit} s and was stopped",
+    "E40005": "The job exceeded its memory limit of {limit} MiB: {reason}",
+    "E40006": "The job's process died in each of {attempts} attempt(s): {reason}",
+    "E40007": "Cannot use the Dask scheduler {address}: {reason}",
+    "E40008": "om-sweep needs {package}, which is not installed: pip install 'atc-py[sweep]'",
+    "E40009": "Cannot read results file {path}: {reason}",
+    "E40010": "Cannot write {path}: {reason}",
+    "E40011": "Invalid option {option}: {reason}",
 }
 
 

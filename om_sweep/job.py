@@ -1,0 +1,122 @@
+"""One job: compile with atc-py's own flag handling, simulate with om-run's, and record the numbers.
+
+Runs inside the job's own process (sandbox.py). Every error of the tools becomes the record's status and
+message, exactly as atc-py / om-run would report it; numbers gathered before the error stay in the record.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+
+from atc_py import cli as atc_cli
+from atc_py import cmdline
+from atc_py.errors import AtcError
+from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
+from runner.cli import simulate
+from runner.compare import compare_outputs
+from runner.host.session import check_inputs
+from runner.io import load_expected, load_inputs
+from runner.loader import load_model
+from runner.sim.profile import RuntimeProfile
+from runner.sim.report import summary_json
+
+from .plan import Job
+
+# what a job records, in table order (table.py adds the point's identity columns around them)
+RESULT_FIELDS = {
+    "status": "string", "error_message": "string",
+    "compile_s": "float", "tasks": "int", "streams": "int", "events": "int", "om_models": "int",
+    "memory_size": "int", "memory_lower_bound": "int", "weight_size": "int",
+    "e2e_us": "float", "host_us": "float", "device_us": "float", "syncs": "int", "hazards": "int",
+    "max_abs_err": "float", "max_rel_err": "float", "mismatched": "int",
+    "simulate_s": "float", "attempts": "int", "time_limit_s": "float", "memory_limit_mb": "float",
+}
+WALL_CLOCK_FIELDS = ("compile_s", "simulate_s")   # measured durations: they differ from run to run
+OK = "ok"
+
+
+def empty_record(job: Job) -> dict:
+    rec = {name: None for name in RESULT_FIELDS}
+    rec.update(status=OK, error_message="", attempts=1, time_limit_s=job.time_limit_s,
+               memory_limit_mb=job.memory_limit_mb)
+    return rec
+
+
+def failed(rec: dict, exc: AtcError, local_paths: dict[str, str], job: Job) -> dict:
+    rec["status"] = exc.code
+    rec["error_message"] = _shown(exc.message, local_paths, job)
+    return rec
+
+
+def _shown(message: str, local_paths: dict[str, str], job: Job) -> str:
+    """Messages name files as the sweep does, wherever the job ran (a worker may hold a shipped copy)."""
+    model = job.files[0]
+    for original, local in sorted(local_paths.items(), key=lambda kv: -len(kv[1])):
+        message = message.replace(local, job.model if original == model.path else original)
+    return message
+
+
+def execute(job: Job, local_paths: dict[str, str], workdir: str) -> dict:
+    """compile -> simulate -> record. local_paths maps each of job.files' paths to where it is readable here."""
+    os.environ.pop(PLUGIN_ENV, None)        # plugins come from the sweep file only: they are in the job key
+    rec = empty_record(job)
+    loc = lambda p: local_paths.get(p, p)   # noqa: E731
+    try:
+        given = {name: value for name, value in job.flags.items()}
+        if given.get("op_plugin"):
+            given["op_plugin"] = ":".join(loc(p) for p in given["op_plugin"].split(":"))
+        if given.get("op_attr_config"):
+            given["op_attr_config"] = loc(given["op_attr_config"])
+        stem = pathlib.Path(job.files[0].path).stem
+        given["model"] = loc(job.files[0].path)
+        given["output"] = str(pathlib.Path(workdir) / stem)
+        for name, value in given.items():
+            cmdline.check(name, value)      # what atc-py's command-line parser checks
+        argv = [f"--{k}={v}" for k, v in given.items()]
+        t0 = time.perf_counter()
+        result = atc_cli.build_from_flags(given, argv)
+        rec["compile_s"] = round(time.perf_counter() - t0, 6)
+        s = result.summary
+        rec.update(tasks=s["tasks"], streams=s["stream_num"], events=s["event_num"], om_models=s["models"],
+                   memory_size=s["memory_size"], memory_lower_bound=s["memory_lower_bound"],
+                   weight_size=s["weight_size"])
+        om_path = given["output"] + ".om"
+        result.save(om_path)
+        del result
+        _simulate(job, rec, om_path, given.get("op_plugin", ""), loc)
+    except AtcError as exc:
+        failed(rec, exc, local_paths, job)
+    return rec
+
+
+def _simulate(job: Job, rec: dict, om_path: str, op_plugin: str, loc) -> None:
+    t0 = time.perf_counter()
+    load_plugins(op_plugin)
+    model = load_model(om_path)
+    prof = RuntimeProfile.load(loc(job.sim_config) if job.sim_config else None)
+    inputs = None
+    if job.compute:
+        spec = ",".join(loc(p) for p in job.inputs.split(",")) if job.inputs else None
+        inputs = load_inputs(model, spec, job.seed)
+        check_inputs(model, inputs)
+    try:
+        outputs, loops = simulate(model, prof, inputs, job.loop, job.compute)
+    finally:
+        rec["simulate_s"] = round(time.perf_counter() - t0, 6)
+    summary = summary_json(loops, model.name, model.soc_version)
+    rec.update(e2e_us=summary["e2e_us"], host_us=summary["host_us"], device_us=summary["device_us"],
+               syncs=summary["host_device_syncs"], hazards=len(summary["hazards"]))
+    if job.expected:
+        errors = compare_outputs(model, outputs, load_expected(model, loc(job.expected)), job.rtol, job.atol)
+        compared = [e for e in errors if e.shape_ok]
+        rec.update(max_abs_err=max((e.max_abs for e in compared), default=0.0),
+                   max_rel_err=max((e.max_rel for e in compared), default=0.0),
+                   mismatched=sum(e.mismatched for e in errors))
+        bad = [e for e in errors if not e.ok]
+        if bad:
+            detail = "; ".join(f"{e.name}: shape {list(e.shape)} != expected {list(e.expected_shape)}"
+                               if not e.shape_ok else f"{e.name}: {e.mismatched} of {e.size} elements"
+                               for e in bad)
+            raise AtcError("E30003", reason=f"outputs differ from the expected values beyond rtol {job.rtol}, "
+                                            f"atol {job.atol} ({detail})")

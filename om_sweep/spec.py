@@ -1,0 +1,274 @@
+"""The sweep file (YAML or TOML): read it, check every field, and give back a typed SweepSpec.
+
+Nothing in the file is trusted: each field is checked for its type and range and an error names the
+field (`models[1].flags.soc_versoin: unknown atc-py flag`). Files the models refer to are not opened
+here: a missing one is a failed point in the results (plan.py), not a reason to refuse the sweep.
+"""
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass, field
+
+from atc_py import cmdline
+from atc_py.errors import AtcError
+
+# atc-py flags om-sweep sets itself or that make no sense in a sweep
+RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it as models[].path",
+                  "output": "om-sweep chooses the output", "om": "mode 1/6 only", "json": "mode 1/6 only",
+                  "help": "not a build flag", "log": "om-sweep records errors, not logs",
+                  "display_model_info": "not recorded", "framework": "give it as models[].framework"}
+SWEEP_FLAGS = tuple(name for name in cmdline.FLAGS if name not in RESERVED_FLAGS)
+PATH_FLAGS = ("op_plugin", "op_attr_config")      # paths, resolved against the sweep file's folder
+FRAMEWORK_BY_SUFFIX = {".onnx": "5", ".pb": "3"}
+
+MODEL_KEYS = ("path", "framework", "flags", "inputs", "expected", "rtol", "atol", "compute", "time_limit_s",
+              "memory_limit_mb")
+RUN_KEYS = ("compute", "loop", "seed", "rtol", "atol", "time_limit_s", "memory_limit_mb", "retries", "sim_config")
+TOP_KEYS = ("models", "grid", "run")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """Defaults for every point (`run:` in the file); a model entry may override compute, tolerances, limits."""
+    compute: bool = True            # numeric simulation (om-run's default); false = --no-compute
+    loop: int = 1
+    seed: int = 0                   # random inputs of models without `inputs`
+    rtol: float = 1e-4
+    atol: float = 1e-4
+    time_limit_s: float = 600.0
+    memory_limit_mb: float | None = None
+    retries: int = 2                # re-runs of a job whose process crashed
+    sim_config: str | None = None   # om-run --sim-config, resolved path
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    field: str                      # "models[2]", for messages
+    path: str                       # as written: a file or a glob, relative to the sweep file's folder
+    framework: str | None           # "3" / "5"; None = from the suffix of each matched file
+    flags: dict[str, str]
+    inputs: str | None
+    expected: str | None
+    rtol: float
+    atol: float
+    compute: bool
+    time_limit_s: float
+    memory_limit_mb: float | None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    path: pathlib.Path
+    base: pathlib.Path              # the folder relative paths are resolved against
+    models: list[ModelEntry]
+    grid: dict[str, list[str]]      # flag -> values, in the file's order
+    run: RunSettings = field(default_factory=RunSettings)
+
+
+class _Checker:
+    def __init__(self, path: pathlib.Path):
+        self.path = path
+
+    def fail(self, where: str, reason: str) -> AtcError:
+        return AtcError("E40001", path=str(self.path), field=where, reason=reason)
+
+    def mapping(self, where: str, value, allowed: tuple[str, ...]) -> dict:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"must be a mapping, got {_kind(value)}")
+        for key in value:
+            if not isinstance(key, str) or key not in allowed:
+                raise self.fail(f"{where}.{key}" if where else str(key),
+                                f"unknown key (allowed: {', '.join(allowed)})")
+        return value
+
+    def string(self, where: str, value) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(where, f"must be a non-empty string, got {_kind(value)}")
+        return value
+
+    def boolean(self, where: str, value) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, f"must be true or false, got {_kind(value)}")
+        return value
+
+    def number(self, where: str, value, minimum: float = 0.0, integer: bool = False, positive: bool = False):
+        ok = isinstance(value, int) if integer else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok:
+            raise self.fail(where, f"must be {'an integer' if integer else 'a number'}, got {_kind(value)}")
+        if value < minimum or (positive and value <= 0) or value != value:
+            raise self.fail(where, f"must be {'> ' if positive else '>= '}{minimum:g}, got {value}")
+        return value
+
+    def flag_value(self, where: str, value) -> str:
+        """atc-py flags are strings on the command line; YAML scalars become the text one would type."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, str):
+            return value
+        raise self.fail(where, f"must be a string, integer or boolean (an atc-py flag value), got {_kind(value)}")
+
+    def flag_name(self, where: str, name) -> str:
+        if name in RESERVED_FLAGS:
+            raise self.fail(where, f"--{name} cannot be set in a sweep: {RESERVED_FLAGS[name]}")
+        if name not in SWEEP_FLAGS:
+            raise self.fail(where, f"unknown atc-py flag (flags: {', '.join(SWEEP_FLAGS)})")
+        return name
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "nothing (null)"
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+             dict: "a mapping"}
+    return f"{names.get(type(value), type(value).__name__)} {value!r}"[:80]
+
+
+def load_document(path: pathlib.Path):
+    """The parsed file: YAML (safe loader: plain data only) or TOML by suffix."""
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise AtcError("E40001", path=str(path), field="(file)", reason="the sweep file must be .yaml, .yml or .toml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AtcError("E40002", path=str(path), reason=getattr(exc, "strerror", None) or str(exc)) from None
+    if suffix == ".toml":
+        try:
+            import tomllib
+        except ImportError:
+            raise AtcError("E40008", package="tomllib (Python 3.11+) for TOML sweep files") from None
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise AtcError("E40002", path=str(path), reason=f"TOML syntax error: {exc}") from None
+    try:
+        import yaml
+    except ImportError:
+        raise AtcError("E40008", package="pyyaml") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise AtcError("E40002", path=str(path), reason=f"YAML syntax error{where}: {problem}") from None
+
+
+def load_spec(path) -> SweepSpec:
+    path = pathlib.Path(path)
+    return parse_spec(load_document(path), path)
+
+
+def parse_spec(doc, path: pathlib.Path) -> SweepSpec:
+    c = _Checker(path)
+    base = path.resolve().parent
+    if doc is None:
+        raise c.fail("(file)", "the file is empty; it needs at least `models:`")
+    top = c.mapping("", doc, TOP_KEYS)
+    run = _run_settings(c, top.get("run", {}), base)
+    grid = _grid(c, top.get("grid", {}))
+    if "models" not in top:
+        raise c.fail("models", "is required: a list of models (path, framework, ...)")
+    models_doc = top["models"]
+    if not isinstance(models_doc, list) or not models_doc:
+        raise c.fail("models", f"must be a non-empty list, got {_kind(models_doc)}")
+    models = [_model(c, f"models[{i}]", m, grid, run) for i, m in enumerate(models_doc)]
+    for m in models:
+        if "soc_version" not in grid and "soc_version" not in m.flags:
+            raise c.fail("grid.soc_version", f"no SoC for {m.field}: give soc_version in grid or in {m.field}.flags")
+    return SweepSpec(path=path, base=base, models=models, grid=grid, run=run)
+
+
+def _run_settings(c: _Checker, doc, base: pathlib.Path) -> RunSettings:
+    d = c.mapping("run", doc, RUN_KEYS)
+    kw = {}
+    if "compute" in d:
+        kw["compute"] = c.boolean("run.compute", d["compute"])
+    if "loop" in d:
+        kw["loop"] = c.number("run.loop", d["loop"], 1, integer=True)
+    if "seed" in d:
+        kw["seed"] = c.number("run.seed", d["seed"], 0, integer=True)
+    if "retries" in d:
+        kw["retries"] = c.number("run.retries", d["retries"], 0, integer=True)
+    for key in ("rtol", "atol"):
+        if key in d:
+            kw[key] = float(c.number(f"run.{key}", d[key]))
+    kw.update(_limits(c, "run", d))
+    if "sim_config" in d:
+        sim = base / c.string("run.sim_config", d["sim_config"])
+        if not sim.is_file():
+            raise c.fail("run.sim_config", f"file not found: {sim}")
+        kw["sim_config"] = str(sim)
+    return RunSettings(**kw)
+
+
+def _limits(c: _Checker, where: str, d: dict) -> dict:
+    kw = {}
+    if "time_limit_s" in d:
+        kw["time_limit_s"] = float(c.number(f"{where}.time_limit_s", d["time_limit_s"], positive=True))
+    if "memory_limit_mb" in d and d["memory_limit_mb"] is not None:
+        kw["memory_limit_mb"] = float(c.number(f"{where}.memory_limit_mb", d["memory_limit_mb"], positive=True))
+    return kw
+
+
+def _grid(c: _Checker, doc) -> dict[str, list[str]]:
+    if not isinstance(doc, dict):
+        raise c.fail("grid", f"must be a mapping of atc-py flag -> list of values, got {_kind(doc)}")
+    grid: dict[str, list[str]] = {}
+    for name, values in doc.items():
+        where = f"grid.{name}"
+        c.flag_name(where, name)
+        if not isinstance(values, list):
+            values = [values]
+        if not values:
+            raise c.fail(where, "must list at least one value")
+        vals = [c.flag_value(f"{where}[{i}]", v) for i, v in enumerate(values)]
+        dup = sorted({v for v in vals if vals.count(v) > 1})
+        if dup:
+            raise c.fail(where, f"value {dup[0]!r} is listed twice")
+        grid[name] = vals
+    return grid
+
+
+def _model(c: _Checker, where: str, doc, grid: dict, run: RunSettings) -> ModelEntry:
+    if isinstance(doc, str):
+        doc = {"path": doc}
+    d = c.mapping(where, doc, MODEL_KEYS)
+    if "path" not in d:
+        raise c.fail(f"{where}.path", "is required: the model file (or a glob)")
+    path = c.string(f"{where}.path", d["path"])
+    framework = None
+    if "framework" in d:
+        fw = d["framework"]
+        fw = str(fw) if isinstance(fw, int) and not isinstance(fw, bool) else fw
+        if fw not in ("3", "5"):
+            raise c.fail(f"{where}.framework", f"must be 3 (TensorFlow) or 5 (ONNX), got {_kind(d['framework'])}")
+        framework = fw
+    elif not any(ch in path for ch in "*?[") and pathlib.Path(path).suffix.lower() not in FRAMEWORK_BY_SUFFIX:
+        raise c.fail(f"{where}.framework", "is required when the file is not .onnx (5) or .pb (3)")
+    flags: dict[str, str] = {}
+    flags_doc = d.get("flags", {})
+    if not isinstance(flags_doc, dict):
+        raise c.fail(f"{where}.flags", f"must be a mapping of atc-py flag -> value, got {_kind(flags_doc)}")
+    for name, value in flags_doc.items():
+        fwhere = f"{where}.flags.{name}"
+        c.flag_name(fwhere, name)
+        if name in grid:
+            raise c.fail(fwhere, f"--{name} is also a grid key; give it in one place")
+        flags[name] = c.flag_value(fwhere, value)
+        if name in PATH_FLAGS and not flags[name].strip():
+            raise c.fail(fwhere, "must name a file")
+    inputs = c.string(f"{where}.inputs", d["inputs"]) if "inputs" in d else None
+    expected = c.string(f"{where}.expected", d["expected"]) if "expected" in d else None
+    compute = c.boolean(f"{where}.compute", d["compute"]) if "compute" in d else run.compute
+    if expected and not compute:
+        raise c.fail(f"{where}.expected", "needs a numeric run (compute: true)")
+    rtol = float(c.number(f"{where}.rtol", d["rtol"])) if "rtol" in d else run.rtol
+    atol = float(c.number(f"{where}.atol", d["atol"])) if "atol" in d else run.atol
+    limits = _limits(c, where, d)
+    return ModelEntry(field=where, path=path, framework=framework, flags=flags, inputs=inputs, expected=expected,
+                      rtol=rtol, atol=atol, compute=compute,
+                      time_limit_s=limits.get("time_limit_s", run.time_limit_s),
+                      memory_limit_mb=limits.get("memory_limit_mb", run.memory_limit_mb))
