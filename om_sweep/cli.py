@@ -41,14 +41,27 @@ def _guard(fn):
     return wrapper
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """Usage errors (unknown option, bad value) are E40011 lines too, not click's usage block."""
+
+    def main(self, args=None, **kwargs):
+        try:
+            return super().main(args=args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            where = f" of `om-sweep {exc.ctx.info_name}`" if exc.ctx is not None and exc.ctx.parent else ""
+            _fail(AtcError("E40011", option=f"(command line{where})", reason=exc.format_message()))
+        except click.Abort:
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
     """Sweep models across SoCs and atc-py options: compile, simulate, tabulate, report."""
 
 
 @main.command()
 @click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=pathlib.Path))
-@click.option("-o", "--output", "out_dir", default="results", show_default=True, type=click.Path(file_okay=False),
+@click.option("-o", "--output", "out_dir", default="results", show_default=True,
               help="Folder of results.parquet, results.csv, report.html and the job store jobs/.")
 @click.option("--engine", type=click.Choice(["local", "dask"]), default="local", show_default=True)
 @click.option("--scheduler", help="Dask scheduler address (tcp://host:8786); without it --engine dask starts a "

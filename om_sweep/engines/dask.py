@@ -123,7 +123,8 @@ class DaskEngine:
             fut = self.client.submit(sandbox.run_job, job, shipped, key=f"om-sweep-job-{job.key}", pure=False)
             futures[fut] = job
         try:
-            for fut, result in distributed.as_completed(futures, with_results=True, raise_errors=False):
+            for fut, result in distributed.as_completed(futures, loop=self.client.loop, with_results=True,
+                                                             raise_errors=False):
                 job = futures[fut]
                 if isinstance(result, BaseException):   # KilledWorker: its workers died running it
                     rec = failed(empty_record(job), AtcError("E40006", attempts=tries,

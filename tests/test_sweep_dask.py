@@ -1,0 +1,138 @@
+"""om-sweep's Dask engine gives the same table as the local engine: on a LocalCluster it starts itself, on
+a scheduler given by address (files shipped or on a shared filesystem), and on separate scheduler and
+worker processes; an unreachable or unusable cluster is one clear error before any job runs."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from om_sweep.engines import dask as dask_engine
+
+from .sweep_helpers import MODELS, ROOT, om_sweep, sample_models, table, write_sweep
+
+distributed = pytest.importorskip("distributed")
+
+SAMPLES_X_SOCS_X_SINK = {"models": sample_models(),
+                         "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1]}}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One in-process LocalCluster (2 single-thread workers) listening on TCP, shared by the module."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
+                                  host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def local_table(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("local")
+    sweep = write_sweep(folder, SAMPLES_X_SOCS_X_SINK)
+    code, _, stderr = om_sweep("run", sweep, "-o", folder / "r", "--engine", "local", "--workers", "2", "--no-report")
+    assert code == 0, stderr
+    return sweep, table(folder / "r")
+
+
+def test_samples_local_and_dask_give_identical_tables(tmp_path, cluster, local_table):
+    sweep, local = local_table
+    assert len(local) == len(sample_models()) * 4
+    assert sum(r["status"] == "ok" for r in local) == len(local)     # every sample runs with its inputs
+    assert {r["e2e_us"] > 0 for r in local} == {True}
+    for mode in ("--ship-files", "--shared-fs"):
+        out = tmp_path / mode.strip("-")
+        code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--engine", "dask", "--scheduler",
+                                        cluster.scheduler_address, mode, "--no-report")
+        assert code == 0, stderr
+        assert "(dask)" in stderr and f"{len(local)} jobs run" in stdout
+        assert table(out) == local
+
+
+def test_engine_dask_alone_starts_and_closes_a_local_cluster(tmp_path):
+    doc = {"models": [str(MODELS / "small_cnn.onnx"), str(MODELS / "tf_lenet.pb")],
+           "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"]}}
+    sweep = write_sweep(tmp_path, doc)
+    assert om_sweep("run", sweep, "-o", tmp_path / "local", "--no-report")[0] == 0
+    code, stdout, stderr = om_sweep("run", sweep, "-o", tmp_path / "dask", "--engine", "dask", "--workers", "1")
+    assert code == 0, stderr
+    assert table(tmp_path / "dask") == table(tmp_path / "local")
+    assert (tmp_path / "dask" / "report.html").is_file()
+    import multiprocessing
+    assert not [p for p in multiprocessing.active_children() if "Dask" in p.name or "Nanny" in p.name]
+
+
+def test_unreachable_scheduler_is_an_error_before_starting(tmp_path):
+    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler",
+                               "tcp://127.0.0.1:9", "--connect-timeout", "1")
+    assert code == 1, stderr
+    assert stderr.strip().startswith("[ERROR] E40007: Cannot use the Dask scheduler tcp://127.0.0.1:9:")
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+    assert not (tmp_path / "r" / "results.parquet").exists()
+
+
+def test_workers_running_other_tools_are_refused(tmp_path, cluster, monkeypatch):
+    monkeypatch.setattr(dask_engine, "worker_info", lambda: {"tool_version": "0.0.1+src.other", "problem": ""})
+    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler",
+                               cluster.scheduler_address)
+    assert code == 1 and "E40007" in stderr and "runs atc-py/om-run 0.0.1+src.other" in stderr
+    assert not list((tmp_path / "r" / "jobs").glob("*.json"))
+
+
+def _start(args, env=None):
+    return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})}, start_new_session=True)
+
+
+def _stop(proc):
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+def test_separate_scheduler_and_worker_processes(tmp_path):
+    """`dask scheduler` + `dask worker` as separate processes: a default (daemonic) nanny worker is refused
+    with the fix named; one started with DASK_DISTRIBUTED__WORKER__DAEMON=False runs the sweep."""
+    sched_file = tmp_path / "scheduler.json"
+    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx"),
+                                              {"path": str(MODELS / "custom_op.onnx"),
+                                               "inputs": str(MODELS / "custom_op.inputs.npz"),
+                                               "flags": {"op_plugin": str(ROOT / "plugins" / "example_custom_ops.py")}}],
+                                   "grid": {"soc_version": ["Ascend910B1"], "tiling_schedule_optimize": [0, 1]}})
+    assert om_sweep("run", sweep, "-o", tmp_path / "local", "--no-report")[0] == 0
+    procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                     "--scheduler-file", str(sched_file)])]
+    try:
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        worker_args = ["worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers", "1",
+                       "--no-dashboard"]
+        procs.append(_start(worker_args))
+        code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler", address,
+                                   "--connect-timeout", "60")
+        assert code == 1 and "E40007" in stderr and "DASK_DISTRIBUTED__WORKER__DAEMON=False" in stderr, stderr
+        _stop(procs.pop())
+        procs.append(_start(worker_args, {"DASK_DISTRIBUTED__WORKER__DAEMON": "False"}))
+        with distributed.Client(address, timeout=30) as client:     # the old worker has left
+            deadline = time.monotonic() + 60
+            while len(client.scheduler_info()["workers"]) != 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
+        code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler", address,
+                                   "--connect-timeout", "60", "--no-report")
+        assert code == 0, stderr
+        assert table(tmp_path / "r") == table(tmp_path / "local")
+    finally:
+        for p in reversed(procs):
+            _stop(p)
