@@ -87,6 +87,9 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
         raise AtcError("E40011", option="--workers", reason=f"must be at least 1, got {workers}")
     if scheduler and engine != "dask":
         raise AtcError("E40011", option="--scheduler", reason="needs --engine dask")
+    if scheduler and workers is not None:
+        raise AtcError("E40011", option="--workers", reason="the scheduler's workers run the jobs; --workers sizes "
+                                                           "the local engine or the LocalCluster")
     if shared_fs is not None and not scheduler:
         raise AtcError("E40011", option="--shared-fs/--ship-files", reason="needs --engine dask --scheduler")
     spec = load_spec(sweep_file)

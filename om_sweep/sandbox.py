@@ -33,7 +33,8 @@ def _ctx():
     global _context
     if _context is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["om_sweep.sandbox", "om_sweep.warmup"])
+        # "__main__": the server imports the main script once, so that job processes do not each re-run it
+        ctx.set_forkserver_preload(["__main__", "om_sweep.sandbox", "om_sweep.warmup"])
         _context = ctx
     return _context
 

@@ -35,7 +35,7 @@ def grouped_bars(title: str, unit: str, categories: list[str], series: list[str]
     failed = failed or {}
     markers = markers or {}
     bar_h, gap, plot_w, right = 14, 10, 520, 90
-    label_w = min(480, max(120, 12 + int(6.6 * max((len(c) for c in categories), default=10))))
+    label_w = min(520, max(120, 16 + int(7.2 * max((len(c) for c in categories), default=10))))
     top_pad, legend_h = 34, 18 * ((len(series) + 2) // 3) + (18 if markers else 0)
     group_h = bar_h * len(series) + gap
     height = top_pad + group_h * len(categories) + 28 + legend_h

@@ -51,3 +51,6 @@ step "custom_op: a custom operator package ($PLUGIN) whose tiling sinks to the A
 "$BIN/atc-py" --model models/custom_op.onnx --framework=5 --output=out/custom_op --soc_version="$SOC" \
   --tiling_schedule_optimize=1 --op_plugin="$PLUGIN"
 "$BIN/om-run" --model out/custom_op.om --input models/custom_op.inputs.npz --op_plugin "$PLUGIN"
+
+step "om-sweep: every sample x 2 SoCs x tiling sink x precision (sweep.yaml) -> table + report"
+"$BIN/om-sweep" run sweep.yaml -o out/sweep
