@@ -62,6 +62,7 @@ def scheduler_cost(n: int = 2000) -> float:
     """Seconds of Dask's own per-task cost: trivial tasks on a 1-worker LocalCluster."""
     import distributed
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": ":0"},
                                   silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
         client.gather(client.map(abs, range(100)))
         t0 = time.perf_counter()
@@ -73,6 +74,7 @@ def transfer_cost(size: int = 8 << 20) -> float:
     """Seconds to ship `size` bytes to a worker process of a LocalCluster (scatter + first use)."""
     import distributed
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": ":0"},
                                   silence_logs=logging.ERROR) as cluster, distributed.Client(cluster) as client:
         data = bytes(size)
         t0 = time.perf_counter()

@@ -39,7 +39,8 @@ tr.regression td{background:#fbe0de}tr.improvement td{background:#e3f4e1}
 .banner.same{background:#eef;color:#224}
 .chart{display:block;margin:6px 0 18px}.chart-title{font-weight:600;font-size:13px}.tick,.val,.legend{font-size:11px}
 .cat{font-size:12px}.fail{font-size:11px;fill:#8c1d13;font-weight:600}.grid{stroke:#e5e5e5}.axis{stroke:#444}
-.marker{stroke:#111;stroke-width:2}.scroll{overflow-x:auto}th.key{color:#555;font-style:italic}.muted{color:#666}code{font-size:12px}
+.marker{stroke:#111;stroke-width:2}.scroll{overflow-x:auto}th.key{color:#555;font-style:italic}
+.muted{color:#666}code{font-size:12px}
 """
 
 
@@ -237,6 +238,12 @@ def _failures(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def _cell(value) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f'<td class="num">{escape(_num(value))}</td>'
+    return f"<td>{escape(str(value) if value is not None else '')}</td>"
+
+
 def _all_rows(rows: list[dict]) -> str:
     if not rows:
         return ""
@@ -244,9 +251,7 @@ def _all_rows(rows: list[dict]) -> str:
     out = [f"<details><summary>All {len(rows)} rows</summary><table class='results'><tr>"
            + "".join(f"<th>{escape(c)}</th>" for c in cols) + "</tr>"]
     for r in rows:
-        out.append("<tr>" + "".join(
-            f'<td class="num">{escape(_num(r[c]))}</td>' if isinstance(r[c], (int, float)) and not isinstance(r[c], bool)
-            else f"<td>{escape(str(r[c]) if r[c] is not None else '')}</td>" for c in cols) + "</tr>")
+        out.append("<tr>" + "".join(_cell(r[c]) for c in cols) + "</tr>")
     out.append("</table></details>")
     return "\n".join(out)
 
@@ -257,7 +262,7 @@ def render(rows: list[dict], grid_keys: list[str], source: str, base_rows: list[
     versions = sorted({r["tool_version"] for r in rows if r["tool_version"]})
     failed = ", ".join(f"{escape(k)} ×{n}" for k, n in sorted(counts.items()) if k != "ok")
     comparison = Comparison(rows, base_rows) if base_rows is not None else None
-    body = [f"<h1>om-sweep report</h1>",
+    body = ["<h1>om-sweep report</h1>",
             f'<p class="muted">{escape(source)} · {len(rows)} points · ok {counts.get("ok", 0)} · failed '
             f'{len(rows) - counts.get("ok", 0)}{" (" + failed + ")" if failed else ""} · grid: '
             f'{escape(", ".join(grid_keys) or "none")} · tools {escape(", ".join(versions))}</p>']

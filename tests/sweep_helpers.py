@@ -1,7 +1,9 @@
 """Helpers of the om-sweep tests: sweep files over the samples, running the command in-process."""
 from __future__ import annotations
 
+import os
 import pathlib
+import traceback
 
 import yaml
 from click.testing import CliRunner
@@ -36,8 +38,10 @@ def write_sweep(folder: pathlib.Path, doc: dict, name: str = "sweep.yaml") -> pa
 
 
 def om_sweep(*argv: str):
-    """(exit code, stdout, stderr) of `om-sweep ARGV` run in-process."""
+    """(exit code, stdout, stderr) of `om-sweep ARGV` run in-process (OM_SWEEP_DEBUG=1: print a crash)."""
     res = CliRunner().invoke(main, [str(a) for a in argv])
+    if os.environ.get("OM_SWEEP_DEBUG") and res.exc_info and not isinstance(res.exception, SystemExit):
+        traceback.print_exception(*res.exc_info)
     return res.exit_code, res.stdout, res.stderr
 
 

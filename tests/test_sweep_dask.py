@@ -9,24 +9,29 @@ import os
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
 from om_sweep.engines import dask as dask_engine
 
-from .sweep_helpers import MODELS, ROOT, om_sweep, sample_models, table, write_sweep
+from .sweep_helpers import MODELS, PLUGIN, ROOT, om_sweep, sample_models, table, write_sweep
 
 distributed = pytest.importorskip("distributed")
 
 SAMPLES_X_SOCS_X_SINK = {"models": sample_models(),
                          "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1]}}
 
+CNN_ONLY = {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}}
+
 
 @pytest.fixture(scope="module")
 def cluster():
     """One in-process LocalCluster (2 single-thread workers) listening on TCP, shared by the module."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
-                                  host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR) as c:
+                                  host="127.0.0.1", dashboard_address=None,
+                                  scheduler_kwargs={"dashboard_address": ":0"},
+                                  silence_logs=logging.ERROR) as c:
         yield c
 
 
@@ -67,7 +72,7 @@ def test_engine_dask_alone_starts_and_closes_a_local_cluster(tmp_path):
 
 
 def test_unreachable_scheduler_is_an_error_before_starting(tmp_path):
-    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    sweep = write_sweep(tmp_path, CNN_ONLY)
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler",
                                "tcp://127.0.0.1:9", "--connect-timeout", "1")
     assert code == 1, stderr
@@ -78,7 +83,7 @@ def test_unreachable_scheduler_is_an_error_before_starting(tmp_path):
 
 def test_workers_running_other_tools_are_refused(tmp_path, cluster, monkeypatch):
     monkeypatch.setattr(dask_engine, "worker_info", lambda: {"tool_version": "0.0.1+src.other", "problem": ""})
-    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    sweep = write_sweep(tmp_path, CNN_ONLY)
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler",
                                cluster.scheduler_address)
     assert code == 1 and "E40007" in stderr and "runs atc-py/om-run 0.0.1+src.other" in stderr
@@ -107,7 +112,7 @@ def test_separate_scheduler_and_worker_processes(tmp_path):
     sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx"),
                                               {"path": str(MODELS / "custom_op.onnx"),
                                                "inputs": str(MODELS / "custom_op.inputs.npz"),
-                                               "flags": {"op_plugin": str(ROOT / "plugins" / "example_custom_ops.py")}}],
+                                               "flags": {"op_plugin": str(PLUGIN)}}],
                                    "grid": {"soc_version": ["Ascend910B1"], "tiling_schedule_optimize": [0, 1]}})
     assert om_sweep("run", sweep, "-o", tmp_path / "local", "--no-report")[0] == 0
     procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -136,3 +141,27 @@ def test_separate_scheduler_and_worker_processes(tmp_path):
     finally:
         for p in reversed(procs):
             _stop(p)
+
+
+def test_a_job_whose_workers_died_is_a_row(tmp_path, cluster, monkeypatch):
+    """Dask reschedules a task whose worker died, up to allowed-failures, then raises KilledWorker: that
+    job becomes an E40006 row and the others still run."""
+    from om_sweep import sandbox
+    real = sandbox.run_job
+
+    def dies_on_tf(job, shipped=None):
+        if job.model.endswith(".pb"):
+            raise distributed.scheduler.KilledWorker("om-sweep-job", SimpleNamespace(address="tcp://127.0.0.1:1"), 3)
+        return real(job, shipped)
+
+    monkeypatch.setattr(sandbox, "run_job", dies_on_tf)    # the in-process workers run this one
+    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx"), str(MODELS / "tf_lenet.pb")],
+                                   "grid": {"soc_version": ["Ascend910B1"]}, "run": {"compute": False}})
+    code, stdout, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--engine", "dask", "--scheduler",
+                                    cluster.scheduler_address, "--no-report")
+    assert code == 0, stderr
+    rows = {r["model"]: r for r in table(tmp_path / "r")}
+    assert rows[str(MODELS / "small_cnn.onnx")]["status"] == "ok"
+    dead = rows[str(MODELS / "tf_lenet.pb")]
+    assert dead["status"] == "E40006" and dead["attempts"] == 4
+    assert dead["error_message"] == "The job's process died in each of 4 attempt(s): its Dask worker died each time"

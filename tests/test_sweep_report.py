@@ -15,6 +15,8 @@ from .sweep_helpers import MODELS, om_sweep, write_sweep
 GRID = {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1],
         "precision_mode": ["force_fp16", "must_keep_origin_dtype"]}
 
+CNN_ONLY = {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}}
+
 
 class Elements(HTMLParser):
     """Every start tag with its attributes and the text inside it (enough to check a page's structure)."""
@@ -156,7 +158,7 @@ def test_bad_results_files(tmp_path, results):
     assert code == 1 and "not an om-sweep results table (no column 'model')" in stderr
     code, _, stderr = om_sweep("report", results / "results.parquet", "-o", tmp_path / "nodir" / "r.html")
     assert code == 1 and stderr.startswith("[ERROR] E40010")
-    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    sweep = write_sweep(tmp_path, CNN_ONLY)
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--baseline", tmp_path / "junk.parquet")
     assert code == 1 and "E40009" in stderr and not (tmp_path / "r").exists()     # refused before the sweep
     assert not (tmp_path / "r.html").exists()

@@ -35,6 +35,8 @@ grid:
   tiling_schedule_optimize: [0, 1]
 """
 
+CNN_ONLY = {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}}
+
 
 def test_minimal_sweep_file_as_written_in_the_issue(tmp_path):
     (tmp_path / "models").mkdir()
@@ -107,7 +109,8 @@ def test_job_key_covers_model_bytes_flags_inputs_and_tool_version(tmp_path):
     other_inputs = tmp_path / "in.npz"
     with np.load(MODELS / "decoder_step.inputs.npz") as z:
         np.savez(other_inputs, **{k: z[k] + (1 if z[k].dtype.kind == "f" else 0) for k in z.files})
-    sweep2 = write_sweep(tmp_path, {"models": [{"path": str(MODELS / "decoder_step.onnx"), "inputs": str(other_inputs)}],
+    sweep2 = write_sweep(tmp_path, {"models": [{"path": str(MODELS / "decoder_step.onnx"),
+                                                "inputs": str(other_inputs)}],
                                     "grid": {"soc_version": ["Ascend910B1"], "tiling_schedule_optimize": [0, 1]}},
                          name="s2.yaml")
     assert not set(keys) & {j.key for j in make_plan(load_spec(sweep2), "v1").jobs}
@@ -286,7 +289,7 @@ def test_store_ignores_damaged_records(tmp_path):
 
 def test_missing_dependency_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)                      # import pyarrow -> ImportError
-    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    sweep = write_sweep(tmp_path, CNN_ONLY)
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r")
     assert code == 1 and stderr.strip() == ("[ERROR] E40008: om-sweep needs pyarrow, which is not installed: "
                                             "pip install 'atc-py[sweep]'")
@@ -294,7 +297,7 @@ def test_missing_dependency_is_one_clear_line(tmp_path, monkeypatch):
 
 
 def test_command_line_errors(tmp_path):
-    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}})
+    sweep = write_sweep(tmp_path, CNN_ONLY)
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--workers", "0")
     assert code == 1 and stderr.startswith("[ERROR] E40011: Invalid option --workers")
     code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r", "--scheduler", "tcp://127.0.0.1:1")
@@ -335,3 +338,42 @@ def test_usage_errors_are_e_coded(tmp_path):
     assert code == 1 and "E40011" in stderr and "slurm" in stderr
     code, stdout, _ = om_sweep("--help")
     assert code == 0 and "run" in stdout and "report" in stdout
+
+
+def test_rerun_failed_runs_only_the_failed_jobs(tmp_path):
+    sweep = write_sweep(tmp_path, {"models": [str(MODELS / "small_cnn.onnx")],
+                                   "grid": {"soc_version": ["Ascend910B1"], "tiling_schedule_optimize": [0, 1, 2]},
+                                   "run": {"compute": False}})
+    out = tmp_path / "r"
+    assert "ok 2, failed 1 (E10006 x1)" in om_sweep("run", sweep, "-o", out, "--no-report")[1]
+    assert "0 jobs run, 3 reused" in om_sweep("run", sweep, "-o", out, "--no-report")[1]
+    assert "1 jobs run, 2 reused" in om_sweep("run", sweep, "-o", out, "--no-report", "--rerun-failed")[1]
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_redraws_in_place_on_a_terminal():
+    from om_sweep.progress import Progress
+    clock = iter(range(100)).__next__          # one second per reading
+    tty = _Tty()
+    bar = Progress(4, 2, "local", stream=tty, clock=lambda: float(clock()))
+    for status in ("ok", "E10006", "ok", "ok"):
+        bar.update(status)
+    bar.close()
+    frames = tty.text.split("\r")[1:]
+    assert len(frames) == 5 and tty.text.endswith("\n") and "\n" not in "".join(frames)[:-1]
+    assert frames[0].startswith("om-sweep [----------------------------] 0/4 jobs (local)")
+    assert "[##############--------------] 2/4" in frames[2] and "ok 1  failed 1  reused 2" in frames[2]
+    assert "4/4 jobs" in frames[-1] and "ok 3  failed 1" in frames[-1]

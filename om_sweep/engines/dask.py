@@ -58,8 +58,9 @@ class DaskEngine:
             else:
                 n = self.requested_workers or os.cpu_count() or 1
                 with dask.config.set({"distributed.worker.daemon": False}):   # workers start job processes
-                    self.cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                                            dashboard_address=None, silence_logs=logging.ERROR)
+                    self.cluster = distributed.LocalCluster(
+                        n_workers=n, threads_per_worker=1, processes=True, silence_logs=logging.ERROR,
+                        dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"})   # no fixed port
                 self.client = distributed.Client(self.cluster, set_as_default=False)
             self._check_workers(address)
         except AtcError:
@@ -114,8 +115,8 @@ class DaskEngine:
         return dict(zip(blobs, futures))
 
     def run(self, jobs: list[Job], on_result: OnResult) -> None:
-        dask, distributed = _distributed()
-        tries = int(dask.config.get("distributed.scheduler.allowed-failures", 3)) + 1
+        _, distributed = _distributed()
+        from distributed.scheduler import KilledWorker
         blobs = self._shipped(jobs)
         futures = {}
         for job in jobs:
@@ -126,9 +127,13 @@ class DaskEngine:
             for fut, result in distributed.as_completed(futures, loop=self.client.loop, with_results=True,
                                                              raise_errors=False):
                 job = futures[fut]
-                if isinstance(result, BaseException):   # KilledWorker: its workers died running it
-                    rec = failed(empty_record(job), AtcError("E40006", attempts=tries,
-                                                             reason=f"its Dask worker died ({_reason(result)})"), {}, job)
+                if not isinstance(result, dict):        # run_job records errors: this is the task itself
+                    exc = fut.exception() if fut.status == "error" else result
+                    if isinstance(exc, KilledWorker):       # Dask rescheduled it allowed-failures times
+                        tries, why = exc.allowed_failures + 1, "its Dask worker died each time"
+                    else:
+                        tries, why = 1, f"the Dask task failed ({_reason(exc)})"
+                    rec = failed(empty_record(job), AtcError("E40006", attempts=tries, reason=why), {}, job)
                     rec["attempts"] = tries
                     result = rec
                 on_result(job, result)
