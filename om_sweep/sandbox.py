@@ -39,6 +39,13 @@ def _ctx():
     return _context
 
 
+def start_fork_server() -> None:
+    """Start the fork server now (~0.5-1 s of imports and warm-up) rather than at the first job."""
+    _ctx()
+    from multiprocessing import forkserver
+    forkserver.ensure_running()
+
+
 def can_start_jobs() -> str:
     """'' when this process may start job processes; else why not (daemonic Dask workers may not)."""
     if multiprocessing.current_process().daemon:

@@ -26,3 +26,16 @@ def test_numpy_floor_reference_computes_the_sample_cnn():
     sess = ort.InferenceSession(str(MODEL), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(SmallCnnNumpy().forward(x), sess.run(None, {sess.get_inputs()[0].name: x})[0],
                                rtol=1e-4, atol=1e-6)
+
+
+def test_sweep_scaling_bench_plans_its_sweep(tmp_path):
+    """bench/sweep_scaling.py (not run here: it takes minutes) builds a valid 112-job sweep from sweep.yaml."""
+    r = subprocess.run([sys.executable, "-c", (
+        "import runpy, sys, pathlib; sys.path.insert(0, 'bench'); "
+        "g = runpy.run_path('bench/sweep_scaling.py', run_name='not_main'); "
+        "from om_sweep.spec import load_spec; from om_sweep.plan import make_plan; "
+        f"spec = load_spec(g['sweep_file'](pathlib.Path({str(tmp_path)!r}))); "
+        "jobs = make_plan(spec, 'v').jobs; assert len(jobs) == 112, len(jobs); "
+        "assert callable(g['main']) and callable(g['scheduler_cost']) and callable(g['transfer_cost'])")],
+        cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

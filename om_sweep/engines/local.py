@@ -26,6 +26,7 @@ class LocalEngine:
         problem = sandbox.can_start_jobs()
         if problem:
             raise AtcError("E40011", option="--engine local", reason=problem)
+        sandbox.start_fork_server()
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="om-sweep-job")
         return self
 
