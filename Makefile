@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo bench golden proto clean fuzz
+.PHONY: venv test demo bench golden proto clean fuzz conformance
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ bench: venv
 fuzz: venv
 	mkdir -p out
 	OPENBLAS_NUM_THREADS=1 $(PY) -m tools.fuzz --om 12000 --models 3000 --flags --seed 1 --json out/fuzz.json
+
+# issue 14: every ONNX node case (atc-py + om-run next to onnxruntime) and the onnx package's data suites
+conformance: venv
+	$(PY) -m atc_py.conformance.node_cases --quiet
+	$(PY) -m atc_py.conformance.node_cases --ort --quiet
+	$(PY) -m atc_py.conformance.suites
 
 golden: venv
 	$(PY) -m pytest tests/test_golden.py --update-golden

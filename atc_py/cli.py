@@ -149,7 +149,8 @@ def summary_lines(s: dict) -> list[str]:
             f"[INFO] build summary: feature map {s['memory_size']} B planned, lower bound {s['memory_lower_bound']} B "
             f"(ratio {s['memory_ratio']}), workspace {s['workspace_size']} B, tiling data {s['tiling_data_size']} B, "
             f"weights {s['weight_size']} B",
-            f"[INFO] build summary: passes: common subexpressions merged {s['cse_merged']}, "
+            f"[INFO] build summary: passes: values known at import {s['values_at_import']}, common subexpressions "
+            f"merged {s['cse_merged']}, "
             f"constants folded {s['constants_folded']}, identities removed "
             f"{s['identities_removed']}, transposes cancelled {s['transposes_cancelled']}, BN folded into conv "
             f"{s['bn_folded_into_conv']}, bias fused into conv {s['bias_fused_into_conv']}, matmul bias fused "

@@ -103,18 +103,18 @@ def _lower_limit(options: dict[str, str]) -> int:
     return value
 
 
-def frontend(model, options: dict[str, str], st: _Stages) -> Graph:
+def frontend(model, options: dict[str, str], st: _Stages, soc=None) -> Graph:
     load_plugins(options.get("op_plugin", ""))
     # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
     shapes = parse_input_shape(options.get("input_shape", ""), options.get("input_shape_allow_empty") == "1")
     if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
         proto = st.run("load", load_tf, model) if isinstance(model, str) else model
         graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC",
-                             model if isinstance(model, str) else "")
+                             model if isinstance(model, str) else "", soc)
     else:
         proto, weights = st.run("load", load_onnx_lazy, model) if isinstance(model, str) else (model, {})
         graph, info = st.run("parse", convert_onnx, proto, shapes, weights, model if isinstance(model, str) else "",
-                             fold_size_limit(options))
+                             fold_size_limit(options), soc)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
@@ -244,7 +244,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                        "prefetched before its UPDATE (debug only, never deploy it)")
     limit = _lower_limit(options)
     st = _Stages(log)
-    graph = frontend(model, options, st)
+    graph = frontend(model, options, st, soc)
     precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
@@ -287,6 +287,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         "models": 1 if part is None else 1 + len(part.subgraphs),
         "known_subgraphs": len(statics) if part is not None else 0, "unknown_subgraphs": len(dynamics),
         "tiling_sink": summary_line(decisions), "sink_decisions": [d.__dict__ for d in decisions], **stats,
+        "values_at_import": graph.counters.get("values_at_import", 0),
         "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
     }
     return BuildResult(om, summary, graph)

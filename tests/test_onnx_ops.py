@@ -1,6 +1,7 @@
 """ONNX operators that exported transformers and CNN/mobile models use: each a one-node (or short) model run
 through AtcBackend (atc-py → .om → om-run simulator) and through onnxruntime on the same inputs."""
 import numpy as np
+import onnx
 
 import onnxruntime as ort
 import pytest
@@ -186,15 +187,19 @@ def test_unsupported_ops_and_opsets_named_in_one_error():
     msg = str(e.value)
     assert e.value.code == "E19010"
     assert "Einsum (domain ai.onnx, opset 17, no adapter)" in msg
-    assert "Gelu (domain ai.onnx, opset 17, supported opsets 20-23)" in msg
+    assert "Gelu (domain ai.onnx, opset 17, supported opsets 20-28)" in msg
     assert "NonMaxSuppression" in msg
 
 
-def test_opset_beyond_the_newest_supported_is_reported():
-    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [2])], [("y", F, None)], opset=24)
+def test_opsets_up_to_the_newest_onnx_defines():
+    """Every opset the installed onnx defines is accepted; one beyond it is not a valid model."""
+    newest = onnx.defs.onnx_opset_version()
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [2])], [("y", F, None)], opset=newest)
+    check(m, [np.array([-1.0, 2.0], np.float32)])
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [("x", F, [2])], [("y", F, None)], opset=newest + 1)
     with pytest.raises(AtcError) as e:
         atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
-    assert "Relu (domain ai.onnx, opset 24, supported opsets 1-23)" in str(e.value)
+    assert e.value.code == "E10041" and f"opset {newest + 1}" in str(e.value)
 
 
 def test_float64_model_compiles():

@@ -12,17 +12,18 @@ from atc_py.platform import load_soc
 SOC = load_soc("Ascend910B1")
 
 
-def _graph(nodes, inits, out_shape=(2, 3)):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+def _graph(nodes, inits, out_shape=(2, 3), x_shape=(2, 3)):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))], inits)
     return convert_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))[0]
 
 
 def test_constant_subgraph_is_folded_with_the_kernels():
-    c1 = numpy_helper.from_array(np.full((2, 3), 2.0, np.float32), "c1")
-    c2 = numpy_helper.from_array(np.full((2, 3), 3.0, np.float32), "c2")
+    """Weight-sized constants (above value_fold.VALUE_BYTES, which import computes itself) fold in the pass."""
+    c1 = numpy_helper.from_array(np.full((200, 100), 2.0, np.float32), "c1")
+    c2 = numpy_helper.from_array(np.full((200, 100), 3.0, np.float32), "c2")
     g = _graph([helper.make_node("Mul", ["c1", "c2"], ["k"], name="const_mul"),
-                helper.make_node("Add", ["x", "k"], ["y"], name="add")], [c1, c2])
+                helper.make_node("Add", ["x", "k"], ["y"], name="add")], [c1, c2], (200, 100), (200, 100))
     assert fold_constants(g, SOC) == 1
     types = [n.op_type for n in g.nodes]
     assert "Mul" not in types and types.count("Add") == 1

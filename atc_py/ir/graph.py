@@ -104,6 +104,7 @@ class Graph:
         self.name = name
         self.nodes: list[Node] = []
         self._names: set[str] = set()
+        self.counters: dict[str, int] = {}   # what the frontend did (e.g. values_at_import), for the summary
 
     # -- construction -------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:

@@ -51,6 +51,7 @@ class Reshape(ViewOp):
     inputs = ("x", "shape")
     attrs = {"allowzero": 0}
     tiling_depend = frozenset()  # the shape input decides the output shape, not the tiling
+    infer_depend = frozenset({1})  # ... so a shape computed by the graph is read by the host executor
 
     def infer(self, node: Node) -> list[TensorDesc]:
         x = node.input_desc(0)

@@ -25,7 +25,7 @@ def onnx_op(name: str, domain: str = ""):
     return deco
 
 
-LAST_ONNX_OPSET = 23   # the newest default-domain opset the adapters are written against
+LAST_ONNX_OPSET = 28   # the newest default-domain opset the adapters are written against (onnx 1.23: 28)
 
 
 class OnnxOp:
@@ -84,6 +84,11 @@ class NodeCtx:
         if i >= len(self.node.input) or not self.node.input[i]:
             return None
         return self.conv.value(self.node.input[i])
+
+    def known(self, i: int) -> bool:
+        """Whether input i is absent or its value is known now (a constant, or computed at import)."""
+        v = self.input(i)
+        return v is None or v.is_const
 
     def const(self, i: int) -> np.ndarray | None:
         v = self.input(i)

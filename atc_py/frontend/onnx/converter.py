@@ -11,11 +11,14 @@ from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...ops.base import OpError
 from ...passes.infer import infer_node
 from . import adapters  # noqa: F401  (registers the adapters)
+from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
+from ..value_fold import fold_at_import
 from .adapter import ADAPTERS, AdapterError, NodeCtx
 from .checks import check_model, input_type_problem, schema_for
 
 DOMAIN_ALIASES = {"ai.onnx": ""}
+DEFAULT_SOC = "Ascend910B1"   # the SoC values are computed with when the caller gives none (numbers do not depend on it)
 
 
 def _domain_name(d: str) -> str:
@@ -23,8 +26,9 @@ def _domain_name(d: str) -> str:
 
 
 class OnnxConverter:
-    def __init__(self, model: onnx.ModelProto, input_shapes: dict | None):
+    def __init__(self, model: onnx.ModelProto, input_shapes: dict | None, soc: SocSpec | None = None):
         self.model = model
+        self.soc = soc or load_soc(DEFAULT_SOC)
         self.graph = Graph(model.graph.name or "graph")
         self.opsets = {DOMAIN_ALIASES.get(o.domain, o.domain): o.version for o in model.opset_import}
         self.values: dict[str, Value] = {}
@@ -47,9 +51,10 @@ class OnnxConverter:
         raise AtcError("E19999", message=f"tensor '{name}' is used before it is produced (graph not topologically sorted?)")
 
     def emit(self, name: str, op_type: str, inputs, attrs, n_out: int) -> list[Value]:
+        """Add a GE node and infer it; when its values can be known now (value_fold), Consts instead."""
         node = self.graph.add_node(name, op_type, inputs, [TensorDesc((), "float32")] * n_out, attrs)
         infer_node(node)
-        return node.outputs
+        return fold_at_import(self.graph, node, self.soc) or node.outputs
 
     # -- whole graph -----------------------------------------------------------------------------
     def check_supported(self) -> None:
@@ -157,11 +162,11 @@ def _safe(name: str) -> str:
 
 def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
                  weights: dict | None = None, path: str = "",
-                 fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT) -> tuple[Graph, dict]:
+                 fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT, soc: SocSpec | None = None) -> tuple[Graph, dict]:
     """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes). `weights`:
     initializer arrays the loader already has (load_onnx_lazy), by name."""
     order = check_model(model, path or model.graph.name, set(weights or {}))
-    conv = OnnxConverter(model, input_shapes)
+    conv = OnnxConverter(model, input_shapes, soc)
     conv.weights = weights or {}
     conv.fold_limit = fold_limit
     conv.check_supported()

@@ -11,7 +11,9 @@ from ...errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.base import OpError
 from ...passes.infer import infer_node
+from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
+from ..value_fold import fold_at_import
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
@@ -91,7 +93,7 @@ class TfCtx:
         name = self.name if not suffix else self.conv.graph.unique_name(f"{self.name}_{suffix}")
         node = self.conv.graph.add_node(name, op_type, inputs, [TensorDesc((), "float32")] * n_out, attrs or {})
         infer_node(node)
-        return node.outputs
+        return fold_at_import(self.conv.graph, node, self.conv.soc) or node.outputs
 
 
 def _node_args(conv: "TfConverter", n: tf.NodeDef) -> str:
@@ -111,8 +113,10 @@ def _node_args(conv: "TfConverter", n: tf.NodeDef) -> str:
 
 
 class TfConverter:
-    def __init__(self, graph_def: tf.GraphDef, input_shapes: dict | None, input_format: str, path: str = ""):
+    def __init__(self, graph_def: tf.GraphDef, input_shapes: dict | None, input_format: str, path: str = "",
+                 soc: SocSpec | None = None):
         self.gd = graph_def
+        self.soc = soc or load_soc("Ascend910B1")
         self.path = path or "graph"
         self.current = ""
         self.graph = Graph("graph")
@@ -252,8 +256,9 @@ class TfConverter:
         self.graph.add_node("NetOutput", "NetOutput", outs, [], attrs={"output_names": names})
 
 
-def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC", path: str = ""):
-    conv = TfConverter(graph_def, input_shapes, input_format, path)
+def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC", path: str = "",
+               soc: SocSpec | None = None):
+    conv = TfConverter(graph_def, input_shapes, input_format, path, soc)
     conv.check_supported()
     conv.convert()
     conv.net_output()

@@ -107,6 +107,10 @@ class Split(OnnxOp):
 
     @classmethod
     def _impl_v13(cls, ctx: NodeCtx):
+        if not ctx.known(1):   # sizes from the graph: dynamic
+            return ctx.emit("SplitV", [ctx.input(0), ctx.input(1)], {"split_dim": int(ctx.attr("axis", 0)),
+                                                                    "num_split": len(ctx.node.output)},
+                            n_out=len(ctx.node.output))
         return _split(ctx, const_ints(ctx, 1, "split"), len(ctx.node.output))
 
 
@@ -119,6 +123,8 @@ class Slice(OnnxOp):
 
     @classmethod
     def _impl_v10(cls, ctx: NodeCtx):
+        if not all(ctx.known(i) for i in range(1, 5)):   # starts/ends/axes/steps from the graph: dynamic
+            return ctx.emit("StridedSliceV2", [ctx.input(i) for i in range(5)])
         return ctx.emit("StridedSliceD", [ctx.input(0)], {
             "begin": const_ints(ctx, 1, "starts"), "end": const_ints(ctx, 2, "ends"),
             "axes": const_ints(ctx, 3, "axes"), "strides": const_ints(ctx, 4, "steps")})
@@ -128,6 +134,8 @@ class Slice(OnnxOp):
 class Tile(OnnxOp):
     @classmethod
     def _impl_v6(cls, ctx: NodeCtx):
+        if not ctx.known(1):
+            return ctx.emit("Tile", [ctx.input(0), ctx.input(1)])   # repeats from the graph: dynamic
         return ctx.emit("TileD", [ctx.input(0)], {"multiples": const_ints(ctx, 1, "repeats")})
 
 
@@ -170,11 +178,14 @@ class Pad(OnnxOp):
 
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
+        if not all(ctx.known(i) for i in (1, 2, 3)):   # pads / value / axes from the graph: dynamic
+            mode = ctx.attr("mode", "constant")
+            if mode not in _PAD_MODES:
+                raise AdapterError(f"Pad mode '{mode}' is not supported")
+            return ctx.emit("PadV3", [ctx.input(i) for i in range(4)], {"mode": _PAD_MODES[mode]})
         value = ctx.const(2)
-        if ctx.input(2) is not None and value is None:
-            raise AdapterError("constant_value must be a constant")
-        return _pad(ctx, const_ints(ctx, 1, "pads"), None if value is None else np.asarray(value).reshape(-1)[0],
-                    const_ints(ctx, 3, "axes"))
+        return _pad(ctx, const_ints(ctx, 1, "pads"), None if value is None or np.asarray(value).size == 0
+                    else np.asarray(value).reshape(-1)[0], const_ints(ctx, 3, "axes"))
 
 
 @onnx_op("DepthToSpace")
@@ -196,8 +207,8 @@ class Range(OnnxOp):
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
         vals = [ctx.const(i) for i in range(3)]
-        if any(v is None for v in vals):
-            raise AdapterError("Range needs constant start, limit and delta")
+        if any(v is None for v in vals):   # bounds from the graph: the length is known when it runs
+            return ctx.emit("Range", [ctx.input(i) for i in range(3)])
         if any(np.asarray(v).size != 1 for v in vals):
             raise AdapterError("start, limit and delta must be scalars")
         start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in vals)

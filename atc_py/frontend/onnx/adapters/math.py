@@ -125,9 +125,13 @@ class Clip(OnnxOp):
 
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
-        for i in (1, 2):
-            if ctx.input(i) is not None and ctx.const(i) is None:
-                raise AdapterError("Clip bounds must be constants")
+        if not (ctx.known(1) and ctx.known(2)):   # bounds from the graph: elementwise max / min
+            y = ctx.input(0)
+            if ctx.input(1) is not None:
+                y = ctx.emit("Maximum", [y, ctx.input(1)], suffix="lo" if ctx.input(2) is not None else "")[0]
+            if ctx.input(2) is not None:
+                y = ctx.emit("Minimum", [y, ctx.input(2)])[0]
+            return [y]
         return ctx.emit("ClipByValue", [ctx.input(0)], {"clip_value_min": _scalar(ctx.const(1)),
                                                         "clip_value_max": _scalar(ctx.const(2))})
 

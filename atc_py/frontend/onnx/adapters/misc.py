@@ -24,6 +24,8 @@ class Unsqueeze(OnnxOp):
 
     @classmethod
     def _impl_v13(cls, ctx: NodeCtx):
+        if not ctx.known(1):
+            return ctx.emit("UnsqueezeV3", [ctx.input(0), ctx.input(1)])   # axes from the graph: dynamic
         return ctx.emit("Unsqueeze", [ctx.input(0)], {"axes": _axes(ctx, True)})
 
 
@@ -35,6 +37,8 @@ class Squeeze(OnnxOp):
 
     @classmethod
     def _impl_v13(cls, ctx: NodeCtx):
+        if not ctx.known(1):
+            return ctx.emit("SqueezeV3", [ctx.input(0), ctx.input(1)])   # axes from the graph: dynamic
         return ctx.emit("Squeeze", [ctx.input(0)], {"axes": _axes(ctx, True)})
 
 

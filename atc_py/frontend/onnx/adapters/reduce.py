@@ -10,9 +10,11 @@ def _reduce(onnx_name: str, ge_type: str, axes_input_since: int):
         return ctx.emit(ge_type, [ctx.input(0)], {"axes": ctx.attr("axes"), "keep_dims": bool(ctx.attr("keepdims", 1))})
 
     def from_input(cls, ctx: NodeCtx):
-        return ctx.emit(ge_type, [ctx.input(0)], {"axes": const_ints(ctx, 1, "axes"),
-                                                  "keep_dims": bool(ctx.attr("keepdims", 1)),
-                                                  "noop_with_empty_axes": bool(ctx.attr("noop_with_empty_axes", 0))})
+        attrs = {"keep_dims": bool(ctx.attr("keepdims", 1)),
+                 "noop_with_empty_axes": bool(ctx.attr("noop_with_empty_axes", 0))}
+        if ctx.known(1):
+            return ctx.emit(ge_type, [ctx.input(0)], {"axes": const_ints(ctx, 1, "axes"), **attrs})
+        return ctx.emit(ge_type[:-1], [ctx.input(0), ctx.input(1)], attrs)   # ReduceSum(x, axes): dynamic
     body = {"_impl_v1": classmethod(from_attr), f"_impl_v{axes_input_since}": classmethod(from_input)}
     return onnx_op(onnx_name)(type(onnx_name, (OnnxOp,), body))
 
@@ -41,12 +43,14 @@ class TopK(OnnxOp):
 
     @classmethod
     def _impl_v10(cls, ctx: NodeCtx):
+        attrs = {"dim": int(ctx.attr("axis", -1)), "largest": bool(ctx.attr("largest", 1)),
+                 "sorted": bool(ctx.attr("sorted", 1))}
+        if not ctx.known(1):
+            return ctx.emit("TopK", [ctx.input(0), ctx.input(1)], attrs, n_out=2)   # K from the graph: dynamic
         k = const_ints(ctx, 1, "K")
-        if not k:
-            raise AdapterError("TopK needs K")
-        return ctx.emit("TopKV2", [ctx.input(0)], {"k": k[0], "dim": int(ctx.attr("axis", -1)),
-                                                   "largest": bool(ctx.attr("largest", 1)),
-                                                   "sorted": bool(ctx.attr("sorted", 1))}, n_out=2)
+        if not k or len(k) != 1:
+            raise AdapterError(f"K must hold one value, got {k}")
+        return ctx.emit("TopKV2", [ctx.input(0)], {"k": k[0], **attrs}, n_out=2)
 
     _impl_v11 = _impl_v10
 
