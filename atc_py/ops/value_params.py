@@ -36,34 +36,6 @@ class ValueParamOp(OpSpec):
     def spec(self) -> OpSpec:
         return get_op(self.base)
 
-    @property
-    def dtypes(self):   # noqa: D401 -- the attribute form's
-        return self.spec.dtypes
-
-    @property
-    def outputs(self):
-        return self.spec.outputs
-
-    @property
-    def core_type(self):
-        return self.spec.core_type
-
-    @property
-    def engine(self):
-        return self.spec.engine
-
-    @property
-    def tiling_struct(self):
-        return self.spec.tiling_struct
-
-    @property
-    def tiling_keys(self):
-        return self.spec.tiling_keys
-
-    @property
-    def no_task(self):
-        return self.spec.no_task
-
     def to_attrs(self, values: dict[str, object], attrs: dict, in_descs: list) -> dict:
         return {**attrs, **values}
 
@@ -119,6 +91,11 @@ class ValueParamOp(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         data, _ = self._split(list(ctx.inputs))
         return self.spec.work(TilingContext(data, ctx.outputs, dict(ctx.attrs), ctx.soc, {}))
+
+
+# what the tensor-parameter form shares with its attribute form
+for _name in ("dtypes", "outputs", "core_type", "engine", "tiling_struct", "tiling_keys", "no_task"):
+    setattr(ValueParamOp, _name, property(lambda self, n=_name: getattr(self.spec, n)))
 
 
 def value_param(op_type: str, base: str, params: dict[int, str], inputs: tuple[str, ...],
