@@ -473,3 +473,19 @@ def test_fused_elementwise_rejects_a_bad_program():
                   {"program": '[["Relu", [0]]]', "step_dtypes": []}):
         with pytest.raises(OpError):
             parse_program(attrs)
+
+
+def test_decomposed_batchnorm_folds_into_the_conv(tmp_path):
+    """Keras 3 freezes BatchNorm as Conv -> per-channel Mul -> per-channel Add (issue 14, item 5): both join
+    the conv's filter and bias under bn_conv_fold, with the unfolded numbers."""
+    rng = np.random.default_rng(5)
+    inits = [("w", rng.standard_normal((4, 3, 3, 3))), ("s", rng.uniform(0.5, 2, (1, 4, 1, 1))),
+             ("t", rng.standard_normal((4, 1, 1)))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("Add", ["m", "t"], ["a"]), helper.make_node("Relu", ["a"], ["y"])]
+    m = model(nodes, [("x", [1, 3, 6, 6])], ["y"], inits)
+    on = atc_py.build(m, ORIGIN)
+    assert on.summary["bn_folded_into_conv"] == 1
+    assert [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] == ["Conv2D"]
+    x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
+    compare_switch(tmp_path, m, [x], "bn_conv_fold", "bn_folded_into_conv")

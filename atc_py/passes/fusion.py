@@ -3,7 +3,9 @@
 * transpose_cancel: TransposeD -> TransposeD composes into one permutation; the identity permutation
   disappears (the NHWC TensorFlow adapters leave such pairs between consecutive window ops).
 * bn_conv_fold: Conv2D with constant filter (and bias) followed by inference BNInfer with constant
-  statistics -> one Conv2D with scaled filter and shifted bias.
+  statistics -> one Conv2D with scaled filter and shifted bias; likewise the BatchNorm exporters already
+  decomposed (Keras 3 freezes it as Conv -> per-channel Mul -> per-channel Add): the Mul scales the filter
+  and the bias, the Add joins the bias.
 * matmul_bias: (Batch)MatMulV2 without bias followed by Add of a constant vector of length N -> with bias.
 * conv_bias: Conv2D followed by Add of a per-channel constant -> Conv2D with (that added to) its bias
   (TensorFlow's BiasAdd once transpose_sink.py has moved the NHWC transposes out of the way).
@@ -117,6 +119,59 @@ def bn_conv_fold(graph: Graph, jobs: ConstJobs | None = None) -> int:
         changed += 1
     if own:
         jobs.wait()
+    return changed + scale_conv_fold(graph)
+
+
+def _per_channel(c: Value, cout: int) -> np.ndarray | None:
+    """A constant that multiplies / adds per output channel of an NCHW conv output: its values, one per channel."""
+    if not c.is_const or len(c.desc.shape) > 4:
+        return None
+    shape = (1,) * (4 - len(c.desc.shape)) + tuple(c.desc.shape)
+    if shape not in ((1, cout, 1, 1), (1, 1, 1, 1)):
+        return None
+    return np.broadcast_to(c.data.reshape(-1), (cout,)).astype(np.float64)
+
+
+def _const_operand(node: Node, v: Value) -> Value | None:
+    """The other operand of a binary node one of whose inputs is v."""
+    a, b = node.inputs[0], node.inputs[1]
+    return b if a is v else a if b is v else None
+
+
+def scale_conv_fold(graph: Graph) -> int:
+    """Conv2D -> Mul(per-channel constant) [-> Add(per-channel constant)] -> one Conv2D (decomposed BatchNorm)."""
+    changed, gone = 0, []
+    for conv in list(graph.nodes):
+        if conv.op_type != "Conv2D" or conv.attrs.get("fused_relu"):
+            continue
+        out = conv.outputs[0]
+        mul = _only_consumer(out)
+        w, b = conv.inputs[1], conv.inputs[2] if len(conv.inputs) > 2 else None
+        if mul is None or mul.op_type != "Mul" or not w.is_const or (b is not None and not b.is_const) or \
+                mul.outputs[0].desc.shape != out.desc.shape or w.desc.dtype not in ("float32", "float16", "float64"):
+            continue
+        cout = out.desc.shape[1]
+        scale = _per_channel(_const_operand(mul, out), cout)
+        if scale is None:
+            continue
+        bias = (b.data.astype(np.float64) if b is not None else np.zeros(cout)) * scale
+        add = _only_consumer(mul.outputs[0])
+        shift = _per_channel(_const_operand(add, mul.outputs[0]), cout) if add is not None and add.op_type == "Add" \
+            and add.outputs[0].desc.shape == out.desc.shape else None
+        acc = np.float64 if w.desc.dtype == "float64" else np.float32
+        new_w = (w.data.astype(acc, copy=False) * scale.astype(acc).reshape(-1, 1, 1, 1)).astype(w.desc.dtype)
+        graph.set_input(conv, 1, graph.add_const(graph.unique_name(f"{conv.name}_scaled_filter"), new_w))
+        last = mul
+        if shift is not None:
+            bias = bias + shift
+            last = add
+        _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), bias.astype(w.desc.dtype)))
+        graph.replace_all_uses(last.outputs[0], out)
+        for n in ([mul, add] if last is add else [mul]):
+            graph.detach(n)
+            gone.append(n)
+        changed += 1
+    graph.remove_nodes(gone)
     return changed
 
 
