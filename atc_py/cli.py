@@ -17,7 +17,7 @@ from .om import read_om
 from .om.container import OmFormatError
 from .om.json_dump import om_file_to_json
 from .om.model_info import model_info
-from .options import debug_sink_nops, fold_size_limit
+from .options import debug_sink_nops, fold_size_limit, parse_input_shape_range
 from .userfiles import read_bytes
 
 MAX_OM_BYTES = 64 << 30
@@ -92,10 +92,18 @@ def check_input_format(framework: str, fmt: str) -> None:
         raise AtcError("E10001", value=fmt, parameter="--input_format", reason=reason)
 
 
+def _input_shape(given: dict[str, str]) -> str:
+    """--input_shape, or ATC's older --input_shape_range spelling (never both)."""
+    shape, ranges = cmdline.value(given, "input_shape"), cmdline.value(given, "input_shape_range")
+    if shape and ranges:
+        raise AtcError("E10056", parameter1="--input_shape", parameter2="--input_shape_range")
+    return parse_input_shape_range(ranges) if ranges else shape
+
+
 def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
     v = lambda n: cmdline.value(given, n)  # noqa: E731
     return {
-        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": v("input_shape"),
+        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": _input_shape(given),
         "ge.outputNodeName": v("out_nodes"), "ge.tiling_schedule_optimize": v("tiling_schedule_optimize"),
         "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
         "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",

@@ -32,7 +32,9 @@ FLAGS = {f.name: f for f in [
                                            "transpose_cancel, bn_conv_fold, matmul_bias, dce"),
     Flag("output", "str", "", "Output file path&name (the .om suffix is added)"),
     Flag("soc_version", "str", "", "The soc version."),
-    Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'),
+    Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"; '
+                                   'a dim may be -1 or a range lo~hi (a dynamic-shape model)'),
+    Flag("input_shape_range", "str", "", 'Older spelling of shape ranges: "input_name1:[1~8,3,224,224];input_name2:[-1,128]"'),
     Flag("out_nodes", "str", "", 'Output nodes designated by users. E.g.: "node_name1:0;node_name1:1;node_name2:0"'),
     Flag("om", "str", "", "The model file to be converted to json (mode 1) or displayed (mode 6)"),
     Flag("json", "str", "", "The output json file path&name which is converted from a model"),

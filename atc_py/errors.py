@@ -20,9 +20,14 @@ TEMPLATES: dict[str, str] = {
     "E10021": "Path for parameter --{parameter} is too long. Keep the length within {max_len}.",
     "E10022": "Path {path} for parameter --{parameter} does not include the file name.",
     "E10041": "Failed to load the model from {path}. Reason: {reason}",
+    "E10048": "Value {shape_range} for parameter --input_shape_range or dynamic_inputs_shape_range is invalid. Reason: "
+              "{reason}. The value must be formatted as {sample}.",
+    "E10050": "Current dimension size {cur_dim} is not in the range of {shape_range_left}–{shape_range_right} specified "
+              "by --input_shape.",
     "E10054": "The required parameter --soc_version for ATC is empty. Another possible reason is that the "
               "values of some parameters are not enclosed by quotation marks (\"\").",
     "E10055": "The operation is not supported. Reason: {reason}.",
+    "E10056": "Cannot configure both parameters {parameter1} and {parameter2} simultaneously.",
     "E10057": "--{parameter0} and --{parameter1} can only be used together.",
     "E10013": "Value {value} for --{parameter} is out of range.",
     "E12009": "Input {input} for Op {opname} is not found in graph_def.",

@@ -9,9 +9,26 @@ INPUT_SHAPE_SAMPLE = '"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'
 TILING_SCHEDULE_OPTIMIZE_VALUES = ("", "0", "1")
 
 
-def parse_input_shape(text: str, allow_empty: bool = False) -> dict[str | int, list[int]]:
-    """`name:d,d;name:d,d` or, by index, `d,d;d,d`. E10002 for malformed, E10011 for non-positive dims."""
-    result: dict[str | int, list[int]] = {}
+class InputShapes(dict):
+    """--input_shape parsed: input name (or index) -> dims, -1 for a dynamic dim; `ranges` holds, per input with a
+    dynamic dim, (low, high) per dim (high -1: unbounded; a static dim d is (d, d))."""
+
+    def __init__(self):
+        super().__init__()
+        self.ranges: dict[str | int, list[tuple[int, int]]] = {}
+
+    @property
+    def dynamic(self) -> bool:
+        return bool(self.ranges)
+
+
+RANGE = re.compile(r"(\d+)~(\d+)")
+
+
+def parse_input_shape(text: str, allow_empty: bool = False) -> InputShapes:
+    """`name:d,d;name:d,d` or, by index, `d,d;d,d`; a dim may be -1 or a range `lo~hi` (a dynamic-shape model).
+    E10002 for malformed, E10011 for non-positive static dims, E10048 for a bad range."""
+    result = InputShapes()
     if not text:
         return result
     parts = [p for p in text.split(";") if p.strip()]
@@ -26,23 +43,54 @@ def parse_input_shape(text: str, allow_empty: bool = False) -> dict[str | int, l
             key: str | int = name
         else:
             key, dims_text = idx, part
-        dims = []
+        dims, ranges = [], []
         for tok in (t.strip() for t in dims_text.split(",")) if dims_text.strip() else []:
             if re.fullmatch(r"-?\d+\.\d*|-?\d*\.\d+", tok):
                 raise AtcError("E10002", value=part, reason="The float number is unsupported", sample=INPUT_SHAPE_SAMPLE)
-            if "~" in tok or tok == "-1":
-                raise AtcError("E10055", reason="dynamic input shapes (-1 or ranges in --input_shape) are not "
-                                                "supported by this version of atc-py")
-            if not re.fullmatch(r"-?\d+", tok):
+            if "~" in tok:
+                m = RANGE.fullmatch(tok)
+                if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)) or len(m.group(2)) > 12:
+                    raise AtcError("E10048", shape_range=part, reason=f"range '{tok}' is not lo~hi with 1 <= lo <= hi",
+                                   sample='"input_name1:1~8,3,224,224;input_name2:-1,128"')
+                dims.append(-1)
+                ranges.append((int(m.group(1)), int(m.group(2))))
+                continue
+            if tok == "-1":
+                dims.append(-1)
+                ranges.append((1, -1))
+                continue
+            if not re.fullmatch(r"-?\d+", tok) or len(tok) > 12:
                 raise AtcError("E10002", value=part, reason="It is not a digit", sample=INPUT_SHAPE_SAMPLE)
             d = int(tok)
             if d < 0 or (d == 0 and not allow_empty):
                 raise AtcError("E10011", value=part, result=d)
             dims.append(d)
+            ranges.append((d, d))
         if key in result:
             raise AtcError("E10002", value=text, reason=f"Input {key} is given twice", sample=INPUT_SHAPE_SAMPLE)
         result[key] = dims
+        if -1 in dims:
+            result.ranges[key] = ranges
     return result
+
+
+def shape_range_attr(shapes, key) -> dict:
+    """Data attribute `_shape_range` [lo0, hi0, lo1, hi1, ...] (hi -1: unbounded) for an input the user made
+    dynamic with -1 or lo~hi in --input_shape; empty for a static one."""
+    ranges = getattr(shapes, "ranges", {}).get(key)
+    return {"_shape_range": [v for r in ranges for v in r]} if ranges else {}
+
+
+def parse_input_shape_range(text: str) -> str:
+    """ATC's older spelling `name:[1~8,3,224,224];name2:[-1,128]` -> the --input_shape form (E10048 if malformed)."""
+    out = []
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        m = re.fullmatch(r"(?:(.+):)?\[([^\[\]]*)\]", part)
+        if m is None:
+            raise AtcError("E10048", shape_range=part, reason="each input is name:[d,d,...] with d a number, -1 or lo~hi",
+                           sample='"input_name1:[1~8,3,224,224];input_name2:[-1,128]"')
+        out.append(f"{m.group(1)}:{m.group(2)}" if m.group(1) else m.group(2))
+    return ";".join(out)
 
 
 def parse_out_nodes(text: str) -> list[tuple[str, int | None]]:

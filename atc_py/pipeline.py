@@ -165,6 +165,7 @@ def _model_attrs(soc, framework: str, options: dict, streams: int, events: int) 
     return {"stream_num": streams, "event_num": events, "label_num": 0, "batch_num": 0,
             "_sink_decisions": options.get("_sink_decisions", []),
             "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
+            "precision_mode": options.get("_precision_mode", "force_fp16"),
             "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", "")}
 
 
@@ -246,6 +247,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     st = _Stages(log)
     graph = frontend(model, options, st, soc)
     precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
+    options["_precision_mode"] = precision   # recorded in the .om: om-run's default tolerance follows it
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
                      options.get("output_type", ""), late, fold_limit)

@@ -5,7 +5,9 @@ import json
 import math
 import os
 import sys
+import time
 from collections import Counter
+from dataclasses import dataclass
 
 import click
 import numpy as np
@@ -18,7 +20,8 @@ from .compare import compare_outputs
 from .host.session import check_inputs
 from atc_py.atomic_write import make_output_dir, write_atomic
 
-from .io import load_expected, load_inputs, write_outputs
+from .io import load_expected, write_outputs
+from .msame_inputs import Batch, input_batches, input_shapes, parse_dym_shape
 from .loader import DeviceModel, RootModel, load_model
 from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
@@ -58,19 +61,22 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
 
 
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
-             tiling_cache: bool = True, host_threads: int = 1):
-    """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop). Loops must agree.
-    om-sweep simulates through this too."""
+             tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False):
+    """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
+    Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
+    runs timing only."""
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
                      tiling_cache=tiling_cache, host_threads=host_threads)
-    loops, outputs = [], None
+    loops, outputs, walls = [], None, []
     for k in range(loop):
-        result, stats = sim.run(inputs)
+        t0 = time.perf_counter()
+        result, stats = sim.run(inputs, shapes)
+        walls.append(time.perf_counter() - t0)
         loops.append(stats)
         if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
             raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
         outputs = result
-    return outputs, loops
+    return (outputs, loops, walls) if timed else (outputs, loops)
 
 
 class OmRunCommand(click.Command):
@@ -113,8 +119,9 @@ def _finite(ctx, param, value):
 @click.option("--expected", help=".npz of expected outputs (by output name, or arr_0.. in output order).")
 @click.option("--op_plugin", "--op-plugin", "op_plugin", default="",
               help="Custom operator packages (':'-separated; ASCEND_CUSTOM_OPP_PATH is read too).")
-@click.option("--rtol", type=float, default=1e-4, show_default=True, callback=_finite)
-@click.option("--atol", type=float, default=1e-4, show_default=True, callback=_finite)
+@click.option("--rtol", type=float, default=None, callback=_finite,
+              help="Relative tolerance of --expected (default 1e-4, or 1e-2 for a model built with fp16 compute).")
+@click.option("--atol", type=float, default=None, callback=_finite, help="Absolute tolerance (defaults as --rtol).")
 @click.option("--sim-config", "sim_config", help="JSON overriding runtime-profile parameters (see runner/sim/profile.py).")
 @click.option("--allow-hazards", is_flag=True, help="Report hazards and go on instead of stopping.")
 @click.option("--tiling-cache", type=click.Choice(["on", "off"]), default="on", show_default=True,
@@ -126,12 +133,21 @@ def _finite(ctx, param, value):
 @click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels.")
 @click.option("--no-verify", is_flag=True, help="Run a file whose checksum is all zero (unsealed); a wrong checksum "
                                                 "is never accepted.")
+@click.option("--device", type=click.IntRange(0, 63), default=0, show_default=True,
+              help="msame: the device id (the simulated device).")
+@click.option("--outputSize", "output_size", help="msame: bytes of each output buffer, comma-separated.")
+@click.option("--dymShape", "dym_shape", help='msame: shapes of a dynamic-shape model, "x:1,3,224,224;y:1,128".')
+@click.option("--dymBatch", "dym_batch", type=click.IntRange(min=1), help="msame: the batch gear to run.")
+@click.option("--dymHW", "dym_hw", help='msame: the image-size gear to run, "h,w".')
+@click.option("--dymDims", "dym_dims", help='msame: the dims gear to run, "x:1,128;y:1,128".')
 def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify):
-    """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time."""
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
+         device, output_size, dym_shape, dym_batch, dym_hw, dym_dims):
+    """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
     try:
         _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-             sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify)
+             sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
+             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims))
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)
@@ -145,8 +161,56 @@ def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         sys.exit(1)
 
 
+@dataclass
+class RunExtras:
+    """msame's flags beyond the common ones."""
+    device: int = 0
+    output_size: str | None = None
+    dym_shape: str | None = None
+    dym_batch: int | None = None
+    dym_hw: str | None = None
+    dym_dims: str | None = None
+
+
+FP16_COMPUTE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
+                "allow_mix_precision_bf16", "cube_fp16in_fp32out"}
+
+
+def default_tolerance(model) -> float:
+    """1e-4 for a model computing in fp32; 1e-2 when atc-py built it with fp16 (or bf16) compute, whose
+    rounding alone is ~1e-3 per op against an fp32 reference."""
+    return 1e-2 if model.attrs.get("precision_mode") in FP16_COMPUTE else 1e-4
+
+
+def _gear_flags(model, extras: RunExtras) -> None:
+    """--dymBatch / --dymHW / --dymDims select a gear of a model built with gears."""
+    for flag, value, attr in (("--dymBatch", extras.dym_batch, "dynamic_batch"),
+                              ("--dymHW", extras.dym_hw, "dynamic_hw"), ("--dymDims", extras.dym_dims, "dynamic_dims")):
+        if value is not None and not model.attrs.get(attr):
+            raise AtcError("E30002", reason=f"{flag} {value}: the model was not built with "
+                                            f"--{attr.replace('dynamic_hw', 'dynamic_image_size')}{'_size' if attr == 'dynamic_batch' else ''} gears")
+
+
+def _check_output_size(model, outputs, text: str | None) -> None:
+    if not text:
+        return
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise AtcError("E30002", reason=f"--outputSize '{text}' is not comma-separated byte counts") from None
+    if len(sizes) != len(model.outputs) or min(sizes) < 0:
+        raise AtcError("E30002", reason=f"--outputSize gives {len(sizes)} sizes; the model has {len(model.outputs)} "
+                                        "outputs")
+    for io, arr, size in zip(model.outputs, outputs, sizes):
+        if arr.nbytes > size:
+            raise AtcError("E30004", task="output copy", reason=f"output '{io.name}' has {arr.nbytes} bytes, more "
+                                                                f"than its --outputSize buffer of {size}")
+
+
 def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify):
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
+         extras: RunExtras | None = None):
+    extras = extras or RunExtras()
     path = model_opt or model_arg
     if model_opt and model_arg and model_opt != model_arg:
         raise AtcError("E30002", reason=f"two models given ({model_arg} and --model {model_opt})")
@@ -154,38 +218,61 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
     load_plugins(op_plugin)
     model = load_model(path, verify=not no_verify)
+    click.echo(f"[INFO] open device {extras.device} success")
+    click.echo(f"[INFO] load model {path} success")
     print_model(model)
+    _gear_flags(model, extras)
     prof = RuntimeProfile.load(sim_config)
-    inputs = None
-    if not no_compute:
-        inputs = load_inputs(model, input_spec, seed)
-        check_inputs(model, inputs)
+    dym = parse_dym_shape(extras.dym_shape, model) if extras.dym_shape else {}
+    tol = default_tolerance(model)
+    rtol, atol = (tol if rtol is None else rtol), (tol if atol is None else atol)
+    if no_compute:
+        batches = [Batch(None, None)]
+        shapes = input_shapes(model, dym)
+    else:
+        batches = input_batches(model, input_spec, seed, dym)
+        shapes = None
         if not input_spec:
             click.echo(f"[INFO] inputs: random (seed {seed})")
-    outputs, loops = simulate(model, prof, inputs, loop, not no_compute, allow_hazards, tiling_cache == "on",
-                              int(host_threads))
-    for line in console(loops, int(host_threads), tiling_cache == "on"):
-        click.echo(line)
-    if summary_path:
-        write_atomic(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
-                                    + "\n").encode())
-        click.echo(f"[INFO] wrote {summary_path}")
-    if profile_dir:
-        make_output_dir(profile_dir, "--profile")
-        for p in write_profile(profile_dir, loops[-1], model.name, write_atomic):
-            click.echo(f"[INFO] wrote {p}")
-    if outputs is not None:
+    ok = True
+    for batch in batches:
+        if batch.arrays is not None:
+            check_inputs(model, batch.arrays)
+        if batch.stem:
+            click.echo(f"[INFO] start to process file: {batch.stem}")
+        outputs, loops, walls = simulate(model, prof, batch.arrays, loop, not no_compute, allow_hazards,
+                                         tiling_cache == "on", int(host_threads), shapes, timed=True)
+        for wall in walls:
+            click.echo(f"Inference time: {wall * 1e3:.3f}ms (wall clock of the simulation)")
+        click.echo(f"Inference average time: {sum(walls) / len(walls) * 1e3:.6f} ms")
+        if len(walls) > 1:
+            click.echo(f"Inference average time without first time: {sum(walls[1:]) / (len(walls) - 1) * 1e3:.6f} ms")
+        for line in console(loops, int(host_threads), tiling_cache == "on"):
+            click.echo(line)
+        if summary_path:
+            write_atomic(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
+                                        + "\n").encode())
+            click.echo(f"[INFO] wrote {summary_path}")
+        if profile_dir:
+            make_output_dir(profile_dir, "--profile")
+            for p in write_profile(profile_dir, loops[-1], model.name, write_atomic):
+                click.echo(f"[INFO] wrote {p}")
+        if outputs is None:
+            continue
+        _check_output_size(model, outputs, extras.output_size)
         for io, arr in zip(model.outputs, outputs):
             a = arr.astype(np.float64) if arr.size else np.zeros(1)
-            click.echo(f"[INFO] output {io.name}: {_shape(io)} min {a.min():.6g} max {a.max():.6g} "
-                       f"mean {a.mean():.6g}")
+            click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
+                       f"max {a.max():.6g} mean {a.mean():.6g}")
         if output_dir:
-            for p in write_outputs(model, outputs, output_dir, outfmt.upper()):
+            for p in write_outputs(model, outputs, output_dir, outfmt.upper(), batch.stem):
                 click.echo(f"[INFO] wrote {p}")
-        if expected and not compare(model, outputs, load_expected(model, expected), rtol, atol):
-            raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
+            click.echo("[INFO] output data success")
+        if expected:
+            ok &= compare(model, outputs, load_expected(model, expected), rtol, atol)
+    if not ok:
+        raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
     click.echo("[INFO] om-run finished successfully")
-
 
 if __name__ == "__main__":
     main()

@@ -104,19 +104,22 @@ def load_npz(path: str) -> dict[str, np.ndarray]:
         raise _bad(path, f"not a valid .npz ({exc})") from None
 
 
-def random_inputs(model: DeviceModel, seed: int) -> list[np.ndarray]:
+def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = None) -> list[np.ndarray]:
+    """Deterministic random inputs (of `shapes` for a dynamic-shape model)."""
     rng = np.random.default_rng(seed)
     out = []
-    for io in model.inputs:
+    for k, io in enumerate(model.inputs):
         dt = dtype_by_name(io.desc.dtype).np
+        shape = tuple(shapes[k]) if shapes is not None else io.desc.shape
+        n = int(np.prod(shape, dtype=np.int64))
         if dt.kind == "O":
-            out.append(np.array([f"s{v}" for v in rng.integers(0, 10, io.desc.numel)], object).reshape(io.desc.shape))
+            out.append(np.array([f"s{v}" for v in rng.integers(0, 10, n)], object).reshape(shape))
         elif dt.kind == "f":
-            out.append(rng.standard_normal(io.desc.shape).astype(dt))
+            out.append(rng.standard_normal(shape).astype(dt))
         elif dt.kind == "b":
-            out.append(rng.integers(0, 2, io.desc.shape).astype(dt))
+            out.append(rng.integers(0, 2, shape).astype(dt))
         else:
-            out.append(rng.integers(0, 10, io.desc.shape).astype(dt))
+            out.append(rng.integers(0, 10, shape).astype(dt))
     return out
 
 
@@ -152,9 +155,11 @@ def safe_stem(name: str, limit: int = 64) -> str:
     return stem or "model"
 
 
-def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, fmt: str) -> list[pathlib.Path]:
+def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, fmt: str,
+                  stem: str | None = None) -> list[pathlib.Path]:
+    """<out_dir>/<stem>_output_<i>.<ext>; stem: the model's name, or (msame's folder mode) the input file's."""
     d = make_output_dir(out_dir)
-    stem = safe_stem(model.name)
+    stem = safe_stem(stem or model.name)
     ext = {"NPY": "npy", "BIN": "bin", "TXT": "txt"}[fmt]
     paths = []
     for i, arr in enumerate(outputs):

@@ -28,6 +28,7 @@ class IoTensor:
     name: str
     desc: TensorDesc
     address: int | None
+    ranges: list[tuple[int, int]] | None = None   # per dim (low, high; high -1 unbounded) of a dynamic input
 
 
 @dataclass
@@ -101,8 +102,10 @@ def _io(model: ModelBase) -> None:
     ops = sorted(model.ops.values(), key=lambda o: o.id)
     data = sorted((o for o in ops if o.type == "Data"), key=lambda o: from_attr(o.attr["index"]))
     for op in data:
+        flat = from_attr(op.attr["_shape_range"]) if "_shape_range" in op.attr else None
+        ranges = [(flat[k], flat[k + 1]) for k in range(0, len(flat), 2)] if flat else None
         model.inputs.append(IoTensor(op.output_desc[0].name or op.name, desc_from_proto(op.output_desc[0]),
-                                     op.output_i[0] if op.output_i else None))
+                                     op.output_i[0] if op.output_i else None, ranges))
     for op in ops:
         if op.type == "NetOutput":
             for k, td in enumerate(op.input_desc):

@@ -188,6 +188,8 @@ class ModelValidator:
                 self.fail(f"Data op {op.name!r} has no integer attribute index")
             if len(op.output_desc) != 1:
                 self.fail(f"Data op {op.name!r} has {len(op.output_desc)} outputs")
+            if "_shape_range" in op.attr:
+                self.shape_range(op)
         if op.type == "Const" and not self.static:
             if len(op.output_desc) != 1:
                 self.fail(f"Const op {op.name!r} has {len(op.output_desc)} outputs")
@@ -198,6 +200,16 @@ class ModelValidator:
                           f"{len(self.m.weights)} B of weights")
         if op.type == "PartitionedCall" and len(op.subgraph_name) != 1:
             self.fail(f"PartitionedCall {op.name!r} names {len(op.subgraph_name)} subgraphs; it calls one")
+
+    def shape_range(self, op) -> None:
+        """A dynamic input's `_shape_range`: (low, high) per dim, 1 <= low <= high (or high -1), matching its dims."""
+        flat = from_attr(op.attr["_shape_range"])
+        dims = list(op.output_desc[0].shape.dim)
+        if not isinstance(flat, list) or len(flat) != 2 * len(dims) or not all(_int(v) for v in flat):
+            self.fail(f"input {op.name!r}: _shape_range must hold two integers per dim of {dims}")
+        for d, lo, hi in zip(dims, flat[::2], flat[1::2]):
+            if not (0 <= lo <= limits.MAX_DIM and (hi == -1 or lo <= hi <= limits.MAX_DIM)) or (d >= 0 and lo != d):
+                self.fail(f"input {op.name!r}: range {lo}~{hi} does not fit dim {d}")
 
     def attrs(self, op, spec) -> None:
         values = {}

@@ -50,6 +50,33 @@ def check_outputs(node: Node, descs: list[TensorDesc]) -> None:
                                 f"({MAX_TENSOR_BYTES})")
 
 
+PROBES = (97, 89)   # two unlike values substituted for the unknown dims: what changes with them is unknown
+
+
+def _probe_infer(spec, node: Node) -> list[TensorDesc] | None:
+    """Output descs of a node whose inputs have unknown (-1) dims but known ranks: inferred twice with the unknown
+    dims replaced by two different values; an output dim that is the same both times is known, one that differs
+    is -1 (a symbolic shape inference in miniature: batch -1 through a strided conv keeps C, H, W known)."""
+    inputs = [v for v in node.inputs if v is not None]
+    saved = [v.desc for v in inputs]
+    results = []
+    try:
+        for p in PROBES:
+            for v, d in zip(inputs, saved):
+                v.desc = TensorDesc(tuple(p if x == -1 else x for x in d.shape), d.dtype, d.format, d.origin_format)
+            results.append(spec.infer(node))
+    except (OpError, ValueError, ZeroDivisionError):
+        return None
+    finally:
+        for v, d in zip(inputs, saved):
+            v.desc = d
+    a, b = results
+    if len(a) != len(b) or any(len(x.shape) != len(y.shape) for x, y in zip(a, b)):
+        return None
+    return [TensorDesc(tuple(p if p == q else -1 for p, q in zip(x.shape, y.shape)), x.dtype, x.format, x.origin_format)
+            for x, y in zip(a, b)]
+
+
 def infer_node(node: Node) -> None:
     """Infer a node's output descs. Outputs may be unknown (-1 dims) when they depend on the value of a
     non-constant input: the partitioner then puts the node in a dynamic subgraph (host executor)."""
@@ -60,8 +87,10 @@ def infer_node(node: Node) -> None:
         if v is None and i < len(spec.inputs) and not spec.inputs[i].endswith(("?", "*")):
             raise invalid(node, f"its required input {i} ('{spec.inputs[i]}') is missing")
     unknown_in = any(v is not None and not v.desc.known for v in node.inputs)
+    ranked = all(v is None or v.desc.shape != UNKNOWN_RANK for v in node.inputs)
+    probed = _probe_infer(spec, node) if unknown_in and ranked and node.op_type != "Data" else None
     try:
-        descs = spec.infer(node)
+        descs = probed if probed is not None else spec.infer(node)
     except (OpError, ValueError) as exc:
         if not unknown_in:
             raise invalid(node, str(exc)) from None

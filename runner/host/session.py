@@ -15,9 +15,26 @@ def check_inputs(model: ModelBase, inputs: list[np.ndarray]) -> None:
     if len(inputs) != len(model.inputs):
         raise AtcError("E30002", reason=f"the model has {len(model.inputs)} inputs, {len(inputs)} were given")
     for io, arr in zip(model.inputs, inputs):
-        if tuple(arr.shape) != io.desc.shape or arr.dtype != dtype_by_name(io.desc.dtype).np:
-            raise AtcError("E30002", reason=f"input '{io.name}' must be {io.desc.dtype}{list(io.desc.shape)}, "
+        if arr.dtype != dtype_by_name(io.desc.dtype).np or not shape_fits(io, arr.shape):
+            raise AtcError("E30002", reason=f"input '{io.name}' must be {io.desc.dtype}{describe(io)}, "
                                             f"got {arr.dtype}{list(arr.shape)}")
+
+
+def describe(io) -> str:
+    """An input's shape as the user may give it: dims, with lo~hi (or -1) for the dynamic ones."""
+    if not io.ranges:
+        return str(list(io.desc.shape))
+    return "[" + ", ".join(str(d) if d >= 0 else (f"{lo}~{hi}" if hi >= 0 else "-1")
+                           for d, (lo, hi) in zip(io.desc.shape, io.ranges)) + "]"
+
+
+def shape_fits(io, shape) -> bool:
+    """Static dims equal; a dynamic dim within its range (ATC E10050 on a real device)."""
+    if len(shape) != len(io.desc.shape):
+        return False
+    ranges = io.ranges or [(d, d) for d in io.desc.shape]
+    return all(d == want if want >= 0 else (lo <= d and (hi < 0 or d <= hi))
+               for d, want, (lo, hi) in zip(shape, io.desc.shape, ranges))
 
 
 def execute(model: ModelBase, inputs: list[np.ndarray], **options) -> list[np.ndarray]:

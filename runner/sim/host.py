@@ -103,25 +103,31 @@ class Simulation:
         return self.programs[m.name]
 
     # -- one execution -----------------------------------------------------------------------------
-    def run(self, inputs: list[np.ndarray] | None) -> tuple[list[np.ndarray] | None, LoopStats]:
+    def run(self, inputs: list[np.ndarray] | None, shapes: list[tuple] | None = None
+            ) -> tuple[list[np.ndarray] | None, LoopStats]:
+        """One execution. A dynamic-shape model (inputs with -1 dims) runs with the shapes of `inputs`, or, timing
+        only, with `shapes` (om-run --dymShape)."""
         self.stats = LoopStats()
         self.cores = Cores(self.soc)
         self.device_free = 0
         self.stage_free = [0, 0, 0]
         self.host_resident: set[str] = set()
         m = self.model
+        self.in_descs = self._input_descs(m, inputs, shapes)
+        self.out_descs = [io.desc for io in m.outputs]
         t = self.h2d(m, inputs)
         if isinstance(m, DeviceModel):
             t = self.host("main", "ModelExecute", t, self.prof.model_execute_launch_ns)
             outs, _ = self.run_static(m, inputs, t)
         elif isinstance(m, HostModel):
-            outs = self.run_dynamic(m, inputs, {i: True for i in range(len(m.inputs))})
+            outs = self.run_dynamic(m, inputs, {i: True for i in range(len(m.inputs))}, self.in_descs)
+            self.out_descs = self.last_out_descs
         else:
             outs = self.run_root(m, inputs, t)
         t = max(self.stage_free + [self.device_free, t])
         t = self.host("main", "StreamSync", t, self.prof.stream_sync_ns, wait_from=max(self.stage_free + [0]))
-        for io in m.outputs:
-            dur = _copy_ns(io.desc.nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
+        for io, desc in zip(m.outputs, self.out_descs):
+            dur = _copy_ns(desc.nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
             t = self.host("main", f"D2H {io.name}", t, dur)
             self.stats.d2h_ns += dur
         s = self.stats
@@ -137,10 +143,22 @@ class Simulation:
         self.stats.host_events.append(HostEvent(thread, name, t, t + dur))
         return t + dur
 
+    @staticmethod
+    def _input_descs(m: ModelBase, inputs, shapes) -> list[TensorDesc]:
+        """The inputs' descs for this execution: the arrays' shapes, the given shapes, or the model's."""
+        out = []
+        for k, io in enumerate(m.inputs):
+            shape = np.shape(inputs[k]) if inputs is not None else shapes[k] if shapes else io.desc.shape
+            if any(d < 0 for d in shape):
+                raise AtcError("E30002", reason=f"input '{io.name}' has dynamic dims {list(io.desc.shape)}: give the "
+                                                "inputs, or their shapes with --dymShape, to simulate it")
+            out.append(TensorDesc(tuple(shape), io.desc.dtype, io.desc.format, io.desc.origin_format))
+        return out
+
     def h2d(self, m: ModelBase, inputs) -> int:
         t = 0
-        for io in m.inputs:
-            dur = _copy_ns(io.desc.nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
+        for io, desc in zip(m.inputs, self.in_descs):
+            dur = _copy_ns(desc.nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
             t = self.host("main", f"H2D {io.name}", t, dur)
             self.stats.h2d_ns += dur
         self.stage_free = [t, t, t]
@@ -167,11 +185,13 @@ class Simulation:
     # -- multi-model om ----------------------------------------------------------------------------
     def run_root(self, m: RootModel, inputs, t: int):
         values: dict[str, np.ndarray | None] = {}
+        descs: dict[str, TensorDesc] = {}
         on_host: dict[str, bool] = {}
         for op in sorted(m.ops.values(), key=lambda o: o.id):
             if op.type == "Data":
                 idx = int(op.attr["index"].i)
                 values[f"{op.name}:0"] = inputs[idx] if inputs is not None else None
+                descs[f"{op.name}:0"] = self.in_descs[idx]
                 on_host[f"{op.name}:0"] = True      # model inputs: the host still has them
             elif op.type == "PartitionedCall":
                 sub = m.subs[op.subgraph_name[0]]
@@ -180,12 +200,16 @@ class Simulation:
                     done = self.stage(2, f"ModelExecute {sub.name}", self.stage_free[2],
                                       self.prof.model_execute_launch_ns)
                     outs, _ = self.run_static(sub, args if self.compute else None, done)
+                    out_descs = [io.desc for io in sub.outputs]
                 else:
-                    outs = self.run_dynamic(sub, args, [on_host[s] for s in op.input])
+                    outs = self.run_dynamic(sub, args, [on_host[s] for s in op.input], [descs[s] for s in op.input])
+                    out_descs = self.last_out_descs
                 for i in range(len(sub.outputs)):
                     values[f"{op.name}:{i}"] = outs[i] if outs is not None else None
+                    descs[f"{op.name}:{i}"] = out_descs[i]
                     on_host[f"{op.name}:{i}"] = False
             elif op.type == "NetOutput":
+                self.out_descs = [descs[s] for s in op.input]
                 return [values[s] for s in op.input] if self.compute else None
         raise AtcError("E30004", task="root", reason="the root graph has no NetOutput")
 
@@ -213,7 +237,9 @@ class Simulation:
         self.stats.syncs += 1
         return t
 
-    def run_dynamic(self, m: HostModel, inputs, input_on_host):
+    def run_dynamic(self, m: HostModel, inputs, input_on_host, arg_descs: list[TensorDesc] | None = None):
+        """Node by node on the host (seed 001); inputs take the shapes they have in this execution (`arg_descs`,
+        the arrays' shapes), so a dynamic-shape model runs at whatever shape it is given."""
         values: dict[str, np.ndarray | None] = {}
         descs: dict[str, TensorDesc] = {}
         on_host: dict[str, bool] = {}
@@ -227,7 +253,7 @@ class Simulation:
                 if op.type == "Data":
                     idx = int(op.attr["index"].i)
                     values[key] = inputs[idx] if inputs is not None else None
-                    descs[key] = desc_from_proto(op.output_desc[0])
+                    descs[key] = arg_descs[idx] if arg_descs is not None else desc_from_proto(op.output_desc[0])
                     on_host[key] = bool(input_on_host[idx])
                 elif op.type == "Const":
                     d = desc_from_proto(op.output_desc[0])
@@ -239,6 +265,7 @@ class Simulation:
                     consts.add(key)
                 elif op.type == "NetOutput":
                     outputs = [values[s] for s in op.input]
+                    self.last_out_descs = [descs[s] for s in op.input]
                 else:
                     self.dynamic_node(op, values, descs, on_host, consts, handoff)
             except OpError as exc:
@@ -304,7 +331,7 @@ class Simulation:
         # the kernel on the device
         arrive = c_end + prof.kernel_launch_latency_ns
         start = max(arrive, self.device_free) + prof.sqe_dispatch_ns + prof.kernel_start_ns
-        dur = block_ns(op, spec, tiling.block_dim, self.soc, prof, ctx.depend_values)
+        dur = block_ns(op, spec, tiling.block_dim, self.soc, prof, ctx.depend_values, (ctx.inputs, out_descs))
         s, e = self.cores.run_kernel(start, spec.core_type, tiling.block_dim, dur)
         self.device_free = e
         self.stats.records.append(TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type,

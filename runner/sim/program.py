@@ -99,9 +99,11 @@ def _in_descs(op) -> list:
     return [next(descs) if s else None for s in op.input]
 
 
-def block_ns(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None) -> int:
-    ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
-                         depend or {})
+def block_ns(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None, descs=None) -> int:
+    """Per-block time of one launch; `descs` (inputs, outputs): the shapes of this launch when they are not the
+    op's compiled ones (the host executor runs dynamic shapes)."""
+    ins, outs = descs if descs is not None else (_in_descs(op), [desc_from_proto(d) for d in op.output_desc])
+    ctx = tiling_context(spec, ins, outs, op_attrs(op), soc, depend or {})
     c = work_cost(spec, spec.launch_work(ctx), block_dim, soc, head_cycles=prof.block_head_cycles,
                   cube_fractals_per_cycle=prof.cube_fractals_per_cycle, fp32_cube_rate=prof.fp32_cube_rate)
     return int(c.cycles * 1000 // max(soc.cube_freq_mhz, 1))

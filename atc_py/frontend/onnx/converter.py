@@ -8,6 +8,7 @@ from ...errors import AtcError
 from ...ir.dtypes import dtype_from_onnx
 from ...ir.graph import Graph, TensorDesc, Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
+from ...options import shape_range_attr
 from ...ops.base import OpError
 from ...passes.infer import infer_node
 from . import adapters  # noqa: F401  (registers the adapters)
@@ -90,19 +91,21 @@ class OnnxConverter:
                                reason=f"input '{inp.name}' has an unsupported element type {tt.elem_type}")
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] \
                 if tt.HasField("shape") else [-1]   # no shape at all: unknown rank, not a scalar
-            shape = self.input_shapes.get(inp.name, self.input_shapes.get(index))
+            key = inp.name if inp.name in self.input_shapes else index
+            shape = self.input_shapes.get(key)
             if shape is not None:
                 if len(shape) != len(dims) and tt.HasField("shape"):
                     raise AtcError("E10001", value=",".join(map(str, shape)), parameter="--input_shape",
                                    reason=f"input '{inp.name}' has rank {len(dims)}, the shape given has rank {len(shape)}")
                 dims = list(shape)
-            if any(d < 0 for d in dims):
+            attrs = {"index": index, **shape_range_attr(self.input_shapes, key)}
+            if any(d < 0 for d in dims) and "_shape_range" not in attrs:
                 raise AtcError("E10001", value="NULL", parameter="--input_shape",
                                reason="The shapes of inputs contain -1 in the model. "
                                       "You may need to set input shape to specify its shape.")
             fmt = "NCHW" if len(dims) == 4 else "ND"
             node = self.graph.add_node(_safe(inp.name), "Data", out_descs=[TensorDesc(tuple(dims), dt.name, fmt, fmt)],
-                                       attrs={"index": index}, out_names=[inp.name])
+                                       attrs=attrs, out_names=[inp.name])
             self.values[inp.name] = node.outputs[0]
             index += 1
 

@@ -13,6 +13,7 @@ from ...ops.base import OpError
 from ...passes.infer import infer_node
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
+from ...options import shape_range_attr
 from ..value_fold import fold_at_import
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
@@ -215,19 +216,21 @@ class TfConverter:
     def placeholder(self, n: tf.NodeDef, name: str, index: int) -> None:
         dt = dtype_name(n.attr["dtype"].type)
         dims = shape_of(n.attr["shape"].shape) if "shape" in n.attr else None
-        given = self.input_shapes.get(n.name, self.input_shapes.get(index))
+        key = n.name if n.name in self.input_shapes else index
+        given = self.input_shapes.get(key)
         if given is not None:
             if dims is not None and len(given) != len(dims):
                 raise AtcError("E10001", value=",".join(map(str, given)), parameter="--input_shape",
                                reason=f"input '{n.name}' has rank {len(dims)}, the shape given has rank {len(given)}")
             dims = list(given)
-        if dims is None or any(d < 0 for d in dims):
+        ranged = shape_range_attr(self.input_shapes, key)
+        if dims is None or (any(d < 0 for d in dims) and not ranged):
             raise AtcError("E10001", value="NULL", parameter="--input_shape",
                            reason="The shapes of inputs contain -1 in the model. "
                                   "You may need to set input shape to specify its shape.")
         fmt = self.input_format if len(dims) == 4 else "ND"
         node = self.graph.add_node(name, "Data", out_descs=[TensorDesc(tuple(dims), dt, fmt, fmt)],
-                                   attrs={"index": index}, out_names=[n.name])  # inputs are named after the op
+                                   attrs={"index": index, **ranged}, out_names=[n.name])  # inputs are named after the op
         self.outputs[n.name] = node.outputs
         self.values[f"{n.name}:0"] = node.outputs[0]
         self.node_outputs[n.name] = [f"{n.name}:0"]

@@ -1,0 +1,134 @@
+"""msame's ways of giving a model its inputs, for om-run: raw `.bin` files (the bytes of one input, in the
+model's dtype and shape), `.npy`/`.npz`, comma-separated per input, or folders whose files are processed one
+by one (msame's batch mode: the k-th file of each folder is the k-th execution), plus `--dymShape` for the
+shapes of a dynamic-shape model. Every file is read with the checks of io.py (regular file, sizes checked
+before anything is allocated)."""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import stat
+from dataclasses import dataclass
+
+import numpy as np
+
+from atc_py.errors import AtcError
+from atc_py.ir.dtypes import dtype_by_name
+
+from .host.session import describe, shape_fits
+from .io import MAX_ARRAY_BYTES, load_npy, load_npz, random_inputs, regular_file
+
+MAX_BATCH_FILES = 100_000
+
+
+@dataclass
+class Batch:
+    """One execution's inputs; `stem` names its output files (msame: after the first input file)."""
+    stem: str | None
+    arrays: list[np.ndarray]
+
+
+def parse_dym_shape(text: str, model) -> dict[str, tuple[int, ...]]:
+    """msame --dymShape "x:1,3,224,224;y:1,128": one shape per dynamic input, each within its range."""
+    out: dict[str, tuple[int, ...]] = {}
+    by_name = {io.name: io for io in model.inputs}
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        m = re.fullmatch(r"(.+):(\d{1,12}(?:,\d{1,12})*)", part)
+        if m is None:
+            raise AtcError("E30002", reason=f"--dymShape item '{part}' is not name:d,d,... (msame's format)")
+        name, shape = m.group(1), tuple(int(d) for d in m.group(2).split(","))
+        io = by_name.get(name)
+        if io is None:
+            raise AtcError("E30002", reason=f"--dymShape names '{name}'; the model's inputs are {list(by_name)}")
+        if not shape_fits(io, shape):
+            raise AtcError("E30002", reason=f"--dymShape {name}:{list(shape)} does not fit the input's shape "
+                                            f"{describe(io)}")
+        out[name] = shape
+    return out
+
+
+def input_shapes(model, dym: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]] | None:
+    """Every input's shape for this run: its static shape or the --dymShape one (None if some stay unknown)."""
+    shapes = []
+    for io in model.inputs:
+        shape = dym.get(io.name, io.desc.shape)
+        if any(d < 0 for d in shape):
+            return None
+        shapes.append(tuple(shape))
+    return shapes
+
+
+def load_bin(path: str, io, shape: tuple[int, ...] | None) -> np.ndarray:
+    """A raw input: exactly the bytes of the input's dtype and shape (for a dynamic input, of its --dymShape, or
+    any whole number of elements that fits its one dynamic dim)."""
+    size = regular_file(path, ".bin input")
+    dt = dtype_by_name(io.desc.dtype).np
+    if dt.kind == "O":
+        raise AtcError("E30002", reason=f"input '{io.name}' holds strings; give it as .npy")
+    want_shape = shape if shape is not None else io.desc.shape
+    if any(d < 0 for d in want_shape):
+        known = int(np.prod([d for d in want_shape if d >= 0], dtype=np.int64)) * dt.itemsize
+        if list(want_shape).count(-1) != 1 or known == 0 or size % known:
+            raise AtcError("E30002", reason=f"{path}: {size} bytes do not make input '{io.name}' {describe(io)}; "
+                                            "give its shape with --dymShape")
+        want_shape = tuple(size // known if d < 0 else d for d in want_shape)
+    need = int(np.prod(want_shape, dtype=np.int64)) * dt.itemsize
+    if size != need or need > MAX_ARRAY_BYTES:
+        raise AtcError("E30002", reason=f"{path} has {size} bytes; input '{io.name}' "
+                                        f"({io.desc.dtype}{list(want_shape)}) needs {need}")
+    with open(path, "rb") as f:
+        arr = np.frombuffer(f.read(need), dt).reshape(want_shape).copy()
+    if not shape_fits(io, arr.shape):
+        raise AtcError("E30002", reason=f"{path}: shape {list(arr.shape)} does not fit input '{io.name}' "
+                                        f"{describe(io)}")
+    return arr
+
+
+def load_file(path: str, io, shape) -> np.ndarray:
+    if path.endswith(".npy"):
+        return load_npy(path)
+    return load_bin(path, io, shape)
+
+
+def _folder(path: str) -> list[str]:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise AtcError("E30002", reason=f"cannot list input folder '{path}' ({exc.strerror or exc})") from None
+    files = [os.path.join(path, n) for n in names if not n.startswith(".")
+             and stat.S_ISREG(os.stat(os.path.join(path, n)).st_mode)]
+    if not files or len(files) > MAX_BATCH_FILES:
+        raise AtcError("E30002", reason=f"input folder '{path}' holds {len(files)} files (1..{MAX_BATCH_FILES})")
+    return files
+
+
+def input_batches(model, spec: str | None, seed: int, dym: dict[str, tuple[int, ...]]) -> list[Batch]:
+    shapes = input_shapes(model, dym)
+    if not spec:
+        if shapes is None:
+            raise AtcError("E30002", reason="the model has dynamic inputs: give their shapes with --dymShape (or "
+                                            "give the inputs) to run it on random data")
+        return [Batch(None, random_inputs(model, seed, shapes))]
+    if spec.endswith(".npz"):
+        data = load_npz(spec)
+        names = [io.name for io in model.inputs]
+        if set(data) == set(names):
+            return [Batch(None, [data[n] for n in names])]
+        if all(k.startswith("arr_") for k in data) and len(data) == len(names):
+            return [Batch(None, [data[f"arr_{i}"] for i in range(len(names))])]
+        raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
+    items = spec.split(",")
+    if len(items) != len(model.inputs):
+        raise AtcError("E30002", reason=f"--input gives {len(items)} item(s); the model has {len(model.inputs)} "
+                                        "inputs (comma-separated, one file or folder each)")
+    per_shape = [dym.get(io.name) for io in model.inputs]
+    if all(os.path.isdir(p) for p in items if p):
+        folders = [_folder(p) for p in items]
+        if len({len(f) for f in folders}) != 1:
+            raise AtcError("E30002", reason=f"the input folders hold different numbers of files "
+                                            f"{[len(f) for f in folders]}")
+        return [Batch(pathlib.Path(files[0]).stem,
+                      [load_file(f, io, s) for f, io, s in zip(files, model.inputs, per_shape)])
+                for files in zip(*folders)]
+    return [Batch(None, [load_file(p, io, s) for p, io, s in zip(items, model.inputs, per_shape)])]
