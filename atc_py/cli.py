@@ -70,7 +70,7 @@ def _check_flags(given: dict[str, str]) -> None:
         raise AtcError("E10005", value=v("enable_single_stream"), parameter="enable_single_stream")
     debug_sink_nops({"debug_sink_nops": v("debug_sink_nops")})
     fold_size_limit({"fold_size_limit": v("fold_size_limit")})
-    for key in ("op_attr_config",):
+    for key in ("op_attr_config", "insert_op_conf"):
         if v(key) and not os.path.isfile(v(key)):
             raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
     check_input_format(v("framework"), v("input_format"))
@@ -112,7 +112,7 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
         "input_format": v("input_format"), "ge.exec.precision_mode": v("precision_mode"),
         "output_type": v("output_type"), "optimization_switch": v("optimization_switch"),
-        "fold_size_limit": v("fold_size_limit"),
+        "fold_size_limit": v("fold_size_limit"), "insert_op_conf": v("insert_op_conf"),
     }
 
 

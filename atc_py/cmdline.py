@@ -45,6 +45,8 @@ FLAGS = {f.name: f for f in [
     Flag("disable_reuse_memory", "str", "0", "The switch of reuse memory. 0(default): reuse; 1: do not reuse"),
     Flag("op_plugin", "str", "", "Python modules (files or folders, ':'-separated) registering custom operators; "
                                  "ASCEND_CUSTOM_OPP_PATH is read too"),
+    Flag("insert_op_conf", "str", "", "AIPP configuration file (GE's insert_op.proto in protobuf text format; static "
+                                      "AIPP)"),
     Flag("op_attr_config", "str", "", "JSON file: node name -> attributes to set (e.g. _super_kernel_scope)"),
     Flag("debug_sink_nops", "str", "", "DEBUG ONLY: NOPs before each tiling-sink kernel instead of the SoC's "
                                        "prefetch_num (shows the prefetch hazard)"),

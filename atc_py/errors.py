@@ -24,6 +24,7 @@ TEMPLATES: dict[str, str] = {
               "{reason}. The value must be formatted as {sample}.",
     "E10050": "Current dimension size {cur_dim} is not in the range of {shape_range_left}–{shape_range_right} specified "
               "by --input_shape.",
+    "E10052": "AIPP configuration is invalid. Reason: {reason}.",
     "E10054": "The required parameter --soc_version for ATC is empty. Another possible reason is that the "
               "values of some parameters are not enclosed by quotation marks (\"\").",
     "E10055": "The operation is not supported. Reason: {reason}.",
@@ -37,6 +38,7 @@ TEMPLATES: dict[str, str] = {
     "E13009": "Operator {opname} already exists in the graph. Ensure that operator names are unique.",
     "E13014": "Value {value} of parameter {parameter} for Op {opname} is invalid. Reason: {reason}.",
     "E13015": "File {file} has a size of {size}, which is out of valid range (0, {maxsize}].",
+    "E13018": "Failed to parse file {protofile} through google::protobuf::TextFormat::Parse.",
     "E13023": "Model {item} has a size of {size} bytes, which exceeds system limit of {maxsize} bytes.",
     "E13025": "Input tensor is invalid. Reason: {reason}.",
     "E14001": "Argument {value} for Op {opname} with optype {optype} is invalid. Reason: {reason}.",

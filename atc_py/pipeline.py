@@ -35,6 +35,7 @@ from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, f
 from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
+from .passes.aipp import insert_aipp
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts
 from .plugins import load_plugins
@@ -119,6 +120,7 @@ def frontend(model, options: dict[str, str], st: _Stages, soc=None) -> Graph:
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
     _input_format(graph, options.get("input_format", ""))
+    graph.counters["aipp_inserted"] = insert_aipp(graph, options.get("insert_op_conf", ""))
     return graph
 
 

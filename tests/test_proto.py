@@ -4,7 +4,7 @@ import pathlib
 import pytest
 from google.protobuf import descriptor_pb2
 
-from atc_py.proto import ge_ir_pb2, task_pb2, tf_graph_pb2
+from atc_py.proto import ge_ir_pb2, insert_op_pb2, task_pb2, tf_graph_pb2
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -17,7 +17,7 @@ def _strip_json_names(messages):
 
 
 @pytest.mark.parametrize("module,proto", [(ge_ir_pb2, "ge_ir.proto"), (task_pb2, "task.proto"),
-                                          (tf_graph_pb2, "tf_graph.proto")])
+                                          (tf_graph_pb2, "tf_graph.proto"), (insert_op_pb2, "insert_op.proto")])
 def test_generated_module_matches_proto(tmp_path, module, proto):
     protoc = pytest.importorskip("grpc_tools.protoc")
     out = tmp_path / "set.pb"
