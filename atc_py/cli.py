@@ -24,7 +24,7 @@ MAX_OM_BYTES = 64 << 30
 
 START = "ATC start working now, please wait for a moment."
 SUCCESS = "ATC run success, welcome to the next use."
-FAILURE = "ATC run failed, Please check the detail log, Try 'atc --help' for more information"
+FAILURE = "ATC run failed, Please check the detail log, Try 'atc-py --help' for more information"
 EXIT_FAILURE = 255  # main_impl returns int32 -1
 LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9, "alert": 10}  # alert: always shown
 PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
@@ -131,7 +131,7 @@ def build_from_flags(given: dict[str, str], argv: list[str], log=None):
     this too, so a sweep point compiles exactly as `atc-py` with the same flags would (same errors)."""
     from .pipeline import build
     if cmdline.value(given, "framework") == "-1":
-        raise AtcError("E10007", parameter="framework", support="0(Caffe) or 1(MindSpore) or 3(TensorFlow) or 5(Onnx)")
+        raise AtcError("E10007", parameter="framework", support=cmdline.FRAMEWORK_SUPPORT)
     _check_flags(given)
     kwargs = {"log": log} if log is not None else {}
     return build(cmdline.value(given, "model"), _options(given, argv), **kwargs)

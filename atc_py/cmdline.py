@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import AtcError
+from .options import OPTIMIZATION_PASSES
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ FLAGS = {f.name: f for f in [
                                       "allow_mix_precision, allow_fp32_to_fp16, must_keep_origin_dtype"),
     Flag("output_type", "str", "", 'Output dtype: FP32, FP16, UINT8, INT8, or "node:index:TYPE;..." for '
                                    "--out_nodes outputs"),
-    Flag("optimization_switch", "str", "", 'Graph passes on/off: "pass:on;pass:off"; passes: identity, fold, '
-                                           "transpose_cancel, bn_conv_fold, matmul_bias, dce"),
+    Flag("optimization_switch", "str", "", 'Graph passes on/off: "pass:on;pass:off"; passes: '
+                                           + ", ".join(OPTIMIZATION_PASSES)),
     Flag("output", "str", "", "Output file path&name (the .om suffix is added)"),
     Flag("soc_version", "str", "", "The soc version."),
     Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"; '
@@ -64,6 +65,7 @@ VALUE_RANGE = {
     "display_model_info": ["0", "1"],
     "disable_reuse_memory": ["0", "1"],
 }
+FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
 E10006_FLAGS = {"display_model_info", "disable_reuse_memory"}
 BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
 
@@ -128,7 +130,7 @@ def _check(flag: Flag, value: str) -> None:
         raise AtcError("E10010", value=value)
     if flag.name == "framework":
         raise AtcError("E10007", parameter="framework",
-                       support="0(Caffe) or 1(MindSpore) or 3(TensorFlow) or 5(Onnx)")
+                       support=FRAMEWORK_SUPPORT)
     listing = " ".join(f"[{v}]" for v in sorted(allowed))
     raise AtcError("E10001", value=value, parameter=f"--{flag.name}",
                    reason=f"The value is not within the range of values. The valid range is {listing} .")

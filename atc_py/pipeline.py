@@ -30,6 +30,7 @@ from .om.inout_info import IoDesc, build_inout
 from .om.modeldef import model_def
 from .ops import get_op
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
+from .cmdline import FRAMEWORK_SUPPORT
 from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape,
                       parse_optimization_switch, parse_out_nodes)
 from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
@@ -237,7 +238,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     framework = options.get("ge.frameworkType", FRAMEWORK_ONNX)
     if framework not in (FRAMEWORK_ONNX, FRAMEWORK_TF):
         raise AtcError("E10001", value=framework, parameter="--framework",
-                       reason="This version of atc-py supports 3(TensorFlow) and 5(Onnx) only.")
+                       reason="The value must be " + FRAMEWORK_SUPPORT + ".")
     soc = load_soc(options.get("ge.socVersion", ""))
     fold_limit = fold_size_limit(options)
     debug_sink_nops(options)

@@ -199,3 +199,21 @@ def test_static_model_ops_lower_limit_flag(atc, tmp_path):
     code, out, _ = atc("--model", DECODER, "--framework=5", f"--output={tmp_path / 'd'}", "--soc_version=Ascend910B1",
                        "--static_model_ops_lower_limit=-1")
     assert code == 0 and "root + 0 known, 1 unknown" in out
+
+
+def test_help_lists_every_optimization_pass_and_messages_name_atc_py(atc):
+    from atc_py.options import OPTIMIZATION_PASSES
+    code, out, _ = atc("--help")
+    assert code == 0 and all(p in out for p in OPTIMIZATION_PASSES)
+    code, out, _ = atc("--model=x.onnx")
+    assert code == 255 and "Try 'atc-py --help'" in out
+
+
+def test_framework_messages_agree(atc, tmp_path):
+    from atc_py.cmdline import FRAMEWORK_SUPPORT
+    for args in (["--framework=4"], ["--framework=0"]):
+        code, out, _ = atc(f"--model={MODELS / 'small_cnn.onnx'}", f"--output={tmp_path / 'm'}",
+                           "--soc_version=Ascend910B1", *args)
+        assert code == 255 and FRAMEWORK_SUPPORT in out, out
+    code, out, _ = atc(f"--model={MODELS / 'small_cnn.onnx'}", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1")
+    assert code == 255 and "E10007" in out and FRAMEWORK_SUPPORT in out
