@@ -15,8 +15,8 @@ from atc_py.errors import AtcError
 from atc_py.platform import load_soc
 from atc_py.proto import ge_ir_pb2 as ge
 from runner.loader import load_model
-from runner.sim.cores import Cores
 from runner.sim.device import DeviceRun
+from runner.sim.machine import Job, Machine
 from runner.sim.host import Simulation
 from runner.sim.profile import RuntimeProfile
 from runner.sim.program import Call, Program, SimTask
@@ -42,7 +42,7 @@ def ev(tid, kind, stream, event):
 
 def run(tasks, soc=SOC):
     prog = Program(None, tasks, {}, {t.op.id: t.id for t in tasks if t.calls}, {})
-    res = DeviceRun(prog, Cores(soc), PROF, None).run(0)
+    res = DeviceRun(prog, Machine(soc, PROF), PROF, None).run(0)
     return {r.task: r for r in res.records}, res
 
 
@@ -73,12 +73,13 @@ def test_kernels_of_two_streams_share_the_cores():
 
 
 def test_mix_blocks_take_cube_and_vector_cores_on_split_soc():
-    cores = Cores(SOC)
-    cores.run_kernel(0, "MIX", 4, 1000)
-    assert cores.aic.busy_ns == 4000 and cores.aiv.busy_ns == 8000
-    coupled = Cores(load_soc("Ascend310P3"))
-    coupled.run_kernel(0, "MIX", 4, 1000)
-    assert coupled.aic is coupled.aiv and coupled.aic.busy_ns == 4000
+    def busy(soc):
+        m = Machine(soc, PROF)
+        m.run_alone(0, Job("MIX", 4, block_ns=1000))
+        return {name: b for name, b, _ in m.pools()}
+    split = busy(SOC)
+    assert split["AI Core (cube)"] == 4000 and split["Vector Core"] == 8000
+    assert busy(load_soc("Ascend310P3")) == {"AI Core": 4000, "AICPU": 0}
 
 
 def test_deadlock_on_a_wait_nobody_records():
@@ -96,7 +97,8 @@ def trilu_sink_model(tmp_path, soc, nops=None):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8, 8])],
                           [onnx.numpy_helper.from_array(np.array(1, np.int64), "one")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    opts = {"ge.socVersion": soc, "ge.tiling_schedule_optimize": "1"}
+    opts = {"ge.socVersion": soc, "ge.tiling_schedule_optimize": "1",
+            "ge.exec.precision_mode": "must_keep_origin_dtype"}   # fp32 kernels: exact against numpy
     if nops is not None:
         opts["debug_sink_nops"] = str(nops)
     p = tmp_path / f"t{soc}{nops}.om"
@@ -158,7 +160,7 @@ def test_broken_memory_plan_is_a_memory_hazard_on_two_streams(tmp_path):
                 1: [Access(1, 0x3000, 0x3100, False), Access(1, 0x1000, 0x1100, True)]}  # overwrites task 0's input
     prog = Program(None, [r1, r2], analyse(accesses, [0, 1]), {0: 0, 1: 1}, {})
     with pytest.raises(AtcError, match=r"overwrites \[0x1000, 0x1100\) .* while task 0 .* has still to read it"):
-        DeviceRun(prog, Cores(SOC), PROF, None).run(0)
+        DeviceRun(prog, Machine(SOC, PROF), PROF, None).run(0)
 
 
 def test_samples_have_no_hazards():
@@ -175,46 +177,8 @@ def test_samples_have_no_hazards():
             assert stats.hazards == [], name
 
 
-# -- cost sanity --------------------------------------------------------------------------------------------
-def one_op_model(tmp_path, node, inputs, outputs, soc="Ascend910B1"):
-    g = helper.make_graph([node], "c", inputs, outputs)
-    p = tmp_path / "c.om"
-    p.write_bytes(atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
-                               {"ge.socVersion": soc}).om)
-    return load_model(str(p))
-
-
-def kernel_ns(model):
-    _, stats = sim_run(model, None, compute=False)
-    (k,) = [r for r in stats.records if r.type in ("KERNEL", "ALL_KERNEL")]
-    return k.end - k.start
-
-
-@pytest.mark.parametrize("soc", ["Ascend910B1", "Ascend310P3"])
-def test_large_fp16_gemm_is_within_1_3x_of_peak(tmp_path, soc):
-    n = 4096
-    f16 = TensorProto.FLOAT16
-    model = one_op_model(tmp_path, helper.make_node("MatMul", ["a", "b"], ["y"]),
-                         [helper.make_tensor_value_info("a", f16, [n, n]), helper.make_tensor_value_info("b", f16, [n, n])],
-                         [helper.make_tensor_value_info("y", f16, [n, n])], soc)
-    s = load_soc(soc)
-    peak_flops_per_ns = s.cube_cores * s.cube_freq_mhz / 1000 * 16 * 16 * 16 * 2
-    bound = 2 * n ** 3 / peak_flops_per_ns
-    t = kernel_ns(model)
-    assert bound <= t <= 1.3 * bound, (t, bound)
-
-
-def test_large_elementwise_is_within_1_3x_of_bandwidth_bound(tmp_path):
-    shape = [8192, 8192]
-    f16 = TensorProto.FLOAT16
-    model = one_op_model(tmp_path, helper.make_node("Add", ["a", "b"], ["y"]),
-                         [helper.make_tensor_value_info("a", f16, shape), helper.make_tensor_value_info("b", f16, shape)],
-                         [helper.make_tensor_value_info("y", f16, shape)])
-    nbytes = 3 * 8192 * 8192 * 2
-    bytes_per_ns = SOC.ddr_rate * SOC.vector_cores * SOC.cube_freq_mhz / 1000
-    bound = nbytes / bytes_per_ns
-    t = kernel_ns(model)
-    assert bound <= t <= 1.3 * bound, (t, bound)
+# the roofline checks (every kernel and every overlap of kernels against the SoC's peaks, large ops within 2x)
+# are in test_fidelity.py; the old "ddr_rate x cores" bound here was not the chip's bandwidth
 
 
 # -- host runtime -------------------------------------------------------------------------------------------
@@ -291,6 +255,55 @@ def test_reports_parse(tmp_path, om_run):
     assert "median" in out and "output" not in out.split("[SIM]")[-1]
     assert (tmp_path / "prof" / "op_summary.csv").is_file()
     json.loads((tmp_path / "prof" / "trace.json").read_text())
+
+
+def test_op_summary_gives_each_kernel_its_roofline_bound_and_useful_work(tmp_path):
+    """A matmul-heavy model: its MatMul rows name the cube as bound with useful FLOPs = 2 M K N; every kernel's
+    duration is at least its roofline; utilisation counts useful work (cube: FLOPs / peak), not busy cores."""
+    n = 1024
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["m"]), helper.make_node("Relu", ["m"], ["y"])], "mm",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [n, n]),
+                           helper.make_tensor_value_info("b", TensorProto.FLOAT16, [n, n])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [n, n])])
+    p = tmp_path / "mm.om"
+    p.write_bytes(atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                               {"ge.socVersion": "Ascend910B1", "optimization_switch": "relu_fusion:off"}).om)
+    _, stats = sim_run(load_model(str(p)), None, compute=False)
+    rows = list(csv.DictReader(io.StringIO(op_summary_csv(stats, "mm"))))
+    mm = next(r for r in rows if r["OP Type"] == "MatMulV2")
+    relu = next(r for r in rows if r["OP Type"] == "Relu")
+    assert mm["Bound"] == "cube" and int(mm["FLOPs"]) == 2 * n ** 3 and relu["Bound"] == "memory"
+    for r in (mm, relu):
+        assert float(r["Task Duration(us)"]) >= float(r["Roofline(us)"]) > 0
+        assert float(r["Duration/Roofline"]) >= 1
+    util = stats.utilisation()
+    busy_cube = stats.unit_busy["AI Core (cube)"][0] / (SOC.cube_cores * stats.e2e_ns)
+    assert 0 < util["cube"] < busy_cube     # useful FLOPs at peak take less than the cores were held
+    assert util["cube"] == pytest.approx(2 * n ** 3 / (SOC.cube_flops_per_ns("float16") * stats.e2e_ns))
+
+
+def test_bandwidth_is_shared_max_min_fairly():
+    from runner.sim.machine import fair_shares
+    assert fair_shares([1.0, 10.0, 10.0], 9.0) == [1.0, 4.0, 4.0]
+    assert fair_shares([1.0, 2.0], 10.0) == [1.0, 2.0]
+    # two memory-bound kernels of one stream each: together they take as long as one after the other
+    m = Machine(SOC, PROF)
+    from atc_py.ops.cost import BlockCost
+    mb = 1 << 20
+    jobs = [Job("AIC", 4, BlockCost(0, 0, 10, 0, 64 * mb), moved=256 * mb),
+            Job("AIV", 4, BlockCost(0, 0, 10, 0, 64 * mb), moved=256 * mb)]
+    done = []
+    import heapq
+    heap = []
+    m.bind(lambda t, fn, *a: heapq.heappush(heap, (t, len(heap), fn, a)))
+    for j in jobs:
+        j.on_done = done.append
+        m.submit(0, j)
+    while heap:
+        t, _, fn, a = heapq.heappop(heap)
+        fn(t, *a)
+    assert max(done) >= 2 * 256 * mb / (SOC.dram_bytes_per_ns * PROF.dram_efficiency) - 1
+    assert m.dram_bytes == 512 * mb
 
 
 # -- kernels read device memory through read-only views -------------------------------------------------

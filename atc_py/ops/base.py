@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -89,12 +89,28 @@ class KernelArgs:
 
 @dataclass
 class Work:
-    """Total work of one launch: cube fractal MACs, vector element-ops, bytes moved to/from memory."""
+    """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,
+    bytes moved between global memory and the cores, and how (ops describe it, the cost model prices it for
+    every kernel alike: atc_py/ops/cost.py and runner/sim)."""
 
     fractals: int = 0
     vector_ops: int = 0
     bytes: int = 0
     dtype: str = "float32"
+    flops: int = 0                  # useful FLOPs (2 per MAC of the unpadded problem); 0: the fractals' MACs
+    vector_class: str = "elementwise"   # whose vector efficiency applies (RuntimeProfile.vector_efficiency)
+    cube_tiles: int = 0             # L0C output tiles (each drains through the fixpipe)
+    syncs: int = 0                  # cross-core barriers the block waits at (a split reduction's combine)
+    out_elems: int = 0              # output elements written (an epilogue costs one vector op per element)
+    reuse_window: int = 0           # bytes the L2 must hold for re-reads (bytes beyond inputs + outputs) to hit;
+    #                                 0: the inputs and outputs themselves
+
+    def share(self, blocks: int) -> "Work":
+        """The largest of `blocks` even parts of this work (each count rounded up)."""
+        b = max(1, blocks)
+        return replace(self, fractals=ceil_div(self.fractals, b), vector_ops=ceil_div(self.vector_ops, b),
+                       bytes=ceil_div(self.bytes, b), flops=ceil_div(self.flops, b),
+                       cube_tiles=ceil_div(self.cube_tiles, b), out_elems=ceil_div(self.out_elems, b))
 
 
 class OpSpec:
@@ -152,8 +168,24 @@ class OpSpec:
     def launch_work(self, ctx: TilingContext) -> Work:
         """work() plus the epilogue a fusion pass gave this launch (fused_relu: one vector op per output element)."""
         w = self.work(ctx)
+        w.out_elems = w.out_elems or sum(d.numel for d in ctx.outputs)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += sum(d.numel for d in ctx.outputs)
+        return w
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        """The work of the launch's largest block when it runs with `block_dim` blocks (the largest block decides
+        the kernel's time). The default splits work() evenly; ops whose tiling splits unevenly or adds a step
+        (a K split's reduction, a reduction's combine) override it."""
+        w = self.work(ctx)
+        w.out_elems = w.out_elems or sum(d.numel for d in ctx.outputs)
+        return w.share(block_dim)
+
+    def launch_block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        """block_work() plus the fused epilogue on the block's outputs."""
+        w = self.block_work(ctx, block_dim)
+        if ctx.attrs.get("fused_relu"):
+            w.vector_ops += w.out_elems
         return w
 
     def epilogue(self, attrs: dict[str, Any], out: np.ndarray) -> np.ndarray:

@@ -1,12 +1,21 @@
-"""Cycles per block of one launch on its core type (DESIGN §8.3), from the op's Work and the SoC.
+"""Cycles of a kernel's largest block on its core, from the op's Work and the SoC (DESIGN §8.3).
 
-AI Core block cycles = max(cube, vector, data movement) + a fixed head. SoC figures: clock (applied by the
-caller), MKN per dtype, vec_calc_size, ddr_rate / l2_rate and l2_size. The non-SoC figures (head cycles,
-cube fractal rate, fp32 rate) are parameters; their defaults are the simulator's runtime-profile defaults.
+block cycles = max(cube, vector, MTE) + head, where
+* cube   = fractals / (fractal rate x dtype rate x cube efficiency) + one fixpipe drain per L0C output tile;
+* vector = vector ops / (vec_calc_size elements per cycle x the op class's vector efficiency);
+* MTE    = the block's bytes through the core's port to the L2, `l2_rate` bytes per cycle ([AICoreMemoryRates]):
+           every byte crosses the L2. The ini's `ddr_rate` is not a port of its own: it is each core's share of
+           the chip's DRAM bandwidth when all cores stream (ddr_rate x cores x clock: 910B1 AI Cores 1.42 TB/s of
+           the HBM's 1.6, 310P3 AI Cores 144 GB/s + vector cores 63 of the 204 published,
+           shared/reference/research/peers.md). The DRAM bandwidth is applied chip-wide, shared by every running
+           kernel, by the simulator (runner/sim/machine.py), as is the chip's L2 bandwidth;
+* head   = the per-block head (scalar setup, first DMA latency, pipeline fill) + cross-core syncs.
+The non-SoC figures are CostParams; the simulator fills them from its runtime profile (runner/sim/profile.py,
+where each has its source or is marked assumed) and the defaults here are only for callers without a profile.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,31 +26,51 @@ VEC_REF_ITEMSIZE = 2  # vec_calc_size counts fp16 elements per cycle
 
 
 @dataclass
+class CostParams:
+    head_cycles: int = 2000
+    cube_fractals_per_cycle: float = 1.0
+    cube_efficiency: float = 1.0
+    cube_tile_overhead_cycles: int = 0
+    fp32_cube_rate: float = 0.5
+    vector_efficiency: dict = field(default_factory=dict)   # op class -> fraction of peak (missing: 1.0)
+    sync_cycles: int = 0
+
+
+@dataclass
 class BlockCost:
+    """One block's cycles per pipe, at the core's own rates (chip-level bandwidth is the simulator's)."""
     cube: int
     vector: int
     mte: int
     head: int
+    bytes: int = 0
 
     @property
     def cycles(self) -> int:
         return max(self.cube, self.vector, self.mte) + self.head
 
 
-def work_cost(spec: OpSpec, w: Work, block_dim: int, soc: SocSpec, head_cycles: int = 2000,
-              cube_fractals_per_cycle: float = 1.0, fp32_cube_rate: float = 0.5) -> BlockCost:
-    blocks = max(1, block_dim)
+def cube_rate(dtype: str | None, params: CostParams) -> float:
+    """Fractals per cycle for a cube dtype: the fp16 fractal rate, fp32 at fp32_cube_rate of it."""
+    itemsize = np.dtype(dtype).itemsize if dtype else 4
+    return params.cube_fractals_per_cycle * (params.fp32_cube_rate if itemsize >= 4 else 1.0)
+
+
+def work_cost(spec: OpSpec, w: Work, soc: SocSpec, params: CostParams | None = None) -> BlockCost:
+    """Cycles of a block doing `w` (the block's own work, see OpSpec.block_work)."""
+    p = params or CostParams()
     itemsize = np.dtype(w.dtype).itemsize if w.dtype else 4
     cube = 0
     if w.fractals and spec.core_type in (AIC, MIX):
-        rate = cube_fractals_per_cycle * (fp32_cube_rate if itemsize >= 4 else 1.0)
-        cube = int(-(-w.fractals // blocks) / rate)
+        cube = int(w.fractals / (cube_rate(w.dtype, p) * p.cube_efficiency)) + w.cube_tiles * p.cube_tile_overhead_cycles
     vec_per_cycle = max(1.0, soc.vec_calc_size * VEC_REF_ITEMSIZE / itemsize)
-    vector = int(-(-w.vector_ops // blocks) / vec_per_cycle)
-    rate = soc.l2_rate if w.bytes <= soc.l2_size else soc.ddr_rate
-    mte = int(-(-w.bytes // blocks) / max(1, rate))
-    return BlockCost(cube, vector, mte, head_cycles)
+    eff = float(p.vector_efficiency.get(w.vector_class, p.vector_efficiency.get("default", 1.0)))
+    vector = int(w.vector_ops / (vec_per_cycle * eff))
+    mte = int(w.bytes / max(1, soc.l2_rate))
+    return BlockCost(cube, vector, mte, p.head_cycles + w.syncs * p.sync_cycles, w.bytes)
 
 
-def block_cost(spec: OpSpec, ctx: TilingContext, block_dim: int, soc: SocSpec, **params) -> BlockCost:
-    return work_cost(spec, spec.launch_work(ctx), block_dim, soc, **params)
+def block_cost(spec: OpSpec, ctx: TilingContext, block_dim: int, soc: SocSpec,
+               params: CostParams | None = None) -> BlockCost:
+    """The largest block's cost when the op runs with `block_dim` blocks."""
+    return work_cost(spec, spec.launch_block_work(ctx, block_dim), soc, params)

@@ -6,6 +6,8 @@ import functools
 import pathlib
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import AtcError
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
@@ -37,6 +39,8 @@ class SocSpec:
     model_task_update: bool = False
     memory_size: int = 0          # device memory (HBM/DDR) in bytes, SoCInfo memory_size
     stream_num: int = 0           # streams the runtime offers, SoCInfo normal_stream_num
+    dram_gbps: float = 0.0        # chip-level DRAM (HBM/LPDDR) bandwidth, GB/s == bytes/ns ([AtcPyMemory])
+    dram_source: str = ""         # where dram_gbps comes from (published / derived / assumed)
     raw: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -48,6 +52,37 @@ class SocSpec:
     def cube_cores(self) -> int:
         return self.cube_core_cnt or self.ai_core_cnt
 
+    @property
+    def dram_bytes_per_ns(self) -> float:
+        """Chip DRAM bandwidth every running kernel shares. Without an [AtcPyMemory] figure (a CANN ini read
+        with load_ini): ddr_rate bytes per cycle x AI Cores x clock, the reading of ddr_rate that reproduces
+        310P3's published 204 GB/s (shared/reference/research/peers.md)."""
+        if self.dram_gbps > 0:
+            return float(self.dram_gbps)
+        return max(1.0, self.ddr_rate * self.ai_core_cnt * self.cube_freq_mhz / 1000)
+
+    @property
+    def l2_bytes_per_ns(self) -> float:
+        """Chip L2 bandwidth (all cores together). ASSUMED, no published figure: the ini's per-core l2_rate
+        (bytes per cycle) x AI Cores x clock (910B1 4.9 TB/s, 310P3 0.97 TB/s)."""
+        return max(1.0, self.l2_rate * self.ai_core_cnt * self.cube_freq_mhz / 1000)
+
+    def cube_flops_per_ns(self, dtype: str) -> float:
+        """Peak cube FLOP/ns at the fp16 fractal rate (one m x k x n fractal per cycle per cube core, 2 FLOPs per
+        MAC): 910B2 354 TFLOP/s, 310P3 69.5 (peers.md). The roofline's compute bound for every cube dtype."""
+        m, k, n = self.mkn_for(dtype)
+        return self.cube_cores * self.cube_freq_mhz / 1000 * m * k * n * 2
+
+    def vector_ops_per_ns(self, dtype: str) -> float:
+        """Peak vector element-ops per ns: vec_calc_size fp16 elements per cycle per vector core (half as many
+        4-byte elements)."""
+        try:
+            itemsize = np.dtype(dtype).itemsize
+        except TypeError:
+            itemsize = 4
+        per_cycle = max(1.0, self.vec_calc_size * 2 / max(1, itemsize))
+        return self.vector_cores * self.cube_freq_mhz / 1000 * per_cycle
+
     def mkn_for(self, dtype: str) -> tuple[int, int, int]:
         """Fractal (m, k, n) for a cube dtype, per [DtypeMKN] (Default 16,16,16)."""
         key = {"int8": "DT_INT8", "uint8": "DT_UINT8"}.get(dtype, "Default")
@@ -57,6 +92,14 @@ class SocSpec:
 def _int(section: dict, key: str, default: int = 0) -> int:
     value = section.get(key, "")
     return int(value) if value.strip().lstrip("-").isdigit() else default
+
+
+def _float(section: dict, key: str) -> float:
+    try:
+        value = float(section.get(key, "") or 0)
+    except ValueError:
+        return 0.0
+    return value if 0 < value < 1e9 else 0.0
 
 
 def load_ini(path: str | pathlib.Path) -> SocSpec:
@@ -72,6 +115,7 @@ def load_ini(path: str | pathlib.Path) -> SocSpec:
     raw = {s: dict(cp.items(s)) for s in cp.sections()}
     ver, soc, core = raw.get("version", {}), raw.get("SoCInfo", {}), raw.get("AICoreSpec", {})
     rates, feats = raw.get("AICoreMemoryRates", {}), raw.get("AtcPyFeatures", {})
+    memory = raw.get("AtcPyMemory", {})
     mkn = {k: tuple(int(x) for x in v.split(",")) for k, v in raw.get("DtypeMKN", {}).items()}
     return SocSpec(
         soc_version=ver.get("SoC_version", pathlib.Path(path).stem),
@@ -96,6 +140,8 @@ def load_ini(path: str | pathlib.Path) -> SocSpec:
         model_task_update=feats.get("model_task_update", "0") == "1",
         memory_size=_int(soc, "memory_size"),
         stream_num=_int(soc, "normal_stream_num"),
+        dram_gbps=_float(memory, "dram_bandwidth_gbps"),
+        dram_source=memory.get("dram_bandwidth_source", ""),
         raw=raw,
     )
 

@@ -5,7 +5,8 @@ stream's previous task has finished and its dependencies hold (EVENT_WAIT: the e
 notify has arrived; SUPER_KERNEL: its sink members' tiling tasks have notified). While a head is blocked
 the scheduler has already fetched the next `prefetch_num` SQEs: it keeps snapshots of them, and a kernel
 later run from a snapshot taken before its UPDATE patched the live SQE runs with block_dim 0xFFFFFFFF — a
-prefetch hazard. Kernels spread their blocks over the cores (cores.py); AICPU tasks take one AICPU core.
+prefetch hazard. Kernels spread their blocks over the cores and share the L2 and DRAM bandwidth with every
+other running kernel (machine.py); AICPU tasks take one AICPU core.
 Numerics run in simulated order: a kernel reads its inputs when it starts and its outputs land when it
 ends, so a missing event or a broken memory plan corrupts results — and is reported as a hazard.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import heapq
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from atc_py.engines import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
@@ -24,10 +26,11 @@ from atc_py.ops.execute import launch, tiling_context
 
 from ..device.memory import DeviceMemory, MemoryFault
 from ..loader import desc_from_proto
-from .cores import Cores
 from .hazards import Hazard, check_start
+from .machine import Job, Machine
 from .profile import RuntimeProfile
-from .program import Call, Program, SimTask, Sqe, _in_descs, block_ns, op_attrs
+from .program import Call, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
+from .roofline import roofline
 
 # what numpy and the kernels raise on values outside what an op supports (AxisError is a ValueError)
 KERNEL_FAULTS = (ValueError, IndexError, KeyError, TypeError, ArithmeticError)
@@ -45,6 +48,42 @@ class TaskRecord:
     end: int
     block_dim: int = 0
     unit: str = ""
+    # kernels: the launch work of each call and its L2/DRAM traffic (the figures below derive from them)
+    soc: object = field(default=None, repr=False, compare=False)
+    works: list = field(default_factory=list, repr=False, compare=False)
+    traffics: list = field(default_factory=list, repr=False, compare=False)
+
+    @cached_property
+    def _figures(self) -> dict:
+        """What the kernel did and what physics allows it (roofline.py), computed once the run is over."""
+        f = dict(dtype="", flops=0, vector_ops=0, bytes=0, dram_bytes=0, compulsory_dram=0, compulsory=0,
+                 roofline_ns=0.0, roof_cube_ns=0.0, roof_vector_ns=0.0, roof_memory_ns=0.0)
+        for w, tr in zip(self.works, self.traffics):
+            if w is None:
+                continue
+            flops = w.flops or w.fractals * 2 * 16 * 16 * 16
+            r = roofline(self.soc, w.dtype, flops, w.vector_ops, tr.compulsory_dram, tr.compulsory)
+            f["dtype"] = f["dtype"] or w.dtype
+            for k, v in (("flops", flops), ("vector_ops", w.vector_ops), ("bytes", tr.total), ("dram_bytes", tr.dram),
+                         ("compulsory_dram", tr.compulsory_dram), ("compulsory", tr.compulsory), ("roofline_ns", r.ns),
+                         ("roof_cube_ns", r.cube_ns), ("roof_vector_ns", r.vector_ns),
+                         ("roof_memory_ns", max(r.dram_ns, r.l2_ns))):
+                f[k] += v
+        terms = {"cube": f["roof_cube_ns"], "vector": f["roof_vector_ns"], "memory": f["roof_memory_ns"]}
+        f["bound"] = max(terms, key=lambda k: terms[k]) if f["roofline_ns"] > 0 else ""
+        return f
+
+    dtype = property(lambda self: self._figures["dtype"])
+    flops = property(lambda self: self._figures["flops"])
+    vector_ops = property(lambda self: self._figures["vector_ops"])
+    bytes = property(lambda self: self._figures["bytes"])                  # between global memory and the cores
+    dram_bytes = property(lambda self: self._figures["dram_bytes"])        # of which across the DRAM interface
+    compulsory_dram = property(lambda self: self._figures["compulsory_dram"])   # cold inputs + outputs the L2 can't keep
+    compulsory = property(lambda self: self._figures["compulsory"])        # inputs + outputs
+    roofline_ns = property(lambda self: self._figures["roofline_ns"])
+    roof_cube_ns = property(lambda self: self._figures["roof_cube_ns"])
+    roof_vector_ns = property(lambda self: self._figures["roof_vector_ns"])
+    bound = property(lambda self: self._figures["bound"])
 
 
 @dataclass
@@ -66,10 +105,10 @@ class RunResult:
 
 
 class DeviceRun:
-    def __init__(self, prog: Program, cores: Cores, prof: RuntimeProfile, mem: DeviceMemory | None,
+    def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0):
-        self.p, self.cores, self.prof, self.mem = prog, cores, prof, mem
-        self.soc = cores.soc
+        self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
+        self.soc = machine.soc
         self.allow = allow_hazards
         self.heap: list = []
         self.seq = 0
@@ -98,6 +137,7 @@ class DeviceRun:
             self.report(Hazard("output-overwritten", t, producer,
                                f"task {t} ({self.p.describe(t)}) overwrites model output {name} after its producer "
                                f"task {producer} ({self.p.describe(producer)}) wrote it"))
+        self.machine.bind(self.at)
         for sid, s in self.streams.items():
             s.ready = t0
             self.at(t0, self.kick, sid)
@@ -168,10 +208,12 @@ class DeviceRun:
         s.head += 1
         self.at(t, self.kick, task.stream)
 
-    def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> None:
-        self.res.records.append(TaskRecord(task.id + self.id_offset, task.stream, task.type_name or
-                                           tt.TASK_TYPE_NAMES.get(task.type, str(task.type)), task.op_name,
-                                           task.op_type, arrive, start, end, block_dim, unit))
+    def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> TaskRecord:
+        rec = TaskRecord(task.id + self.id_offset, task.stream, task.type_name or
+                         tt.TASK_TYPE_NAMES.get(task.type, str(task.type)), task.op_name, task.op_type, arrive, start,
+                         end, block_dim, unit)
+        self.res.records.append(rec)
+        return rec
 
     def hazard_check(self, task: SimTask, start: int) -> None:
         deps = self.p.deps.get(task.id)
@@ -250,7 +292,7 @@ class DeviceRun:
 
     def device_tiling(self, task: SimTask, t: int, start: int) -> None:
         op, spec = task.op, get_op(task.op.type)
-        s, e = self.cores.run_aicpu(start, self.prof.aicpu_launch_ns + self.prof.aicpu_tiling_ns)
+        s, e = self.machine.run_aicpu(start, self.prof.aicpu_launch_ns + self.prof.aicpu_tiling_ns)
         self.hazard_check(task, s)
         ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), self.soc)
         if self.mem is not None:
@@ -269,9 +311,17 @@ class DeviceRun:
         self.at(e, lambda time: done(time))
         self.at(e, self.finish, task, [])
 
-    def _sink_block_ns(self, call: Call, block_dim: int) -> int:
-        spec = get_op(call.op.type)
-        return block_ns(call.op, spec, block_dim, self.soc, self.prof, self.sink_depend.get(call.op.id))
+    def _job(self, call: Call, core_type: str, block_dim: int) -> Job:
+        """The machine's view of one kernel call: its largest block's cost, its bytes and address ranges."""
+        if call.sink:
+            cost, work = kernel_cost(call.op, get_op(call.op.type), block_dim, self.soc, self.prof,
+                                     self.sink_depend.get(call.op.id))
+        else:
+            cost, work = call.cost, call.work
+        if cost is None:
+            return Job(core_type, block_dim, block_ns=call.block_ns)
+        reads, writes = call.ranges
+        return Job(core_type, block_dim, cost, moved=work.bytes, reads=reads, writes=writes, work=work)
 
     def _compute(self, call: Call, tiling: TilingResult) -> list:
         if self.mem is None:
@@ -301,35 +351,52 @@ class DeviceRun:
                                f"task {upd} patched it: block_dim 0xFFFFFFFF (too few NOPs before the kernel?)"))
             sqe = self.live[task.id]  # --allow-hazards: time it as patched, but its outputs are not written
         bd = sqe.block_dim
-        dur = self._sink_block_ns(call, bd) if call.sink else call.block_ns
-        s, e = self.cores.run_kernel(start + self.prof.kernel_start_ns, task.core_type, bd, dur)
-        self.hazard_check(task, s)
         writes = []
         if not stale:
             if call.sink and call.op.id not in self.sink_ctx:
                 raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
             tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
             writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data))
-        self.record(task, t, s, e, bd, task.core_type)
-        self.at(e, self.finish, task, writes)
+        job = self._job(call, task.core_type, bd)
+        rec = self.record(task, t, -1, -1, bd, task.core_type)
+
+        def started(s):
+            self.hazard_check(task, s)
+            rec.start = s
+
+        def done(e):
+            rec.end = e
+            rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
+            self.finish(e, task, writes)
+        job.on_start, job.on_done = started, done
+        self.machine.submit(start + self.prof.kernel_start_ns, job)
 
     def super_kernel(self, task: SimTask, t: int, start: int) -> None:
-        cur = start + self.prof.kernel_start_ns
-        first = None
-        self.hazard_check(task, cur)
-        for call in task.calls:
+        """The members run back to back inside one kernel: each starts when the one before it ends."""
+        self.hazard_check(task, start + self.prof.kernel_start_ns)
+        rec = self.record(task, t, -1, -1, max(c.block_dim for c in task.calls), task.core_type)
+        jobs: list[Job] = []
+
+        def member(time: int, k: int) -> None:
+            if k == len(task.calls):
+                rec.end = time
+                rec.soc, rec.works, rec.traffics = self.soc, [j.work for j in jobs], [j.traffic for j in jobs]
+                self.finish(time, task, [])
+                return
+            call = task.calls[k]
             if call.sink:
                 if call.op.id not in self.sink_ctx:
                     raise OpError(f"the device tiling of {call.op.name} has not run before the SUPER_KERNEL")
-                res = self.sink_ctx[call.op.id]
-                tiling, bd = res, res.block_dim
-                dur = self._sink_block_ns(call, bd)
+                tiling = self.sink_ctx[call.op.id]
+                bd = tiling.block_dim
             else:
-                tiling, bd, dur = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim, call.block_ns
-            s, cur = self.cores.run_kernel(cur, get_op(call.op.type).core_type, bd, dur)
-            first = s if first is None else first
-            for addr, arr in self._compute(call, tiling):  # members run back to back inside the kernel
+                tiling, bd = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim
+            for addr, arr in self._compute(call, tiling):   # members run back to back inside the kernel
                 self.mem.write(addr, arr)
-        self.record(task, t, first, cur, max(c.block_dim for c in task.calls), task.core_type)
-        self.at(cur, self.finish, task, [])
-
+            job = self._job(call, get_op(call.op.type).core_type, bd)
+            jobs.append(job)
+            if k == 0:
+                job.on_start = lambda s: setattr(rec, "start", s)
+            job.on_done = lambda e: member(e, k + 1)
+            self.machine.submit(time, job)
+        member(start + self.prof.kernel_start_ns, 0)

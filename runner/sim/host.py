@@ -19,11 +19,12 @@ from atc_py.platform import load_soc
 
 from ..device.memory import DeviceMemory, load_weights
 from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
-from .cores import Cores
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .hazards import Hazard
+from .machine import Job, Machine
+from .memory import L2Cache
 from .profile import RuntimeProfile
-from .program import Program, block_ns, build_program, op_attrs
+from .program import Program, build_program, context_cost, op_attrs
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")
 
@@ -49,14 +50,25 @@ class LoopStats:
     host_events: list[HostEvent] = field(default_factory=list)
     flows: list = field(default_factory=list)
     hazards: list[Hazard] = field(default_factory=list)
-    unit_busy: dict[str, tuple[int, int]] = field(default_factory=dict)   # name -> (busy ns, cores)
+    unit_busy: dict[str, tuple[float, int]] = field(default_factory=dict)   # name -> (busy core-ns, cores)
+    dram_bytes_per_ns: float = 0.0   # the SoC's DRAM bandwidth (utilisation)
 
     @property
     def tasks(self) -> int:
         return len(self.records)
 
     def utilisation(self) -> dict[str, float]:
-        return {k: (busy / (n * self.e2e_ns) if self.e2e_ns else 0.0) for k, (busy, n) in self.unit_busy.items()}
+        """Useful work over what the SoC could do in the loop's e2e time: cube = useful FLOPs / cube peak, vector
+        = vector ops / vector peak, DRAM = bytes across the DRAM interface / its bandwidth (roofline.py's
+        peaks); the AICPU, which runs whole tasks, by busy time."""
+        if not self.e2e_ns:
+            return {"cube": 0.0, "vector": 0.0, "DRAM": 0.0, "AICPU busy": 0.0}
+        e2e = self.e2e_ns
+        busy, n = self.unit_busy.get("AICPU", (0, 1))
+        return {"cube": sum(r.roof_cube_ns for r in self.records) / e2e,
+                "vector": sum(r.roof_vector_ns for r in self.records) / e2e,
+                "DRAM": sum(r.dram_bytes for r in self.records) / (self.dram_bytes_per_ns or 1) / e2e,
+                "AICPU busy": busy / (n * e2e)}
 
 
 def _copy_ns(nbytes: int, latency: int, gbps: float) -> int:
@@ -93,6 +105,7 @@ class Simulation:
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
         self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
         self.cache: set = set()
+        self.l2 = L2Cache(self.soc.l2_size)        # what the L2 holds outlives one execution (--loop)
 
     def program(self, m: DeviceModel) -> Program:
         if m.name not in self.programs:
@@ -107,8 +120,8 @@ class Simulation:
             ) -> tuple[list[np.ndarray] | None, LoopStats]:
         """One execution. A dynamic-shape model (inputs with -1 dims) runs with the shapes of `inputs`, or, timing
         only, with `shapes` (om-run --dymShape)."""
-        self.stats = LoopStats()
-        self.cores = Cores(self.soc)
+        self.stats = LoopStats(dram_bytes_per_ns=self.soc.dram_bytes_per_ns)
+        self.machine = Machine(self.soc, self.prof, self.l2)
         self.device_free = 0
         self.stage_free = [0, 0, 0]
         self.host_resident: set[str] = set()
@@ -134,7 +147,7 @@ class Simulation:
         s.e2e_ns = t
         s.device_ns = _union_ns(s.records)
         s.host_ns = sum(e.end - e.start for e in s.host_events if e.name != "wait")
-        s.unit_busy = {p.name: (p.busy_ns, p.count) for p in self.cores.pools()}
+        s.unit_busy = {name: (busy, n) for name, busy, n in self.machine.pools()}
         return outs, s
 
     def host(self, thread: str, name: str, t: int, dur: int, wait_from: int | None = None) -> int:
@@ -173,7 +186,10 @@ class Simulation:
                                self.widened.setdefault(m.name, {}))
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
-        run = DeviceRun(self.program(m), self.cores, self.prof, mem, self.allow, id_offset=len(self.stats.records))
+        for io in m.inputs:   # the inputs were copied into DRAM behind the L2 (ASSUMED: H2D copies bypass it)
+            if io.address is not None:
+                self.l2.invalidate(io.address, io.address + max(io.desc.nbytes, 1))
+        run = DeviceRun(self.program(m), self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records))
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -331,11 +347,15 @@ class Simulation:
         # the kernel on the device
         arrive = c_end + prof.kernel_launch_latency_ns
         start = max(arrive, self.device_free) + prof.sqe_dispatch_ns + prof.kernel_start_ns
-        dur = block_ns(op, spec, tiling.block_dim, self.soc, prof, ctx.depend_values, (ctx.inputs, out_descs))
-        s, e = self.cores.run_kernel(start, spec.core_type, tiling.block_dim, dur)
+        cost, work = context_cost(spec, ctx, tiling.block_dim, prof)
+        # its buffers come from the host executor's allocator, not the device model's plan: the L2 is not
+        # consulted (every byte from DRAM)
+        job = self.machine.run_alone(start, Job(spec.core_type, tiling.block_dim, cost, moved=work.bytes, work=work))
+        s, e = job.start, job.end
         self.device_free = e
-        self.stats.records.append(TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type,
-                                             arrive, s, e, tiling.block_dim, spec.core_type))
+        rec = TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type, arrive, s, e,
+                         tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
+        self.stats.records.append(rec)
         outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
         for i, (d, arr) in enumerate(zip(out_descs, outs)):
             values[f"{op.name}:{i}"] = arr

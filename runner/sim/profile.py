@@ -1,25 +1,52 @@
 """The runtime profile: every cost that is not a SoC figure, as a named parameter.
 
-No public measurements of these exist; the defaults below are ASSUMED orders of magnitude (CANN
-documentation and seed 001 speak of "tens of microseconds" for host tiling and of host launch costs of a
-few microseconds) and are meant to be calibrated against msprof on real hardware. Override any of them
-with `om-run --sim-config FILE` (a JSON object of name -> value).
+Each parameter says where its default comes from. Two are CALIBRATED against published measurements by
+`bench/fidelity` (`make fidelity`; bench/fidelity/calibration.json holds the values, the anchors they come from
+and how far every prediction is from every anchor): cube_efficiency and fp32_cube_rate. The others have no
+public measurement and are ASSUMED orders of magnitude (CANN documentation and seed 001 speak of "tens of
+microseconds" for host tiling and of host launch costs of a few microseconds), to be calibrated against msprof
+on real hardware. Override any of them with `om-run --sim-config FILE` (a JSON object of name -> value;
+bench/fidelity/calibration.json is one).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, fields
 
 from atc_py.errors import AtcError
+from atc_py.ops.cost import CostParams
 from atc_py.userfiles import read_json
+
+from .roofline import FP32_CUBE_PEAK_SHARE
+
+# the published GEMM throughput the cube parameters are calibrated against (bench/fidelity/anchors.py has them all)
+GEMM_ANCHOR = ("https://github.com/zzc0721/torch-performance-test-data/issues/109: Ascend910B2, torch_npu matmul "
+               "4096^3, fp16 314.52 TFLOP/s, fp32 84.53 TFLOP/s")
 
 
 @dataclass
 class RuntimeProfile:
     # -- AI Core kernels (cycles of the core clock) --
-    block_head_cycles: int = 2000          # per block: scalar setup, first DMA latency, pipeline fill
-    cube_fractals_per_cycle: float = 1.0   # 16x16x16 fp16 MACs per cycle per cube core
-    fp32_cube_rate: float = 0.5            # fp32 runs the cube at half rate
+    block_head_cycles: int = 2000          # ASSUMED: per block, scalar setup, first DMA latency, pipeline fill
+    cube_fractals_per_cycle: float = 1.0   # 16x16x16 fp16 MACs per cycle per cube core ("4096 FP16 MACs" per
+    #                                        cycle, Hot Chips 31 Da Vinci talk, peers.md); at most 1
+    cube_efficiency: float = 0.9133        # CALIBRATED (GEMM_ANCHOR, fp16): the mmad pipe's sustained share of
+    #                                        peak, with fractal padding, the largest block's share and the
+    #                                        fixpipe drains counted separately
+    cube_tile_overhead_cycles: int = 300   # ASSUMED: per L0C output tile, the fixpipe drain and L0 refill that
+    #                                        double buffering does not hide
+    fp32_cube_rate: float = 0.25           # CALIBRATED (GEMM_ANCHOR, fp32 against fp16): fp32 fractals per cycle
+    #                                        relative to fp16, at most roofline.FP32_CUBE_PEAK_SHARE (0.25).
+    #                                        There is no HF32 rate: ATC's --allow_hf32 is "not support, reserved"
+    #                                        (shared/reference/research/ge_compiler.md), atc-py has no HF32 mode
+    vector_efficiency: dict = field(default_factory=lambda: {   # ASSUMED: sustained share of vec_calc_size
+        "elementwise": 0.9,   # one pass; repeat and mask overhead of the vector instructions
+        "reduce": 0.75,       # a pass plus the in-UB reduction tree
+        "norm": 0.7,          # dependent passes per row (max, exp, sum, scale; mean, variance, scale)
+        "move": 1.0,          # layout ops: data movement only
+        "default": 0.9})
+    cross_core_sync_cycles: int = 1000     # ASSUMED: one SyncAll barrier across a kernel's blocks (the combine
+    #                                        step of a split reduction)
+    dram_efficiency: float = 0.9           # ASSUMED: sustained share of the SoC's DRAM bandwidth for streams
     # -- task scheduler (ns) --
     sqe_dispatch_ns: int = 300             # fetch + dispatch of one SQE by the task scheduler
     kernel_start_ns: int = 1000            # AI Core kernel start (PC load, args fetch) once dispatched
@@ -53,10 +80,16 @@ class RuntimeProfile:
     def tiling_ns(self, op_type: str) -> int:
         return int(self.host_tiling_ns_by_op.get(op_type, self.host_tiling_ns))
 
+    def cost_params(self) -> CostParams:
+        """The parameters atc_py.ops.cost prices a block with."""
+        return CostParams(self.block_head_cycles, self.cube_fractals_per_cycle, self.cube_efficiency,
+                          self.cube_tile_overhead_cycles, self.fp32_cube_rate, dict(self.vector_efficiency),
+                          self.cross_core_sync_cycles)
+
     @classmethod
     def load(cls, path: str | None) -> "RuntimeProfile":
         """The defaults with the overrides of a JSON file (a regular file of at most MAX_CONFIG_BYTES; every
-        value a finite number in [0, MAX_VALUE], rates and divisors > 0)."""
+        value a finite number in [0, MAX_VALUE], rates and divisors > 0, shares of a hardware peak <= 1)."""
         prof = cls()
         if not path:
             return prof
@@ -71,15 +104,20 @@ class RuntimeProfile:
             if isinstance(current, dict):
                 if not isinstance(value, dict):
                     raise _bad(path, f"'{key}' must be an object")
-                current.update({str(k): int(_number(path, f"{key}.{k}", v, False)) for k, v in value.items()})
+                kind = type(next(iter(current.values()), 0))
+                current.update({str(k): kind(_number(path, f"{key}.{k}", v, key in POSITIVE, key in FRACTIONS))
+                                for k, v in value.items()})
             else:
-                setattr(prof, key, type(current)(_number(path, key, value, key in POSITIVE)))
+                setattr(prof, key, type(current)(_number(path, key, value, key in POSITIVE, key in FRACTIONS)))
         return prof
 
 
 MAX_CONFIG_BYTES = 1 << 20
 MAX_VALUE = 1e15          # ns, cycles or GB/s: a second is 1e9 ns
-POSITIVE = {"cube_fractals_per_cycle", "fp32_cube_rate", "h2d_gbps", "d2h_gbps"}   # divisors
+POSITIVE = {"cube_fractals_per_cycle", "fp32_cube_rate", "h2d_gbps", "d2h_gbps", "cube_efficiency",
+            "vector_efficiency", "dram_efficiency"}   # divisors
+# shares of a hardware peak: above 1 a kernel would beat physics (runner/sim/roofline.py)
+FRACTIONS = {"cube_fractals_per_cycle", "fp32_cube_rate", "cube_efficiency", "vector_efficiency", "dram_efficiency"}
 
 
 def _bad(path, reason: str) -> AtcError:
@@ -90,9 +128,12 @@ def _read_config(path: str):
     return read_json(path, lambda why: _bad(path, why), MAX_CONFIG_BYTES)
 
 
-def _number(path, key: str, value, positive: bool) -> float:
+def _number(path, key: str, value, positive: bool, fraction: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _bad(path, f"'{key}' must be a number")
     if not 0 <= value <= MAX_VALUE or (positive and value == 0):
         raise _bad(path, f"'{key}' must be {'> 0' if positive else '>= 0'} and at most {MAX_VALUE:g}, got {value}")
+    limit = FP32_CUBE_PEAK_SHARE if key == "fp32_cube_rate" else 1
+    if fraction and value > limit:
+        raise _bad(path, f"'{key}' is a share of a hardware peak and must be at most {limit:g}, got {value}")
     return value

@@ -1,5 +1,5 @@
 """A DeviceModel decoded once for simulation: per task its kind, op, args addresses, static tiling, the
-memory it reads and writes, and (for ordinary kernels) its per-block cost."""
+memory it reads and writes, and (for ordinary kernels) the cost of its largest block and its launch's work."""
 from __future__ import annotations
 
 import json
@@ -12,12 +12,14 @@ from atc_py.engines.args import _ITEM, parse_args
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
 from atc_py.ops.base import AIC, OpError
-from atc_py.ops.cost import work_cost
+from atc_py.ops.base import Work
+from atc_py.ops.cost import BlockCost, work_cost
 from atc_py.ops.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
 from ..loader import DeviceModel, desc_from_proto
 from .hazards import Access, Deps, analyse
+from .memory import merge
 from .profile import RuntimeProfile
 
 COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
@@ -38,7 +40,16 @@ class Call:
     sink: bool
     block_dim: int = 1
     tiling_key: int = 0
-    block_ns: int = 0          # per-block duration for static tiling (0: computed at run time)
+    block_ns: int = 0          # a fixed per-block duration without memory traffic (hand-built task lists)
+    cost: BlockCost | None = None   # static tiling: the largest block's cost (None: priced at run time)
+    work: Work | None = None        # static tiling: the launch's total work
+
+    @cached_property
+    def ranges(self) -> tuple[list, list]:
+        """(read, written) device address ranges of its args, each merged and sorted (memory.merge): inputs;
+        outputs and workspaces."""
+        acc = _accesses(0, self)
+        return merge((a.lo, a.hi) for a in acc if not a.write), merge((a.lo, a.hi) for a in acc if a.write)
 
     @cached_property
     def attrs(self) -> dict:
@@ -99,14 +110,16 @@ def _in_descs(op) -> list:
     return [next(descs) if s else None for s in op.input]
 
 
-def block_ns(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None, descs=None) -> int:
-    """Per-block time of one launch; `descs` (inputs, outputs): the shapes of this launch when they are not the
-    op's compiled ones (the host executor runs dynamic shapes)."""
-    ins, outs = descs if descs is not None else (_in_descs(op), [desc_from_proto(d) for d in op.output_desc])
-    ctx = tiling_context(spec, ins, outs, op_attrs(op), soc, depend or {})
-    c = work_cost(spec, spec.launch_work(ctx), block_dim, soc, head_cycles=prof.block_head_cycles,
-                  cube_fractals_per_cycle=prof.cube_fractals_per_cycle, fp32_cube_rate=prof.fp32_cube_rate)
-    return int(c.cycles * 1000 // max(soc.cube_freq_mhz, 1))
+def kernel_cost(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None) -> tuple[BlockCost, Work]:
+    """The cost of the largest block when the op runs with `block_dim` blocks, and the launch's total work."""
+    ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
+                         depend or {})
+    return context_cost(spec, ctx, block_dim, prof)
+
+
+def context_cost(spec, ctx, block_dim: int, prof: RuntimeProfile) -> tuple[BlockCost, Work]:
+    return (work_cost(spec, spec.launch_block_work(ctx, block_dim), ctx.soc, prof.cost_params()),
+            spec.launch_work(ctx))
 
 
 def _static_call(op, addrs, tiling, soc, prof) -> Call:
@@ -114,7 +127,8 @@ def _static_call(op, addrs, tiling, soc, prof) -> Call:
     sink = "tiling_context.tiling_data" in addrs
     bd = int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
     key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
-    return Call(op, addrs, tiling, sink, bd, key, 0 if sink else block_ns(op, spec, bd, soc, prof))
+    cost, work = kernel_cost(op, spec, bd, soc, prof) if not sink else (None, None)
+    return Call(op, addrs, tiling, sink, bd, key, 0, cost, work)
 
 
 def _accesses(task_id: int, call: Call) -> list[Access]:

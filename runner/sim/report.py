@@ -1,5 +1,6 @@
 """Reports of simulated runs: console summary (DESIGN §8.5), --summary-json, and --profile DIR with an
-msprof-style op_summary.csv and a Chrome/Perfetto trace.json."""
+msprof-style op_summary.csv (plus, per kernel, its roofline, what bounds it — cube, vector or memory — and the
+useful FLOPs and bytes behind them) and a Chrome/Perfetto trace.json."""
 from __future__ import annotations
 
 import csv
@@ -12,7 +13,8 @@ from .host import LoopStats
 
 OP_SUMMARY_COLUMNS = ["Device_id", "Model Name", "Model ID", "Task ID", "Stream ID", "Infer ID", "Op Name", "OP Type",
                       "OP State", "Task Type", "Task Start Time(us)", "Task Duration(us)", "Task Wait Time(us)",
-                      "Block Num", "Mix Block Num"]
+                      "Block Num", "Mix Block Num", "Roofline(us)", "Bound", "Duration/Roofline", "FLOPs",
+                      "Vector Ops", "Memory Bytes", "DRAM Bytes"]
 TASK_TYPE_BY_UNIT = {"AIC": "AI_CORE", "AIV": "AI_VECTOR_CORE", "MIX": "MIX_AIC", "AICPU": "AI_CPU"}
 COMPUTE = ("KERNEL", "ALL_KERNEL", "FFTS_PLUS_TASK", "SUPER_KERNEL", "PREPROCESS_KERNEL", "KERNEL (host launched)")
 
@@ -85,10 +87,13 @@ def op_summary_csv(s: LoopStats, model_name: str) -> str:
     for r in sorted(s.records, key=lambda r: (r.start, r.task)):
         if r.type in COMPUTE:
             wait = max(0, r.start - prev_end.get(r.stream, r.arrive))
+            ratio = round((r.end - r.start) / r.roofline_ns, 3) if r.roofline_ns else ""
             w.writerow([0, model_name, 1, r.task, r.stream, 0, r.name, r.op_type,
                         "dynamic" if r.type == "KERNEL (host launched)" else "static",
                         TASK_TYPE_BY_UNIT.get(r.unit, r.type), us(r.start), us(r.end - r.start), us(wait),
-                        r.block_dim, r.block_dim if r.unit == "MIX" else 0])
+                        r.block_dim, r.block_dim if r.unit == "MIX" else 0,
+                        us(r.roofline_ns) if r.roofline_ns else "", r.bound, ratio, r.flops or "",
+                        r.vector_ops or "", r.bytes or "", r.dram_bytes or ""])
         prev_end[r.stream] = r.end
     return buf.getvalue()
 
