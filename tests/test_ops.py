@@ -214,13 +214,19 @@ def test_kernel_computes_from_its_tiling_not_its_inputs():
 
 
 def test_cost_uses_soc_figures():
+    """The cube cycles are the largest block's fractals at the fractal rate (910B1: 24 cube cores, 310P3: 8)."""
     mm = get_op("MatMulV2")
     descs = [TensorDesc((2048, 2048), "float16"), TensorDesc((2048, 2048), "float16")]
     out = [TensorDesc((2048, 2048), "float16")]
-    c910 = block_cost(mm, tiling_context(mm, descs, out, {}, load_soc("Ascend910B1")), 24, load_soc("Ascend910B1"))
-    c310 = block_cost(mm, tiling_context(mm, descs, out, {}, load_soc("Ascend310P3")), 8, load_soc("Ascend310P3"))
-    assert c910.cube == (128 ** 3) // 24 + (1 if (128 ** 3) % 24 else 0)
-    assert c310.cube > c910.cube  # fewer cube cores
+    costs = {}
+    for name in ("Ascend910B1", "Ascend310P3"):
+        soc = load_soc(name)
+        ctx = tiling_context(mm, descs, out, {}, soc)
+        bd = mm.tiling(ctx).block_dim
+        assert bd == soc.cube_cores
+        costs[name] = block_cost(mm, ctx, bd, soc)
+        assert costs[name].cube == mm.block_work(ctx, bd).fractals >= -(-(128 ** 3) // bd)
+    assert costs["Ascend310P3"].cube > costs["Ascend910B1"].cube  # fewer cube cores
 
 
 @pytest.mark.parametrize("op_type,inputs,attrs", [
@@ -236,3 +242,40 @@ def test_a_fused_relu_epilogue_is_computed_and_costed(op_type, inputs, attrs):
     ctx = tiling_context(spec, [TensorDesc(x.shape, "float32") for x in xs], [v.desc for v in node.outputs], attrs, SOC)
     fused_ctx = tiling_context(spec, ctx.inputs, ctx.outputs, {**attrs, "fused_relu": True}, SOC)
     assert spec.launch_work(fused_ctx).vector_ops == spec.launch_work(ctx).vector_ops + node.outputs[0].desc.numel
+
+
+@pytest.mark.parametrize("op_type,shapes,attrs", [
+    ("MatMulV2", [(64, 96), (96, 80)], {}),             # an M x N grid
+    ("MatMulV2", [(1, 4096), (4096, 64)], {}),          # a GEMV: N and K split, a reduction step
+    ("Conv2D", [(2, 8, 12, 12), (32, 8, 3, 3)], {"pads": [1, 1, 1, 1]}),   # batch x rows x channels
+    ("ReduceSumD", [(64, 4096)], {"axes": [0, 1]}),     # a full reduction over every core
+])
+def test_grid_tilings_compute_the_whole_op_and_fewer_blocks_leave_tiles_unwritten(op_type, shapes, attrs):
+    """The new tilings split over several dimensions (and the reduced axis): with all their blocks the kernel
+    computes the op; launched with fewer (a stale SQE) only the tiles those blocks complete are written."""
+    spec = get_op(op_type)
+    xs = [r(*s) for s in shapes]
+    (full,), node = run(op_type, xs, attrs)
+    ctx = tiling_context(spec, [TensorDesc(x.shape, "float32") for x in xs], [v.desc for v in node.outputs], attrs, SOC)
+    t = spec.tiling(ctx)
+    assert t.block_dim > 1
+    ref = {"MatMulV2": lambda: xs[0] @ xs[1], "ReduceSumD": lambda: xs[0].sum(keepdims=False).reshape(full.shape)}
+    if op_type in ref:
+        np.testing.assert_allclose(full, ref[op_type](), rtol=1e-4, atol=1e-3)
+    (part,) = launch(spec, TilingResult(t.block_dim - 1, t.tiling_key, t.tiling_data), attrs,
+                     [v.desc for v in node.outputs], xs)
+    written = part != 0
+    assert written.any() or op_type == "ReduceSumD"      # a split reduction is complete only with every block
+    np.testing.assert_array_equal(part[written], full[written])
+    assert not written.all()
+
+
+def test_block_work_is_the_largest_block_not_the_average():
+    """25 fractal rows cannot split evenly: the kernel is charged its largest block (two rows), more than the
+    average share of the work."""
+    spec = get_op("MatMulV2")
+    ins = [TensorDesc((400, 16), "float16"), TensorDesc((16, 16), "float16")]
+    ctx = tiling_context(spec, ins, [TensorDesc((400, 16), "float16")], {}, SOC)
+    bd = spec.tiling(ctx).block_dim
+    assert spec.block_work(ctx, bd).fractals == 2 and 2 * bd > spec.work(ctx).fractals
+    assert block_cost(spec, ctx, bd, SOC).cube >= 2

@@ -1,5 +1,12 @@
-"""Convolution and pooling (NCHW): Conv2D, MaxPoolV3, AvgPoolV2, GlobalAveragePool."""
+"""Convolution and pooling (NCHW): Conv2D, MaxPoolV3, AvgPoolV2, GlobalAveragePool.
+
+Conv2D's tiling splits the output over batch x output rows x output channels (whole groups when grouped), as
+CANN's convolution tiling does, choosing the grid whose largest block costs least at the SoC's fractal rate and
+per-core port rates: a 64-channel layer uses every cube core, not 4 of them. Each block reads its input rows
+(with the window's halo) and its filters and writes its output tile."""
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -10,6 +17,8 @@ from .registry import register
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
                            ("kw", "I"), ("ho", "I"), ("wo", "I"), ("groups", "I"), ("cout_per_block", "I"),
+                           ("n_per_block", "I"), ("ho_per_block", "I"), ("blocks_n", "I"), ("blocks_h", "I"),
+                           ("blocks_c", "I"),
                            ("sh", "H"), ("sw", "H"), ("dh", "H"), ("dw", "H"),
                            ("pt", "H"), ("pb", "H"), ("pl", "H"), ("pr", "H"))
 POOL_TILING = TilingStruct(("planes", "Q"), ("planes_per_block", "Q"), ("h", "I"), ("w", "I"), ("ho", "I"),
@@ -74,13 +83,53 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
+HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
+
+
+@functools.lru_cache(maxsize=4096)
+def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo: int, groups: int, sh: int,
+              dh: int, mkn: tuple, itemsize: int, out_itemsize: int, cores: int, ddr_rate: int, l0c: int) -> dict:
+    """The batch x rows x channels grid whose largest block is cheapest (cube fractals against bytes at the
+    core's DDR port rate, plus a head) and that block's work."""
+    fm, fk, fn = mkn
+    og = cout // groups
+    kdim = (cin // groups) * kh * kw
+    cunit = og if groups > 1 else fn          # channels come in whole groups, else in N granules
+    cunits = ceil_div(cout, cunit)
+    base_m, base_n = fm * 8, max(fn, (l0c // 2) // (fm * 8 * 4) // fn * fn)
+    best = None
+    for bc in range(1, min(cores, cunits) + 1):
+        c_per = ceil_div(cunits, bc) * cunit
+        blocks_c = ceil_div(cout, c_per)
+        for bn in range(1, min(n, cores // blocks_c) + 1):
+            n_per = ceil_div(n, bn)
+            blocks_n = ceil_div(n, n_per)
+            for bh in range(1, min(ho, cores // (blocks_c * blocks_n)) + 1):
+                h_per = ceil_div(ho, bh)
+                blocks_h = ceil_div(ho, h_per)
+                m_rows = h_per * wo
+                g_blk = c_per // og if groups > 1 else 1
+                fractals = n_per * ceil_div(m_rows, fm) * ceil_div(kdim, fk) * ceil_div(min(c_per, og), fn) * g_blk
+                in_rows = min((h_per - 1) * sh + (kh - 1) * dh + 1, (ho - 1) * sh + (kh - 1) * dh + 1)
+                cin_blk = cin if groups == 1 else g_blk * (cin // groups)
+                moved = (n_per * cin_blk * in_rows * w + c_per * kdim) * itemsize + n_per * c_per * m_rows * out_itemsize
+                cost = (max(fractals, moved / max(1, ddr_rate)) + HEAD_ESTIMATE_CYCLES, blocks_n * blocks_h * blocks_c)
+                if best is None or cost < best[0]:
+                    tiles = n_per * ceil_div(m_rows, base_m) * ceil_div(c_per, base_n)
+                    best = (cost, dict(n_per=n_per, h_per=h_per, c_per=c_per, blocks_n=blocks_n, blocks_h=blocks_h,
+                                       blocks_c=blocks_c, fractals=fractals, bytes=moved, tiles=tiles,
+                                       in_rows=in_rows, cin_blk=cin_blk))
+    return best[1]
+
+
 @register
 class Conv2D(OpSpec):
     op_type = "Conv2D"
-    inputs = ("x", "filter", "bias?")
+    # residual: conv_add_fusion put the residual Add after this conv into its epilogue (fused_add)
+    inputs = ("x", "filter", "bias?", "residual?")
     # fused_relu: relu_fusion put a following Relu into this kernel's epilogue (on the fp32 result)
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
-             "data_format": "NCHW", "fused_relu": False}
+             "data_format": "NCHW", "fused_relu": False, "fused_add": False}
     core_type = AIC
     tiling_struct = CONV_TILING
 
@@ -103,13 +152,26 @@ class Conv2D(OpSpec):
     def infer(self, node: Node) -> list[TensorDesc]:
         x, w = node.input_desc(0), node.input_desc(1)
         g = self._geom(x.shape, w.shape, node.attrs)
-        return [TensorDesc((g["n"], g["cout"], g["ho"], g["wo"]), x.dtype, "NCHW", "NCHW")]
+        shape = (g["n"], g["cout"], g["ho"], g["wo"])
+        res = node.inputs[3] if len(node.inputs) > 3 else None
+        if res is not None and (tuple(res.desc.shape) != shape or res.desc.dtype != x.dtype):
+            raise OpError(f"residual {res.desc.dtype}{list(res.desc.shape)} is not the output's {x.dtype}{list(shape)}")
+        return [TensorDesc(shape, x.dtype, "NCHW", "NCHW")]
+
+    def _grid(self, ctx: TilingContext) -> tuple[dict, dict]:
+        g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
+        x, soc = ctx.inputs[0], ctx.soc
+        grid = conv_grid(g["n"], g["cin"], g["w"], g["cout"], g["kh"], g["kw"], g["ho"], g["wo"], g["groups"],
+                         g["sh"], g["dh"], tuple(soc.mkn_for(x.dtype)), np.dtype(x.dtype).itemsize,
+                         np.dtype(ctx.outputs[0].dtype).itemsize, soc.cube_cores, soc.ddr_rate, soc.l0_c_size)
+        return g, grid
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
-        _, _, fn = ctx.soc.mkn_for(ctx.inputs[0].dtype)
-        block_dim, per = split_rows(g["cout"], ctx.soc.cube_cores, fn)
-        return TilingResult(block_dim, 0, CONV_TILING.pack(cout_per_block=per, **g))
+        g, grid = self._grid(ctx)
+        block_dim = grid["blocks_n"] * grid["blocks_h"] * grid["blocks_c"]
+        return TilingResult(block_dim, 0, CONV_TILING.pack(
+            cout_per_block=grid["c_per"], n_per_block=grid["n_per"], ho_per_block=grid["h_per"],
+            blocks_n=grid["blocks_n"], blocks_h=grid["blocks_h"], blocks_c=grid["blocks_c"], **g))
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
@@ -130,20 +192,50 @@ class Conv2D(OpSpec):
             out = np.matmul(wf, cols.reshape(n, groups, k, p)).reshape(n, t["cout"], p)
         if bias is not None:
             out += bias.astype(acc, copy=False).reshape(1, -1, 1)
-        # the blocks cover output channels [0, block_dim * cout_per_block); channels past them stay zero
-        end = covered(t["cout"], t["cout_per_block"], args.block_dim)
-        out[:, end:] = 0
+        residual = inputs[3] if len(inputs) > 3 else None
+        if residual is not None:
+            out += residual.astype(acc, copy=False).reshape(n, t["cout"], p)
+        blocks = t["blocks_n"] * t["blocks_h"] * t["blocks_c"]
+        if args.block_dim < blocks:   # fewer blocks than the tiling's: the tiles past them stay zero
+            keep = np.zeros((n, t["cout"], t["ho"], t["wo"]), bool)
+            for b in range(max(0, args.block_dim)):
+                rest, cb = divmod(b, t["blocks_c"])
+                ib, hb = divmod(rest, t["blocks_h"])
+                keep[ib * t["n_per_block"]:(ib + 1) * t["n_per_block"],
+                     cb * t["cout_per_block"]:(cb + 1) * t["cout_per_block"],
+                     hb * t["ho_per_block"]:(hb + 1) * t["ho_per_block"]] = True
+            out[~keep.reshape(n, t["cout"], p)] = 0
         self.epilogue(args.attrs, out)   # on the fp32 result, before the cast
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:
-        g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
-        fm, fk, fn = ctx.soc.mkn_for(ctx.inputs[0].dtype)
+        g, grid = self._grid(ctx)
+        x, y = ctx.inputs[0], ctx.outputs[0]
+        fm, fk, fn = ctx.soc.mkn_for(x.dtype)
         kdim = (g["cin"] // g["groups"]) * g["kh"] * g["kw"]
         fractals = g["groups"] * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(kdim, fk) * \
             ceil_div(g["cout"] // g["groups"], fn)
-        moved = sum(d.nbytes for d in ctx.inputs if d is not None) + ctx.outputs[0].nbytes
-        return Work(fractals=fractals, bytes=moved, dtype=ctx.inputs[0].dtype)
+        itemsize = np.dtype(x.dtype).itemsize
+        bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+        residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+        # every channel block reads its rows of the input (halo included), every batch x row block the filters
+        in_bytes = g["n"] * grid["cin_blk"] * grid["in_rows"] * g["w"] * itemsize * grid["blocks_h"] * grid["blocks_c"]
+        moved = (max(in_bytes, x.nbytes) + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
+                 + (bias.nbytes if bias is not None else 0) + y.nbytes + (residual.nbytes if residual is not None else 0))
+        blocks = grid["blocks_n"] * grid["blocks_h"] * grid["blocks_c"]
+        return Work(fractals=fractals, vector_ops=y.numel if residual is not None else 0, bytes=moved, dtype=x.dtype,
+                    flops=2 * g["n"] * g["ho"] * g["wo"] * g["cout"] * kdim, cube_tiles=grid["tiles"] * blocks,
+                    out_elems=y.numel)
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        g, grid = self._grid(ctx)
+        kdim = (g["cin"] // g["groups"]) * g["kh"] * g["kw"]
+        out_elems = grid["n_per"] * grid["c_per"] * grid["h_per"] * g["wo"]
+        residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
+        extra = out_elems * np.dtype(residual.dtype).itemsize if residual is not None else 0
+        return Work(fractals=grid["fractals"], vector_ops=out_elems if residual is not None else 0,
+                    bytes=grid["bytes"] + extra, dtype=ctx.inputs[0].dtype, flops=2 * out_elems * kdim,
+                    cube_tiles=grid["tiles"], out_elems=out_elems)
 
 
 class PoolBase(OpSpec):

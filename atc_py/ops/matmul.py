@@ -1,21 +1,96 @@
 """Cube family: MatMulV2 (2-D) and BatchMatMulV2 (batched, broadcasting), optional bias.
 
-Tiling splits the rows of the (batch × M) output across cube cores in multiples of the fractal M;
-`base_m/base_k/base_n` are the L0 tile sizes the kernel would iterate (they drive the cost model).
-The tiling key encodes the transposes (the binary has one entry per combination → ALL_KERNEL).
+Tiling splits the (batch x M) x N output over the cube cores in blocks of whole fractals — M and N both, as
+CANN's matmul tiling does, so a GEMV (M = 1) still uses every core — and, when the output has too few tiles for
+the cores, K too: each K block then computes a partial sum and a final step adds them (one cross-core sync and
+the partials' traffic in the largest block). The grid is the one whose largest block costs least at the SoC's
+fractal rate and per-core port rates. `base_m/base_k/base_n` are the L0 tile sizes the kernel iterates; the
+L1 holds 256 x 256 output tiles (A and B strips reloaded per tile). The tiling key encodes the transposes (the
+binary has one entry per combination → ALL_KERNEL).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, covered, prod, split_rows)
+from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
+                   prod)
 from .registry import register
 
-MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("rows_per_block", "Q"),
-                             ("trans_a", "B"), ("trans_b", "B"), ("has_bias", "B"), ("pad", "B"),
+MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("m_per_block", "Q"),
+                             ("n_per_block", "Q"), ("k_per_block", "Q"), ("blocks_m", "I"), ("blocks_n", "I"),
+                             ("blocks_k", "I"), ("trans_a", "B"), ("trans_b", "B"), ("has_bias", "B"), ("pad", "B"),
                              ("base_m", "I"), ("base_k", "I"), ("base_n", "I"))
+L1_TILE = 256             # output rows / columns an L1 tile holds: A and B strips are read once per such tile
+K_SPLIT_MIN_FRACTALS = 16   # a K block has at least this many K fractals (256 fp16 K): below, splitting K loses
+HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
+
+
+@dataclass
+class Grid:
+    """The split of the output: blocks_m x blocks_n tiles of m_blk rows and n_blk columns, K in blocks_k."""
+    rows: int
+    k: int
+    n: int
+    m_blk: int
+    n_blk: int
+    k_blk: int
+    blocks_m: int
+    blocks_n: int
+    blocks_k: int
+
+    @property
+    def blocks(self) -> int:
+        return self.blocks_m * self.blocks_n * self.blocks_k
+
+
+def split(total: int, unit: int, parts: int) -> tuple[int, int]:
+    """`total` in at most `parts` chunks of whole `unit`s: (chunk, chunks)."""
+    units = ceil_div(max(total, 1), unit)
+    per = ceil_div(units, max(1, min(parts, units))) * unit
+    return per, ceil_div(max(total, 1), per)
+
+
+def block_bytes(m_blk: int, n_blk: int, k_blk: int, itemsize: int, out_itemsize: int, b_batches: int = 1) -> int:
+    """GM traffic of one block: A and B strips once per L1 output tile, the output once."""
+    a = m_blk * k_blk * itemsize * ceil_div(n_blk, L1_TILE)
+    b = k_blk * n_blk * itemsize * ceil_div(m_blk, L1_TILE) * b_batches
+    return a + b + m_blk * n_blk * out_itemsize
+
+
+def choose_grid(rows: int, k: int, n: int, cores: int, mkn, itemsize: int, out_itemsize: int, soc) -> Grid:
+    """The M x N (x K) grid whose largest block is cheapest: cube fractals against bytes at the core's DDR
+    port rate, plus a head per block and the combine step of a K split."""
+    fm, fk, fn = mkn
+    rate = max(1, soc.ddr_rate)
+    best, best_cost = None, None
+    mt, nt, kt = ceil_div(rows, fm), ceil_div(n, fn), ceil_div(k, fk)
+    for bm in range(1, min(cores, mt) + 1):
+        for bn in range(1, min(cores // bm, nt) + 1):
+            m_blk, blocks_m = split(rows, fm, bm)
+            n_blk, blocks_n = split(n, fn, bn)
+            free = cores // (blocks_m * blocks_n)
+            bk_max = min(free, kt // K_SPLIT_MIN_FRACTALS) if free >= 2 else 1
+            for bk in sorted({1, max(1, bk_max)}):
+                k_blk, blocks_k = split(k, fk, bk)
+                cube = ceil_div(m_blk, fm) * ceil_div(n_blk, fn) * ceil_div(k_blk, fk)
+                moved = block_bytes(min(m_blk, rows), min(n_blk, n), min(k_blk, k), itemsize, out_itemsize)
+                combine = blocks_k * min(m_blk, rows) * min(n_blk, n) * 4 if blocks_k > 1 else 0
+                cost = max(cube, (moved + combine) / rate) + HEAD_ESTIMATE_CYCLES * (1 + (blocks_k > 1))
+                key = (cost, blocks_m * blocks_n * blocks_k)
+                if best_cost is None or key < best_cost:
+                    best_cost = key
+                    best = Grid(rows, k, n, m_blk, n_blk, k_blk, blocks_m, blocks_n, blocks_k)
+    return best
+
+
+def covered_tiles(t: dict, block_dim: int) -> list[tuple[int, int]]:
+    """(row block, column block) of the output tiles whose every K block is among the first block_dim blocks
+    (block b is tile b // blocks_k, K part b % blocks_k; tiles run row-major)."""
+    done = block_dim // max(1, t["blocks_k"])
+    return [divmod(i, t["blocks_n"]) for i in range(min(done, t["blocks_m"] * t["blocks_n"]))]
 
 
 class MatMulBase(OpSpec):
@@ -47,22 +122,29 @@ class MatMulBase(OpSpec):
         batch, m, _, n = self._mkn(a.shape, b.shape, node.attrs)
         return [TensorDesc(batch + (m, n), a.dtype, a.format, a.origin_format)]
 
-    def tiling(self, ctx: TilingContext) -> TilingResult:
+    def _grid(self, ctx: TilingContext) -> tuple[Grid, tuple, int, int, int, int]:
         a, b = ctx.inputs[0], ctx.inputs[1]
         batch, m, k, n = self._mkn(a.shape, b.shape, ctx.attrs)
-        fm, fk, fn = ctx.soc.mkn_for(a.dtype)
-        rows = prod(batch) * m
-        block_dim, per = split_rows(rows, ctx.soc.cube_cores, fm)
         itemsize = np.dtype(a.dtype).itemsize
+        grid = choose_grid(prod(batch) * m, k, n, ctx.soc.cube_cores, ctx.soc.mkn_for(a.dtype), itemsize,
+                           np.dtype(ctx.outputs[0].dtype).itemsize, ctx.soc)
+        return grid, batch, m, k, n, itemsize
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        a = ctx.inputs[0]
+        grid, batch, m, k, n, itemsize = self._grid(ctx)
+        fm, fk, fn = ctx.soc.mkn_for(a.dtype)
         # L0A holds base_m x base_k, L0B base_k x base_n (double-buffered halves); L0C base_m x base_n fp32
-        base_k = max(fk, min(ceil_div(k, fk) * fk, (ctx.soc.l0_a_size // 2) // (fm * 8 * itemsize) // fk * fk))
-        base_m = max(fm, min(ceil_div(per or 1, fm) * fm, (ctx.soc.l0_a_size // 2) // (base_k * itemsize) // fm * fm))
-        base_n = max(fn, min(ceil_div(n, fn) * fn, (ctx.soc.l0_c_size // 2) // (base_m * 4) // fn * fn))
+        base_k = max(fk, min(ceil_div(grid.k_blk, fk) * fk, (ctx.soc.l0_a_size // 2) // (fm * 8 * itemsize) // fk * fk))
+        base_m = max(fm, min(ceil_div(grid.m_blk, fm) * fm, (ctx.soc.l0_a_size // 2) // (base_k * itemsize) // fm * fm))
+        base_n = max(fn, min(ceil_div(grid.n_blk, fn) * fn, (ctx.soc.l0_c_size // 2) // (base_m * 4) // fn * fn))
         ta, tb = self._trans(ctx.attrs)
-        data = MATMUL_TILING.pack(batch=prod(batch), m=m, k=k, n=n, rows_per_block=per, trans_a=int(ta),
-                                  trans_b=int(tb), has_bias=int(len(ctx.inputs) > 2 and ctx.inputs[2] is not None),
+        data = MATMUL_TILING.pack(batch=prod(batch), m=m, k=k, n=n, m_per_block=grid.m_blk, n_per_block=grid.n_blk,
+                                  k_per_block=grid.k_blk, blocks_m=grid.blocks_m, blocks_n=grid.blocks_n,
+                                  blocks_k=grid.blocks_k, trans_a=int(ta), trans_b=int(tb),
+                                  has_bias=int(len(ctx.inputs) > 2 and ctx.inputs[2] is not None),
                                   pad=0, base_m=base_m, base_k=base_k, base_n=base_n)
-        return TilingResult(block_dim, int(ta) | int(tb) << 1, data)
+        return TilingResult(grid.blocks, int(ta) | int(tb) << 1, data)
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
@@ -78,29 +160,68 @@ class MatMulBase(OpSpec):
         A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
         B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
         rows = t["batch"] * m
-        # the blocks cover the flattened (batch x M) rows [0, end); rows are independent
-        end = covered(rows, t["rows_per_block"], args.block_dim)
-        if end == rows:
-            out = np.matmul(A, B).reshape(rows, n)          # one batched GEMM: what all the blocks compute
-        else:
-            out = np.zeros((rows, n), dtype=acc)
-            r = 0
-            while r < end:
-                bi, mi = divmod(r, m)
-                take = min(end - r, m - mi)
-                out[r:r + take] = A[bi, mi:mi + take] @ B[bi]
-                r += take
+        out = np.matmul(A, B).reshape(rows, n)          # one batched GEMM: what all the blocks compute
         if t["has_bias"] and inputs[2] is not None:
             out += inputs[2].astype(acc, copy=False).reshape(1, -1)
+        if args.block_dim < t["blocks_m"] * t["blocks_n"] * t["blocks_k"]:
+            # fewer blocks than the tiling's: only the tiles they complete are written
+            keep = np.zeros((rows, n), bool)
+            mp, np_ = t["m_per_block"], t["n_per_block"]
+            for mb, nb in covered_tiles(t, args.block_dim):
+                keep[mb * mp:(mb + 1) * mp, nb * np_:(nb + 1) * np_] = True
+            out[~keep] = 0
         return [out.reshape(out_shape).astype(args.outputs[0].dtype, copy=False)]
+
+    def _b_batches(self, ctx: TilingContext) -> int:
+        b = ctx.inputs[1]
+        return prod(b.shape[:-2]) if len(b.shape) > 2 else 1
 
     def work(self, ctx: TilingContext) -> Work:
         a, b = ctx.inputs[0], ctx.inputs[1]
         batch, m, k, n = self._mkn(a.shape, b.shape, ctx.attrs)
         fm, fk, fn = ctx.soc.mkn_for(a.dtype)
+        grid = self._grid(ctx)[0]
+        itemsize, out_item = np.dtype(a.dtype).itemsize, np.dtype(ctx.outputs[0].dtype).itemsize
         fractals = prod(batch) * ceil_div(m, fm) * ceil_div(k, fk) * ceil_div(n, fn)
-        moved = sum(d.nbytes for d in ctx.inputs if d is not None) + ctx.outputs[0].nbytes
-        return Work(fractals=fractals, vector_ops=0, bytes=moved, dtype=a.dtype)
+        rows = prod(batch) * m
+        # A once per L1 column tile of every column block, B once per L1 row tile of every row block
+        moved = (rows * k * itemsize * grid.blocks_n * ceil_div(grid.n_blk, L1_TILE)
+                 + k * n * itemsize * self._b_batches(ctx) * grid.blocks_m * ceil_div(grid.m_blk, L1_TILE)
+                 + rows * n * out_item)
+        bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
+        moved += bias.nbytes if bias is not None else 0
+        partials = grid.blocks_k * rows * n * 4 * 2 if grid.blocks_k > 1 else 0
+        # re-reads hit while the strips the running blocks share stay in L2: blocks in a row block read the same
+        # A strip, blocks in a column block the same B strip
+        window = (grid.blocks_m + grid.blocks_n) * L1_TILE * grid.k_blk * itemsize
+        return Work(fractals=fractals, vector_ops=rows * n * grid.blocks_k if grid.blocks_k > 1 else 0,
+                    bytes=moved + partials, dtype=a.dtype, flops=2 * prod(batch) * m * k * n,
+                    cube_tiles=grid.blocks * self._l0c_tiles(ctx, grid), out_elems=rows * n, reuse_window=window)
+
+    def _l0c_tiles(self, ctx: TilingContext, grid: Grid) -> int:
+        """L0C output tiles of one block (base_m x base_n of the tiling)."""
+        t = MATMUL_TILING.unpack(self.tiling(ctx).tiling_data)
+        return ceil_div(grid.m_blk, t["base_m"]) * ceil_div(grid.n_blk, t["base_n"])
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        """A full tile of the grid (the largest block), with the K split's combine step if there is one."""
+        a = ctx.inputs[0]
+        grid = self._grid(ctx)[0]
+        fm, fk, fn = ctx.soc.mkn_for(a.dtype)
+        itemsize, out_item = np.dtype(a.dtype).itemsize, np.dtype(ctx.outputs[0].dtype).itemsize
+        b_batches = min(self._b_batches(ctx), ceil_div(grid.m_blk, max(1, self._mkn(a.shape, ctx.inputs[1].shape,
+                                                                                    ctx.attrs)[1])) + 1)
+        moved = block_bytes(min(grid.m_blk, grid.rows), min(grid.n_blk, grid.n), min(grid.k_blk, grid.k), itemsize,
+                            out_item, max(1, b_batches))
+        w = Work(fractals=ceil_div(grid.m_blk, fm) * ceil_div(grid.n_blk, fn) * ceil_div(grid.k_blk, fk),
+                 bytes=moved, dtype=a.dtype, flops=2 * grid.m_blk * grid.n_blk * grid.k_blk,
+                 cube_tiles=self._l0c_tiles(ctx, grid), out_elems=grid.m_blk * grid.n_blk)
+        if grid.blocks_k > 1:   # partials out, then the combining block reads them all and adds
+            part = min(grid.m_blk, grid.rows) * min(grid.n_blk, grid.n)
+            w.bytes += part * 4 * (1 + grid.blocks_k)
+            w.vector_ops += part * grid.blocks_k
+            w.syncs = 1
+        return w
 
 
 @register

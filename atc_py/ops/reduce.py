@@ -1,18 +1,65 @@
 """Reductions over constant axes (ReduceSumD, ReduceMeanD, ReduceMaxD, ReduceMinD, ReduceProdD, ReduceL2D,
 ReduceLogSumExpD), ArgMaxD/ArgMinD, LogSoftmaxV2, and TopKV2 (AICPU).
 
-Tiling splits the *output* elements over blocks; each block produces its part of the reduced tensor."""
+Tiling splits the *output* elements over blocks and, when there are too few of them for the cores (a full
+reduction has one), the reduced elements too: each of a output chunk's `splits` blocks reduces its share of the
+reduced elements to a partial, and after a cross-core sync one block combines the partials (atomic accumulation
+into the output; CANN's reduce kernels do the same). A full reduction of 64M elements runs on every core."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
-from .base import AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
-from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
+                   ceil_div, cores_for, split_rows)
+from .elementwise import run_blocks
 from .registry import register
 
 NUM = ("float32", "float16", "float64", "int32", "int64")
+REDUCE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"),
+                             ("splits", "I"), ("reduce_len", "Q"))
+MIN_SPLIT_ELEMS = 4096   # a split of the reduced elements reduces at least this many (16 UB blocks of fp32)
+PARTIAL_BYTES = 4        # partials are fp32
+
+
+def reduce_tiling(spec: OpSpec, ctx: TilingContext) -> TilingResult:
+    """Output elements over the cores in 32-byte-aligned chunks; the reduced elements split as well when the
+    output chunks leave cores idle."""
+    out, x = ctx.outputs[0], ctx.inputs[0]
+    total = out.numel
+    red = x.numel // max(1, total)
+    cores = cores_for(spec, ctx.soc)
+    align = block_align_elems(ctx.soc, out.dtype)
+    block_dim, block_len = split_rows(total, cores, align)
+    free = cores // max(1, block_dim)
+    splits = max(1, min(free, red // MIN_SPLIT_ELEMS)) if free >= 2 else 1
+    ub_factor = max(align, (ctx.soc.ub_size // (4 * np.dtype(x.dtype).itemsize)) // align * align)
+    data = REDUCE_TILING.pack(total=total, block_len=block_len, ub_factor=ub_factor, broadcast=0, splits=splits,
+                              reduce_len=red)
+    return TilingResult(block_dim * splits, int(splits > 1), data)
+
+
+def reduce_block_work(spec: OpSpec, ctx: TilingContext, ops_per_elem: int) -> Work:
+    """One block: its output chunk's share of the reduced elements, and with a split the combine step."""
+    t = REDUCE_TILING.unpack(spec.tiling(ctx).tiling_data)
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    per, splits, red = min(t["block_len"], t["total"]), t["splits"], t["reduce_len"]
+    elems = per * ceil_div(red, splits)
+    w = Work(vector_ops=elems * ops_per_elem, bytes=elems * np.dtype(x.dtype).itemsize + per * np.dtype(out.dtype).itemsize,
+             dtype=x.dtype, vector_class="reduce", out_elems=per)
+    if splits > 1:
+        w.bytes += per * splits * PARTIAL_BYTES
+        w.vector_ops += per * splits
+        w.syncs = 1
+    return w
+
+
+def split_args(args):
+    """The launch as its output chunks see it: block_dim // splits complete chunks."""
+    return replace(args, block_dim=args.block_dim // max(1, args.tiling.get("splits", 1)))
 
 
 def reduce_axes(axes, rank: int) -> tuple[int, ...]:
@@ -30,7 +77,8 @@ class ReduceOp(OpSpec):
     inputs = ("x",)
     attrs = {"axes": None, "keep_dims": False, "noop_with_empty_axes": False}
     dtypes = NUM
-    tiling_struct = ELEMWISE_TILING
+    tiling_struct = REDUCE_TILING
+    tiling_keys = (0, 1)
     ops_per_elem = 1
 
     @staticmethod
@@ -51,19 +99,27 @@ class ReduceOp(OpSpec):
         return [TensorDesc(shape, x.dtype, "ND", x.origin_format)]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        return elementwise_tiling(self, ctx, 2, False)
+        return reduce_tiling(self, ctx)
 
     def compute(self, args, inputs):
         x = inputs[0]
         axes = self._axes(args.attrs, x.ndim)
         full = self.fn(x, axes, True) if axes else x
         dt = args.outputs[0].dtype
-        return [run_blocks(args, [np.asarray(full).astype(dt).reshape(-1)], lambda v: v, dt)]
+        return [run_blocks(split_args(args), [np.asarray(full).astype(dt).reshape(-1)], lambda v: v, dt)]
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * self.ops_per_elem
+        w.vector_class = "reduce"
+        t = REDUCE_TILING.unpack(self.tiling(ctx).tiling_data)
+        if t["splits"] > 1:   # the partials, written and read back by the combining blocks
+            w.bytes += 2 * t["total"] * t["splits"] * PARTIAL_BYTES
+            w.vector_ops += t["total"] * t["splits"]
         return w
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        return reduce_block_work(self, ctx, self.ops_per_elem)
 
 
 def _reduce(op_type: str, fn, ops: int = 1):
@@ -88,7 +144,8 @@ class ArgOp(OpSpec):
     inputs = ("x",)
     attrs = {"dimension": 0, "keep_dims": True, "select_last_index": False}
     dtypes = NUM
-    tiling_struct = ELEMWISE_TILING
+    tiling_struct = REDUCE_TILING
+    tiling_keys = (0, 1)
 
     def infer(self, node: Node) -> list[TensorDesc]:
         x = node.input_desc(0)
@@ -98,10 +155,11 @@ class ArgOp(OpSpec):
         return [TensorDesc(shape, "int64", "ND", "ND")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        return elementwise_tiling(self, ctx, 2, False)
+        return reduce_tiling(self, ctx)
 
     def compute(self, args, inputs):
         x = inputs[0]
+        args = split_args(args)
         axis = norm_axis(int(self.attr(args.attrs, "dimension")), x.ndim)
         if self.attr(args.attrs, "select_last_index"):
             idx = x.shape[axis] - 1 - self.fn(np.flip(x, axis), axis=axis)
@@ -112,7 +170,11 @@ class ArgOp(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * 2
+        w.vector_class = "reduce"
         return w
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        return reduce_block_work(self, ctx, 2)
 
 
 @register
