@@ -33,7 +33,7 @@ from .limits import DEFAULT_FOLD_SIZE_LIMIT
 from .cmdline import FRAMEWORK_SUPPORT
 from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape,
                       parse_optimization_switch, parse_out_nodes)
-from .passes.fusion import bn_conv_fold, conv_bias, matmul_bias, relu_fusion
+from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
 from .passes.precision import apply_precision, check_precision_mode
 from .passes.aipp import insert_aipp
@@ -151,11 +151,12 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
                           ("conv_bias", conv_bias, "bias_fused_into_conv"),
                           ("bn_conv_fold", partial(bn_conv_fold, jobs=late), "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused"),
-                          ("relu_fusion", relu_fusion, "relu_fused")):
+                          ("relu_fusion", relu_fusion, "relu_fused"),
+                          ("conv_add_fusion", conv_add_fusion, "conv_add_fused")):
         stats[key] = st.run(name, fn, graph) if on(name) else 0
-    stats["fp16_cube_ops"] = st.run("precision", apply_precision, graph, precision)
+    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = st.run("precision", apply_precision, graph, precision)
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
-    if on("fold") and (stats["fp16_cube_ops"] or stats["outputs_cast"]):
+    if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"]):
         if on("cse"):
             stats["cse_merged"] += st.run("cse dtypes", eliminate_common_subexpressions, graph, False)
         stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc, late, fold_limit)

@@ -66,7 +66,9 @@ def test_no_two_possibly_overlapping_tensors_share_bytes(seed):
 def test_random_dags_simulate_without_hazards_and_match_onnxruntime(tmp_path, seed):
     model = random_dag(seed)
     p = tmp_path / "m.om"
-    p.write_bytes(atc_py.build(model, {"ge.socVersion": "Ascend910B1"}).om)
+    # fp32 kernels against onnxruntime's fp32 (the default force_fp16 would run these vector ops in fp16)
+    p.write_bytes(atc_py.build(model, {"ge.socVersion": "Ascend910B1",
+                                       "ge.exec.precision_mode": "must_keep_origin_dtype"}).om)
     m = load_model(str(p))
     rng = np.random.default_rng(seed)
     xs = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(2)]
@@ -135,7 +137,7 @@ def test_identical_constants_are_stored_once():
     g = helper.make_graph(nodes, "d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])], [w, w2])
     r = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
-                     {"ge.socVersion": "Ascend910B1"})
+                     {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"})
     assert r.summary["weight_size"] == 512 + 256  # the start offset + one 256-byte constant
     from atc_py.proto import ge_ir_pb2 as ge
     from atc_py.om import partitions as pt

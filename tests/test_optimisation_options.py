@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -86,6 +87,52 @@ def test_relu_fuses_into_the_conv_before_it(tmp_path):
                     helper.make_node("Add", ["r", "c"], ["y"])], [("x", [1, 3, 4, 4])], ["y"],
                    [("w", RNG.standard_normal((4, 3, 3, 3)))])
     assert atc_py.build(shared, ORIGIN).summary["relu_fused"] == 0
+
+
+def test_residual_add_and_its_relu_fuse_into_the_conv_before_it(tmp_path):
+    """conv -> relu -> conv -> Add(conv, shortcut) -> relu: the second conv takes the shortcut as its residual
+    input and the Relu as its epilogue (te_conv2d_add_relu_...), as CANN's conv + elementwise + relu UB fusion;
+    a residual of another shape, or a conv whose output is read twice, stays apart."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c2", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])]
+    m = model(nodes, [("x", [2, 4, 6, 6])], ["y"], [("w", RNG.standard_normal((4, 4, 3, 3))),
+                                                   ("w2", RNG.standard_normal((4, 4, 3, 3)))])
+    x = [RNG.standard_normal((2, 4, 6, 6)).astype(np.float32)]
+    compare_switch(tmp_path, m, x, "conv_add_fusion", "conv_add_fused")
+    r = atc_py.build(m, ORIGIN)
+    assert [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] == ["Conv2D", "Conv2D"]
+    md = ge_ir_pb2.ModelDef.FromString(read_om(r.om).models[0].get(pt.MODEL_DEF))
+    names = sorted(op.attr["_kernelname"].s.decode() for g in md.graph for op in g.op if op.type == "Conv2D")
+    assert names[0].startswith("te_conv2d_add_relu_") and names[1].startswith("te_conv2d_relu_")
+    ref = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x[0]})[0]
+    np.testing.assert_allclose(simulate(tmp_path, r, x)[0], ref, rtol=1e-4, atol=1e-4)
+    # under force_fp16 as well (the residual is cast like the conv's input)
+    np.testing.assert_allclose(simulate(tmp_path, atc_py.build(m, {"ge.socVersion": "Ascend910B1"}), x)[0], ref,
+                               rtol=2e-2, atol=5e-2)
+    twice = model(nodes[:4] + [helper.make_node("Mul", ["s", "c2"], ["y"])], [("x", [2, 4, 6, 6])], ["y"],
+                  [("w", RNG.standard_normal((4, 4, 3, 3))), ("w2", RNG.standard_normal((4, 4, 3, 3)))])
+    assert atc_py.build(twice, ORIGIN).summary["conv_add_fused"] == 0
+    bcast = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["c", "b"], ["y"])],
+                  [("x", [1, 4, 3, 3]), ("b", [1, 4, 1, 1])], ["y"], [("w", RNG.standard_normal((4, 4, 1, 1)))])
+    assert atc_py.build(bcast, ORIGIN).summary["conv_add_fused"] == 0
+
+
+def test_force_fp16_runs_vector_only_graphs_in_fp16(tmp_path):
+    """ATC's force_fp16 picks fp16 for every op that supports it, cube ops or not: a Softmax -> Add graph
+    computes in fp16 between one Cast in and one Cast out."""
+    m = model([helper.make_node("Softmax", ["x"], ["s"], axis=-1), helper.make_node("Add", ["s", "k"], ["y"])],
+              [("x", [4, 16])], ["y"], [("k", RNG.standard_normal((4, 16)))])
+    r = atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
+    kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+    assert kinds == ["Cast", "SoftmaxV2", "Add", "Cast"] and r.summary["fp16_vector_ops"] == 2
+    ops = op_descs(r.om)
+    assert all(d.dtype == 2 for name in ("SoftmaxV2", "Add") for d in list(ops[name].input_desc) + list(ops[name].output_desc))
+    x = [RNG.standard_normal((4, 16)).astype(np.float32)]
+    got, ref = simulate(tmp_path, r, x)[0], simulate(tmp_path, atc_py.build(m, ORIGIN), x)[0]
+    assert got.dtype == np.float32 and not np.array_equal(got, ref)
+    np.testing.assert_allclose(got, ref, rtol=1e-2, atol=1e-2)
+    assert atc_py.build(m, ORIGIN).summary["fp16_vector_ops"] == 0
 
 
 def test_matmul_add_becomes_matmul_with_bias(tmp_path):

@@ -10,6 +10,11 @@
 * conv_bias: Conv2D followed by Add of a per-channel constant -> Conv2D with (that added to) its bias
   (TensorFlow's BiasAdd once transpose_sink.py has moved the NHWC transposes out of the way).
 * relu_fusion: Conv2D, Add or AddN followed by Relu -> that op with the Relu in its epilogue (fused_relu).
+* conv_add_fusion: Conv2D whose only consumer adds another tensor of its shape (a residual: Add or two-input AddN,
+  with its fused Relu) -> the Conv2D with that tensor as its `residual` input, added on its fp32 result before
+  the epilogue (CANN's UB fusion "TbeConvElemwiseReluFusion" of conv + elementwise with another input + relu,
+  ops/built-in/fusion_pass/buffer_fusion/ub_fusion/ai_core/conv/tbe_conv_double_in_fusion_pass.cc): the conv's
+  result and the add's second read of it never go through memory.
 
 Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
 from __future__ import annotations
@@ -210,6 +215,35 @@ def relu_fusion(graph: Graph) -> int:
         gone.append(relu)
     graph.remove_nodes(gone)
     return len(gone)
+
+
+def conv_add_fusion(graph: Graph) -> int:
+    """Conv2D -> Add/AddN(conv, other) [fused Relu] -> one Conv2D reading `other` as its residual input."""
+    fused = []
+    for add in graph.nodes:
+        if add.op_type not in ("Add", "AddN") or len(add.inputs) != 2 or any(v is None for v in add.inputs):
+            continue
+        out = add.outputs[0].desc
+        for k in (0, 1):
+            conv_out, other = add.inputs[k], add.inputs[1 - k]
+            conv = conv_out.producer
+            if conv is None or conv.op_type != "Conv2D" or conv.attrs.get("fused_relu") or \
+                    len(conv.inputs) > 3 or _only_consumer(conv_out) is not add or other.is_const or \
+                    other.desc.shape != out.shape or other.desc.dtype != out.dtype or conv_out.desc != out:
+                continue
+            while len(conv.inputs) < 3:
+                conv.inputs.append(None)
+            conv.inputs.append(other)
+            other.consumers.append((conv, 3))
+            conv.attrs["fused_add"] = True       # its kernel is te_conv2d_add[_relu]_...
+            if add.attrs.get("fused_relu"):
+                conv.attrs["fused_relu"] = True
+            graph.replace_all_uses(add.outputs[0], conv_out)
+            graph.detach(add)
+            fused.append(add)
+            break
+    graph.remove_nodes(fused)
+    return len(fused)
 
 
 def conv_bias(graph: Graph) -> int:

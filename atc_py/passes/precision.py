@@ -4,10 +4,11 @@ fold into fp16 constants).
 * allow_fp32_to_fp16, allow_mix_precision: cube ops (convolutions, matmuls) take fp16 inputs, accumulate
   in fp32 and produce fp16; a Cast back to fp32 follows so the graph around them keeps its dtypes (vector
   ops keep fp32, which they support).
-* force_fp16 (ATC's default: "fp16 for every op that supports both"): the same, then sink_fp16_casts moves
-  each Cast back to fp32 down through the ops that support fp16 (Relu, Add, BN, pooling, Softmax, ...) so
-  the chains between cube ops run in fp16 and the Cast pairs between them vanish. Graph inputs and outputs
-  keep their dtypes: a Cast stays at each end (--output_type decides the outputs).
+* force_fp16 (ATC's default: "fp16 for every op that supports both"): the same, then every other op that
+  supports fp16 (Relu, Add, BN, pooling, Softmax, ...) computes in fp16 too, cube ops or not: each Cast back
+  to fp32 moves down through such ops, and an op fed fp32 from elsewhere (a graph input, an fp32-only op) gets
+  a Cast to fp16 in front, so chains run in fp16 and the Cast pairs between them vanish. Graph inputs and
+  outputs keep their dtypes: a Cast stays at each end (--output_type decides the outputs).
 * cube_fp16in_fp32out: fp16 inputs, fp32 accumulation and output (no Cast after).
 * must_keep_origin_dtype, force_fp32: every op in its model dtype.
 The chosen dtypes are the tensor descs in the .om (ModelDef op input/output descs) plus `_precision_mode`
@@ -36,10 +37,10 @@ def check_precision_mode(mode: str) -> str:
     return mode
 
 
-def apply_precision(graph: Graph, mode: str) -> int:
-    """Rewrite cube ops per `mode`; returns how many ops now compute in fp16."""
+def apply_precision(graph: Graph, mode: str) -> tuple[int, int]:
+    """Rewrite ops per `mode`; returns how many cube ops and how many other ops now compute in fp16."""
     if mode not in FP16_CUBE and mode != "cube_fp16in_fp32out":
-        return 0
+        return 0, 0
     changed = 0
     for node in list(graph.nodes):
         if node.op_type not in CUBE_OPS or node.outputs[0].desc.dtype != "float32":
@@ -52,10 +53,9 @@ def apply_precision(graph: Graph, mode: str) -> int:
         if mode != "cube_fp16in_fp32out":
             _cast_output_back(graph, node)
         changed += 1
-    if mode == "force_fp16":
-        sink_fp16_casts(graph)
+    moved = sink_fp16_casts(graph) if mode == "force_fp16" else 0
     graph.topo_sort()
-    return changed
+    return changed, moved
 
 
 def _cast_input(graph: Graph, node: Node, i: int) -> None:
@@ -86,15 +86,18 @@ def _back_cast(v: Value | None) -> bool:
 
 def _fp16_capable(node: Node) -> bool:
     spec = get_op(node.op_type)
-    return (spec is not None and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and len(node.outputs) == 1
+    # ops with side outputs nobody reads (LayerNorm's mean and variance) count by their first output
+    return (spec is not None and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and node.outputs
+            and not any(v.consumers for v in node.outputs[1:])
             and node.outputs[0].desc.dtype == "float32" and "float16" in spec.dtypes
             and not {"dtype", "dst_type"} & set(node.attrs))
 
 
 def _to_fp16(graph: Graph, node: Node) -> bool:
-    """Feed node fp16 (through the Casts back, constants cast and folded later); True if it now runs in fp16."""
+    """Feed node fp16 (through the Casts back; other fp32 values, constants included, through a new Cast to
+    fp16 — constants' fold); True if it now runs in fp16."""
     floats = [(i, v) for i, v in enumerate(node.inputs) if v is not None and v.desc.dtype == "float32"]
-    if not any(_back_cast(v) for _, v in floats) or not all(_back_cast(v) or v.is_const for _, v in floats):
+    if not floats:
         return False
     before = list(node.inputs)
     for i, v in floats:
@@ -115,8 +118,9 @@ def _to_fp16(graph: Graph, node: Node) -> bool:
 
 
 def sink_fp16_casts(graph: Graph) -> int:
-    """Move Casts fp16->fp32 below the ops that support fp16 (force_fp16), then drop Cast fp32->fp16 of a
-    Cast fp16->fp32 (lossless round trip). Returns how many ops moved to fp16; dead Casts go in dce."""
+    """Every op that supports fp16 computes in it (force_fp16): its fp32 inputs come through the Casts back
+    (moved down below it) or through a new Cast to fp16; then drop Cast fp32->fp16 of a Cast fp16->fp32
+    (lossless round trip). Returns how many ops moved to fp16; dead Casts go in dce."""
     moved = 0
     for node in list(graph.nodes):   # topological: a chain moves to fp16 in one sweep
         if not _fp16_capable(node) or not _to_fp16(graph, node):
