@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo bench golden proto clean fuzz conformance
+.PHONY: venv test demo bench fidelity golden proto clean fuzz conformance
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo: venv
 
 bench: venv
 	$(PY) bench/bench.py
+	$(PY) -m bench.fidelity
+
+# issue 20: simulated time against the roofline and every published anchor; rewrites README.md's fidelity tables
+fidelity: venv
+	$(PY) -m bench.fidelity --readme
 
 # issue 13: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag; totals in out/fuzz.json
 fuzz: venv

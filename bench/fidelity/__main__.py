@@ -1,0 +1,127 @@
+"""`make fidelity` (python -m bench.fidelity [--calibrate] [--readme]): prints, for the op sweep and whole models,
+simulated time against the roofline, then every anchor's prediction against its published figure.
+--calibrate refits the calibrated profile parameters from their anchors and rewrites calibration.json (the
+profile's defaults must then be updated to match: tests/test_fidelity.py); --readme rewrites README.md's
+fidelity section from this run."""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from bench.fidelity import calibrate as cal  # noqa: E402
+from bench.fidelity.anchors import ANCHORS  # noqa: E402
+from bench.fidelity.models import light_model  # noqa: E402
+from bench.fidelity.sweep import DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, run_case, simulate  # noqa: E402
+from runner.sim.profile import RuntimeProfile  # noqa: E402
+
+BEGIN, END = "<!-- fidelity:begin (python -m bench.fidelity --readme) -->", "<!-- fidelity:end -->"
+MODELS = [("resnet50", 1, "Ascend910B1"), ("resnet50", 1, "Ascend310P3"), ("resnet50", 64, "Ascend310P3"),
+          ("densenet121", 8, "Ascend310P3")]
+
+
+def sweep(prof: RuntimeProfile) -> list[tuple]:
+    rows = []
+    print(f"{'SoC':<12} {'dtype':<8} {'op':<30} {'blocks':>6} {'sim us':>10} {'roof us':>10} {'sim/roof':>8}  bound")
+    for soc in SOCS:
+        for dt in DTYPES:
+            for case in SWEEP:
+                r = run_case(case, soc, dt, prof)
+                t = r.end - r.start
+                rows.append((soc, dt, case.name, r.block_dim, t, r.roofline_ns, r.bound))
+                print(f"{soc:<12} {dt:<8} {case.name:<30} {r.block_dim:>6} {t / 1e3:>10.1f} {r.roofline_ns / 1e3:>10.1f} "
+                      f"{t / r.roofline_ns:>8.2f}  {r.bound}")
+    return rows
+
+
+def whole_models(prof: RuntimeProfile) -> list[tuple]:
+    rows = []
+    print(f"\n{'model':<24} {'SoC':<12} {'device us':>10} {'sum roof us':>12} {'device/roof':>11} {'images/s':>9}")
+    for name, batch, soc in MODELS:
+        with tempfile.TemporaryDirectory() as d:
+            model = compile_model(light_model(name, batch), soc, pathlib.Path(d), precision="")
+        stats = simulate(model, prof, loops=2)
+        roof = sum(k.roofline_ns for k in kernels(stats))
+        ips = batch / (stats.device_ns / 1e9)
+        rows.append((f"{name} batch {batch}", soc, stats.device_ns, roof, ips))
+        print(f"{name + ' batch ' + str(batch):<24} {soc:<12} {stats.device_ns / 1e3:>10.1f} {roof / 1e3:>12.1f} "
+              f"{stats.device_ns / roof:>11.2f} {ips:>9.0f}")
+    return rows
+
+
+def anchors(prof: RuntimeProfile) -> list[tuple]:
+    rows = []
+    print(f"\n{'anchor':<22} {'SoC':<12} {'published':>10} {'simulated':>10} {'off by':>7} {'target':>7}")
+    for a in ANCHORS:
+        pred = a.predict(prof)
+        off = a.ratio(pred)
+        ok = "" if a.target is None else ("ok" if off <= a.target else "MISSED")
+        rows.append((a, pred, off, ok))
+        print(f"{a.name:<22} {a.soc:<12} {a.published:>10.2f} {pred:>10.2f} {off:>6.2f}x "
+              f"{('<= %.1fx ' % a.target + ok) if a.target else '':>7}  {a.unit}{'; ' + a.note if a.note else ''}")
+    return rows
+
+
+def readme_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
+    lines = [BEGIN, "",
+             "| anchor | SoC | published | simulated | off by | target | source |", "|---|---|---|---|---|---|---|"]
+    for a, pred, off, ok in anchor_rows:
+        target = f"≤ {a.target}× ({ok})" if a.target else (a.note or "—")
+        cal = f" (calibrates `{a.calibrates}`)" if a.calibrates else ""
+        lines.append(f"| {a.name}{cal} | {a.soc} | {a.published:g} {a.unit} | {pred:.1f} {a.unit} | {off:.2f}× | "
+                     f"{target} | {a.ref or a.source} |")
+    lines += ["", "Op sweep (`bench/fidelity/sweep.py`, single-op models from tiny to large, timing only): simulated "
+              f"time over roofline for the large ops (roofline ≥ {LARGE_NS / 1e3:g} us) and the smallest ratio of all:", "",
+              "| SoC | dtype | large ops | sim/roofline of large ops | smallest sim/roofline |", "|---|---|---|---|---|"]
+    for soc in SOCS:
+        for dt in DTYPES:
+            rs = [r for r in sweep_rows if r[0] == soc and r[1] == dt]
+            large = [r[4] / r[5] for r in rs if r[5] >= LARGE_NS]
+            lines.append(f"| {soc} | {dt} | {len(large)} | {min(large):.2f}–{max(large):.2f} | "
+                         f"{min(r[4] / r[5] for r in rs):.2f} |")
+    lines += ["", "Whole models (ATC defaults, second execution, device time against the sum of the kernels' rooflines):", "",
+              "| model | SoC | device time | sum of rooflines | device / roofline | images/s |", "|---|---|---|---|---|---|"]
+    for name, soc, dev, roof, ips in model_rows:
+        lines.append(f"| {name} | {soc} | {dev / 1e3:.1f} us | {roof / 1e3:.1f} us | {dev / roof:.2f} | {ips:.0f} |")
+    lines += ["", "Calibrated parameters (`bench/fidelity/calibration.json`, the profile's defaults): "
+              + ", ".join(f"`{k}` = {v}" for k, v in sorted(values.items())) + ".", "", END]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.fidelity")
+    ap.add_argument("--calibrate", action="store_true", help="refit calibration.json from the anchors")
+    ap.add_argument("--readme", action="store_true", help="rewrite README.md's fidelity section")
+    args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    values = cal.load()
+    if args.calibrate:
+        values = cal.calibrate()
+        cal.write(values)
+        print(f"calibration.json: {json.dumps(values)}")
+    prof = RuntimeProfile.load(str(cal.CALIBRATION))
+    sweep_rows = sweep(prof)
+    model_rows = whole_models(prof)
+    anchor_rows = anchors(prof)
+    if args.readme:
+        readme = ROOT / "README.md"
+        text = readme.read_text()
+        if BEGIN not in text or END not in text:
+            print(f"README.md has no {BEGIN} ... {END} section", file=sys.stderr)
+            return 1
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        readme.write_text(head + readme_section(sweep_rows, model_rows, anchor_rows, values) + tail)
+        print("README.md fidelity section rewritten")
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    return 0 if all(ok != "MISSED" for *_, ok in anchor_rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
