@@ -113,6 +113,10 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "input_format": v("input_format"), "ge.exec.precision_mode": v("precision_mode"),
         "output_type": v("output_type"), "optimization_switch": v("optimization_switch"),
         "fold_size_limit": v("fold_size_limit"), "insert_op_conf": v("insert_op_conf"),
+        "ge.exec.precision_mode_v2": v("precision_mode_v2"), "input_fp16_nodes": v("input_fp16_nodes"),
+        "keep_dtype": v("keep_dtype"), "modify_mixlist": v("modify_mixlist"),
+        "op_select_implmode": v("op_select_implmode"), "optypelist_for_implmode": v("optypelist_for_implmode"),
+        "fusion_switch_file": v("fusion_switch_file"),
     }
 
 

@@ -27,6 +27,14 @@ FLAGS = {f.name: f for f in [
                                     "ONNX: NCHW (default), ND, NCDHW"),
     Flag("precision_mode", "str", "", "Precision mode: force_fp16 (default), force_fp32, cube_fp16in_fp32out, "
                                       "allow_mix_precision, allow_fp32_to_fp16, must_keep_origin_dtype"),
+    Flag("precision_mode_v2", "str", "", "Precision mode, newer spelling: fp16, origin, cube_fp16in_fp32out, "
+                                         "mixed_float16, mixed_bfloat16 (exclusive with --precision_mode)"),
+    Flag("input_fp16_nodes", "str", "", 'Inputs fed as fp16: "input1;input2"'),
+    Flag("keep_dtype", "str", "", "File of nodes kept in their model dtype (a name per line, or OpType::<type>)"),
+    Flag("modify_mixlist", "str", "", "JSON editing allow_mix_precision's white/black/gray lists"),
+    Flag("op_select_implmode", "str", "", "high_performance or high_precision (or _for_all); recorded in the .om"),
+    Flag("optypelist_for_implmode", "str", "", "Op types --op_select_implmode applies to (comma-separated)"),
+    Flag("fusion_switch_file", "str", "", 'JSON {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}} of on/off'),
     Flag("output_type", "str", "", 'Output dtype: FP32, FP16, UINT8, INT8, or "node:index:TYPE;..." for '
                                    "--out_nodes outputs"),
     Flag("optimization_switch", "str", "", 'Graph passes on/off: "pass:on;pass:off"; passes: '

@@ -19,6 +19,7 @@ TEMPLATES: dict[str, str] = {
     "E10017": "Input Op {opname} specified in --{parameter} is invalid. The Op type must be Data.",
     "E10021": "Path for parameter --{parameter} is too long. Keep the length within {max_len}.",
     "E10022": "Path {path} for parameter --{parameter} does not include the file name.",
+    "E10034": "Nodes (for example, {opname}) connected to AIPP must not be of type fp16.",
     "E10041": "Failed to load the model from {path}. Reason: {reason}",
     "E10048": "Value {shape_range} for parameter --input_shape_range or dynamic_inputs_shape_range is invalid. Reason: "
               "{reason}. The value must be formatted as {sample}.",

@@ -5,6 +5,7 @@ ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_l
 """
 from __future__ import annotations
 
+import json
 import pathlib
 import time
 from collections import Counter
@@ -35,8 +36,9 @@ from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, f
                       parse_optimization_switch, parse_out_nodes)
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .passes.output_type import apply_output_type
-from .passes.precision import apply_precision, check_precision_mode
-from .passes.aipp import insert_aipp
+from .passes.precision import MixList, apply_precision, check_precision_mode
+from .precision_options import fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode, record
+from .passes.aipp import feed_fp16, insert_aipp
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts
 from .plugins import load_plugins
@@ -122,6 +124,7 @@ def frontend(model, options: dict[str, str], st: _Stages, soc=None) -> Graph:
     apply_attr_config(graph, options.get("op_attr_config", ""))
     _input_format(graph, options.get("input_format", ""))
     graph.counters["aipp_inserted"] = insert_aipp(graph, options.get("insert_op_conf", ""))
+    feed_fp16(graph, input_fp16_nodes(options.get("input_fp16_nodes", "")))
     return graph
 
 
@@ -136,7 +139,8 @@ def _input_format(graph: Graph, fmt: str) -> None:
 
 def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
              precision: str = "must_keep_origin_dtype", output_type: str = "",
-             late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT) -> dict[str, int]:
+             late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT,
+             mix: MixList | None = None, keep: frozenset = frozenset()) -> dict[str, int]:
     """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
     Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on."""
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
@@ -154,7 +158,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
                           ("relu_fusion", relu_fusion, "relu_fused"),
                           ("conv_add_fusion", conv_add_fusion, "conv_add_fused")):
         stats[key] = st.run(name, fn, graph) if on(name) else 0
-    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = st.run("precision", apply_precision, graph, precision)
+    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = st.run("precision", apply_precision, graph, precision, mix, keep)
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
     if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"]):
         if on("cse"):
@@ -169,8 +173,22 @@ def _model_attrs(soc, framework: str, options: dict, streams: int, events: int) 
     return {"stream_num": streams, "event_num": events, "label_num": 0, "batch_num": 0,
             "_sink_decisions": options.get("_sink_decisions", []),
             "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
-            "precision_mode": options.get("_precision_mode", "force_fp16"),
+            "precision_mode": options.get("_precision_mode", "force_fp16"), **record(options),
             "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", "")}
+
+
+def _keep_dtype(graph: Graph, path: str) -> frozenset:
+    """--keep_dtype: the named nodes and every node of the listed op types keep their model dtype."""
+    names, types = keep_dtype(path)
+    present = {n.name for n in graph.nodes}
+    keep = set()
+    for name in names:
+        safe = name.replace("/", "_").replace(":", "_")
+        if name not in present and safe not in present:
+            raise AtcError("E10016", opname=name, parameter="keep_dtype")
+        keep.add(name if name in present else safe)
+    keep |= {n.name for n in graph.nodes if n.op_type in set(types)}
+    return frozenset(keep)
 
 
 def _ids(graph: Graph) -> dict[str, int]:
@@ -250,11 +268,21 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     limit = _lower_limit(options)
     st = _Stages(log)
     graph = frontend(model, options, st, soc)
-    precision = check_precision_mode(options.get("ge.exec.precision_mode", ""))
+    precision = check_precision_mode(precision_mode(options))
     options["_precision_mode"] = precision   # recorded in the .om: om-run's default tolerance follows it
+    mix, mix_doc = modify_mixlist(options.get("modify_mixlist", ""), precision)
+    keep = _keep_dtype(graph, options.get("keep_dtype", ""))
+    impl, impl_types = implmode(options)
+    for node in graph.nodes:
+        if impl and (impl.endswith("_for_all") or node.op_type in impl_types):
+            node.attrs["_op_impl_mode"] = impl.replace("_for_all", "")
+    switches = {**fusion_switches(options.get("fusion_switch_file", ""), log),
+                **parse_optimization_switch(options.get("optimization_switch", ""))}
+    options.update({"_keep_dtype_resolved": sorted(keep), "_modify_mixlist_resolved": json.dumps(mix_doc, sort_keys=True)
+                    if mix_doc else "", "_fusion_switch_file_resolved": json.dumps(switches, sort_keys=True)
+                    if options.get("fusion_switch_file") else ""})
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
-    stats = optimize(graph, soc, st, parse_optimization_switch(options.get("optimization_switch", "")), precision,
-                     options.get("output_type", ""), late, fold_limit)
+    stats = optimize(graph, soc, st, switches, precision, options.get("output_type", ""), late, fold_limit, mix, keep)
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
     for d in decisions:

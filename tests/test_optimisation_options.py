@@ -189,7 +189,7 @@ CONV = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Rel
 
 
 @pytest.mark.parametrize("mode,conv_in,conv_out,relu,casts", [
-    ("force_fp16", 2, 2, 2, 2), ("allow_fp32_to_fp16", 2, 2, 1, 2), ("allow_mix_precision", 2, 2, 1, 2),
+    ("force_fp16", 2, 2, 2, 2), ("allow_fp32_to_fp16", 2, 2, 1, 2), ("allow_mix_precision", 2, 2, 2, 2),
     ("cube_fp16in_fp32out", 2, 1, 1, 1), ("must_keep_origin_dtype", 1, 1, 1, 0), ("force_fp32", 1, 1, 1, 0)])
 def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, relu, casts):
     """GE DataType proto: 1 = DT_FLOAT, 2 = DT_FLOAT16. Cube inputs fp16 (the weight cast folds into an fp16

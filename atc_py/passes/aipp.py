@@ -33,3 +33,28 @@ def insert_aipp(graph: Graph, config_path: str) -> int:
         node.attrs["_aipp_input_format"] = spec.input_format
     graph.topo_sort()
     return len(done)
+
+
+def feed_fp16(graph: Graph, names: list[str]) -> int:
+    """--input_fp16_nodes: each named graph input is fed as fp16 (a Cast to its model dtype follows it, which the
+    precision pass then sinks or folds away)."""
+    by_name = {n.name: n for n in graph.nodes}
+    for name in names:
+        node = by_name.get(name) or by_name.get(name.replace("/", "_").replace(":", "_"))
+        if node is None:
+            raise AtcError("E10016", opname=name, parameter="input_fp16_nodes")
+        if node.op_type != "Data":
+            raise AtcError("E10017", opname=name, parameter="input_fp16_nodes")
+        if "_aipp_input_format" in node.attrs:
+            raise AtcError("E10034", opname=name)
+        v = node.outputs[0]
+        if v.desc.dtype != "float32":
+            continue
+        consumers = list(v.consumers)
+        original = v.desc
+        v.desc = TensorDesc(original.shape, "float16", original.format, original.origin_format)
+        cast = graph.add_node(graph.unique_name(f"{node.name}_fp32"), "Cast", [v], [original], {"dst_type": "float32"})
+        for consumer, i in consumers:
+            graph.set_input(consumer, i, cast.outputs[0])
+    graph.topo_sort()
+    return len(names)

@@ -15,6 +15,8 @@ The chosen dtypes are the tensor descs in the .om (ModelDef op input/output desc
 on each rewritten node."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import AtcError
 from ..ir.graph import Graph, Node, Value
 from ..ops import get_op
@@ -24,6 +26,7 @@ CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
 MODES = ("force_fp16", "force_fp32", "cube_fp16in_fp32out", "allow_mix_precision", "allow_fp32_to_fp16",
          "must_keep_origin_dtype", "allow_mix_precision_fp16", "allow_mix_precision_bf16", "allow_fp32_to_bf16")
 FP16_CUBE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16"}
+MIX_MODES = {"allow_mix_precision", "allow_mix_precision_fp16"}
 DEFAULT_MODE = "force_fp16"
 
 
@@ -37,13 +40,26 @@ def check_precision_mode(mode: str) -> str:
     return mode
 
 
-def apply_precision(graph: Graph, mode: str) -> tuple[int, int]:
-    """Rewrite ops per `mode`; returns how many cube ops and how many other ops now compute in fp16."""
+@dataclass
+class MixList:
+    """allow_mix_precision's lists (--modify_mixlist edits them): white ops compute in fp16, black ops keep their
+    dtype, gray ops (every other) follow the precision of what feeds them."""
+    white: frozenset = frozenset(CUBE_OPS)
+    black: frozenset = frozenset()
+
+
+def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: frozenset = frozenset()
+                    ) -> tuple[int, int]:
+    """Rewrite ops per `mode`; returns how many cube (white-list) ops and how many other ops now compute in fp16.
+    `keep`: names of nodes kept in their model dtype (--keep_dtype)."""
     if mode not in FP16_CUBE and mode != "cube_fp16in_fp32out":
         return 0, 0
+    mix = mix or MixList()
+    white = mix.white if mode in MIX_MODES else frozenset(CUBE_OPS)
     changed = 0
     for node in list(graph.nodes):
-        if node.op_type not in CUBE_OPS or node.outputs[0].desc.dtype != "float32":
+        if node.op_type not in white or node.name in keep or node.op_type in mix.black or \
+                node.outputs[0].desc.dtype != "float32" or (node.op_type not in CUBE_OPS and not _fp16_capable(node)):
             continue
         for i, v in enumerate(node.inputs):
             if v is not None and v.desc.dtype == "float32":
@@ -53,7 +69,11 @@ def apply_precision(graph: Graph, mode: str) -> tuple[int, int]:
         if mode != "cube_fp16in_fp32out":
             _cast_output_back(graph, node)
         changed += 1
-    moved = sink_fp16_casts(graph) if mode == "force_fp16" else 0
+    moved = 0
+    if mode == "force_fp16":
+        moved = sink_fp16_casts(graph, keep)
+    elif mode in MIX_MODES:
+        moved = sink_fp16_casts(graph, keep | {n.name for n in graph.nodes if n.op_type in mix.black}, follow=True)
     graph.topo_sort()
     return changed, moved
 
@@ -117,13 +137,15 @@ def _to_fp16(graph: Graph, node: Node) -> bool:
     return ok
 
 
-def sink_fp16_casts(graph: Graph) -> int:
-    """Every op that supports fp16 computes in it (force_fp16): its fp32 inputs come through the Casts back
-    (moved down below it) or through a new Cast to fp16; then drop Cast fp32->fp16 of a Cast fp16->fp32
-    (lossless round trip). Returns how many ops moved to fp16; dead Casts go in dce."""
+def sink_fp16_casts(graph: Graph, keep: frozenset = frozenset(), follow: bool = False) -> int:
+    """Every op that supports fp16 computes in it (force_fp16) — or, with `follow` (allow_mix_precision's gray
+    ops), every such op fed by an fp16 op: its fp32 inputs come through the Casts back (moved down below it) or
+    through a new Cast to fp16; then drop Cast fp32->fp16 of a Cast fp16->fp32 (lossless round trip). Nodes in
+    `keep` stay as they are. Returns how many ops moved to fp16; dead Casts go in dce."""
     moved = 0
     for node in list(graph.nodes):   # topological: a chain moves to fp16 in one sweep
-        if not _fp16_capable(node) or not _to_fp16(graph, node):
+        if node.name in keep or not _fp16_capable(node) or \
+                (follow and not any(_back_cast(v) for v in node.inputs)) or not _to_fp16(graph, node):
             continue
         node.attrs["_precision_mode"] = "force_fp16"
         _cast_output_back(graph, node)

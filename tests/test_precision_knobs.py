@@ -1,0 +1,125 @@
+"""ATC's precision and fusion knobs (issue 17, item 4): --input_fp16_nodes, --keep_dtype, --modify_mixlist,
+--precision_mode_v2, --op_select_implmode (+ --optypelist_for_implmode), --fusion_switch_file — each with its
+effect, its bad values' ATC codes, and its record in the .om."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import atc_py
+from atc_py.errors import AtcError
+from atc_py.om import read_om
+from atc_py.om import partitions as pt
+from atc_py.om.attrs import from_attr
+from atc_py.proto import ge_ir_pb2 as ge
+
+RNG = np.random.default_rng(29)
+SOC = {"ge.socVersion": "Ascend910B1"}
+
+
+def conv_model():
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"], name="act"), helper.make_node("Softmax", ["s"], ["y"], name="sm")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def dtypes(res) -> dict[str, str]:
+    return {n.name: n.outputs[0].desc.dtype for n in res.graph.nodes if n.outputs}
+
+
+def model_attrs(res) -> dict:
+    md = ge.ModelDef.FromString(read_om(res.om).models[0].get(pt.MODEL_DEF))
+    return {k: from_attr(v) for k, v in md.attr.items()}
+
+
+def test_input_fp16_nodes_feed_the_input_as_fp16(tmp_path):
+    res = atc_py.build(conv_model(), {**SOC, "input_fp16_nodes": "x", "ge.exec.precision_mode": "must_keep_origin_dtype"})
+    assert res.graph.data_nodes[0].outputs[0].desc.dtype == "float16"
+    assert model_attrs(res)["input_fp16_nodes"] == "x"
+    for bad, code in (("nosuch", "E10016"), ("conv", "E10017")):
+        with pytest.raises(AtcError) as e:
+            atc_py.build(conv_model(), {**SOC, "input_fp16_nodes": bad})
+        assert e.value.code == code
+
+
+def test_keep_dtype_keeps_named_nodes_and_op_types_in_fp32(tmp_path):
+    base = dtypes(atc_py.build(conv_model(), SOC))
+    assert base["act"] == "float16" and base["sm"] == "float16"
+    f = tmp_path / "keep.cfg"
+    f.write_text("act\nOpType::SoftmaxV2\n")
+    res = atc_py.build(conv_model(), {**SOC, "keep_dtype": str(f)})
+    kept = dtypes(res)
+    assert kept["act"] == "float32" and kept["sm"] == "float32" and kept["conv"] == "float16"
+    assert model_attrs(res)["keep_dtype"] == ["act", "sm"]
+    f.write_text("nosuch\n")
+    with pytest.raises(AtcError, match="E10016"):
+        atc_py.build(conv_model(), {**SOC, "keep_dtype": str(f)})
+    with pytest.raises(AtcError, match="keep_dtype is not found"):
+        atc_py.build(conv_model(), {**SOC, "keep_dtype": str(tmp_path / "missing.cfg")})
+
+
+def test_modify_mixlist_edits_allow_mix_precision(tmp_path):
+    mix = {"ge.exec.precision_mode": "allow_mix_precision"}
+    assert dtypes(atc_py.build(conv_model(), {**SOC, **mix}))["act"] == "float16"   # gray follows the conv
+    f = tmp_path / "mix.json"
+    f.write_text(json.dumps({"black-list": {"to-add": ["Sigmoid"]}}))
+    res = atc_py.build(conv_model(), {**SOC, **mix, "modify_mixlist": str(f)})
+    got = dtypes(res)
+    assert got["conv"] == "float16" and got["act"] == "float32"
+    assert json.loads(model_attrs(res)["modify_mixlist"]) == {"black-list": {"to-add": ["Sigmoid"]}}
+    f.write_text(json.dumps({"white-list": {"to-remove": ["Conv2D"]}}))
+    assert dtypes(atc_py.build(conv_model(), {**SOC, **mix, "modify_mixlist": str(f)}))["conv"] == "float32"
+    for bad in ({"blue-list": {}}, {"white-list": {"to-add": "Conv2D"}},
+                {"white-list": {"to-add": ["Relu"]}, "black-list": {"to-add": ["Relu"]}}):
+        f.write_text(json.dumps(bad))
+        with pytest.raises(AtcError, match="E10001.*modify_mixlist"):
+            atc_py.build(conv_model(), {**SOC, **mix, "modify_mixlist": str(f)})
+    f.write_text("{}")
+    with pytest.raises(AtcError, match="only with --precision_mode=allow_mix_precision"):
+        atc_py.build(conv_model(), {**SOC, "modify_mixlist": str(f)})
+
+
+def test_precision_mode_v2(tmp_path):
+    res = atc_py.build(conv_model(), {**SOC, "ge.exec.precision_mode_v2": "origin"})
+    assert set(dtypes(res).values()) == {"float32"} and model_attrs(res)["precision_mode"] == "must_keep_origin_dtype"
+    with pytest.raises(AtcError, match="E10056"):
+        atc_py.build(conv_model(), {**SOC, "ge.exec.precision_mode_v2": "fp16", "ge.exec.precision_mode": "force_fp16"})
+    with pytest.raises(AtcError, match="E10001.*precision_mode_v2"):
+        atc_py.build(conv_model(), {**SOC, "ge.exec.precision_mode_v2": "cube_hif8"})
+
+
+def test_op_select_implmode_is_recorded(tmp_path):
+    res = atc_py.build(conv_model(), {**SOC, "op_select_implmode": "high_precision", "optypelist_for_implmode": "Sigmoid"})
+    assert model_attrs(res)["op_select_implmode"] == "high_precision"
+    assert res.graph.node("act").attrs["_op_impl_mode"] == "high_precision" and "_op_impl_mode" not in \
+        res.graph.node("sm").attrs
+    with pytest.raises(AtcError, match="must be set at the same time"):
+        atc_py.build(conv_model(), {**SOC, "optypelist_for_implmode": "Sigmoid"})
+    with pytest.raises(AtcError, match="E10001.*op_select_implmode"):
+        atc_py.build(conv_model(), {**SOC, "op_select_implmode": "fastest"})
+
+
+def test_fusion_switch_file_maps_ge_pass_names(tmp_path):
+    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
+                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert atc_py.build(m, SOC).summary["bn_folded_into_conv"] == 1
+    f = tmp_path / "fusion.json"
+    f.write_text(json.dumps({"Switch": {"GraphFusion": {"ConvBatchnormFusionPass": "off"}}}))
+    res = atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
+    assert res.summary["bn_folded_into_conv"] == 0 and json.loads(model_attrs(res)["fusion_switch_file"]) == \
+        {"bn_conv_fold": False}
+    f.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "maybe"}}}))
+    with pytest.raises(AtcError, match="E10001.*fusion_switch_file"):
+        atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
