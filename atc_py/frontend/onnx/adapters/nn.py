@@ -311,41 +311,58 @@ class Upsample(OnnxOp):
 
     @classmethod
     def _impl_v9(cls, ctx: NodeCtx):
-        if ctx.const(1) is None:
-            raise AdapterError("Upsample scales must be a constant")
+        if not ctx.known(1):   # scales from the graph: the tensor form, in the dynamic partition
+            return ctx.emit("Resize", [ctx.input(0), None, ctx.input(1), None], cls._attrs(ctx))
         return cls._emit(ctx, _floats(ctx.const(1)))
 
     @staticmethod
-    def _emit(ctx: NodeCtx, scales):
+    def _attrs(ctx: NodeCtx) -> dict:
         mode = ctx.attr("mode", "nearest")
-        return ctx.emit("Resize", [ctx.input(0)], {"scales": scales, "mode": "linear" if mode in ("linear", "bilinear") else mode,
-                                                   "coordinate_transformation_mode": "asymmetric",
-                                                   "nearest_mode": "floor"})
+        return {"mode": "linear" if mode in ("linear", "bilinear") else mode,
+                "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+
+    @classmethod
+    def _emit(cls, ctx: NodeCtx, scales):
+        return ctx.emit("ResizeD", [ctx.input(0)], {"scales": scales, **cls._attrs(ctx)})
+
+
+RESIZE_ATTRS = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
+                "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0, "antialias": 0,
+                "keep_aspect_ratio_policy": "stretch"}
 
 
 @onnx_op("Resize")
 class Resize(OnnxOp):
+    """Known roi / scales / sizes become ResizeD attributes; any of them computed from input data keeps the
+    tensor form `Resize`, whose output shape the host executor infers with the values."""
+
     @classmethod
     def _impl_v10(cls, ctx: NodeCtx):
-        if ctx.const(1) is None:
-            raise AdapterError("Resize scales must be a constant")
-        return ctx.emit("Resize", [ctx.input(0)], {"scales": _floats(ctx.const(1)), "mode": ctx.attr("mode", "nearest"),
-                                                   "coordinate_transformation_mode": "asymmetric",
-                                                   "nearest_mode": "floor"})
+        attrs = {"mode": ctx.attr("mode", "nearest"), "coordinate_transformation_mode": "asymmetric",
+                 "nearest_mode": "floor"}
+        if not ctx.known(1):
+            return ctx.emit("Resize", [ctx.input(0), None, ctx.input(1), None], attrs)
+        return ctx.emit("ResizeD", [ctx.input(0)], {**attrs, "scales": _floats(ctx.const(1))})
 
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
+        attrs = {k: ctx.attr(k, d) for k, d in RESIZE_ATTRS.items()}
+        if ctx.attr("axes") is not None:
+            attrs["axes"] = [int(a) for a in ctx.attr("axes")]
+        # roi only matters to tf_crop_and_resize
+        roi = ctx.input(1) if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize" else None
         scales, sizes = ctx.input(2), ctx.input(3)
-        for v, what in ((scales, "scales"), (sizes, "sizes")):
-            if v is not None and not v.is_const:
-                raise AdapterError(f"Resize {what} must be a constant")
-        if ctx.attr("antialias", 0) or ctx.attr("axes") is not None or ctx.attr("exclude_outside", 0):
-            raise AdapterError("Resize antialias / axes / exclude_outside are not supported")
-        attrs = {"mode": ctx.attr("mode", "nearest"),
-                 "coordinate_transformation_mode": ctx.attr("coordinate_transformation_mode", "half_pixel"),
-                 "nearest_mode": ctx.attr("nearest_mode", "round_prefer_floor"),
-                 "scales": _floats(scales.data) if scales is not None else None,
-                 "sizes": [int(s) for s in sizes.data.reshape(-1)] if sizes is not None and sizes.data.size else None}
-        if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-            raise AdapterError("keep_aspect_ratio_policy other than 'stretch' is not supported")
-        return ctx.emit("Resize", [ctx.input(0)], attrs)
+        if scales is not None and scales.is_const and scales.data.size == 0:
+            scales = None
+        if sizes is not None and sizes.is_const and sizes.data.size == 0:
+            sizes = None
+        params = [roi, scales, sizes]
+        if any(v is not None and not v.is_const for v in params):
+            return ctx.emit("Resize", [ctx.input(0)] + params, attrs)
+        if roi is not None:
+            attrs["roi"] = _floats(roi.data)
+        if scales is not None:
+            attrs["scales"] = _floats(scales.data)
+        if sizes is not None:
+            attrs["sizes"] = [int(s) for s in sizes.data.reshape(-1)]
+        return ctx.emit("ResizeD", [ctx.input(0)], attrs)
