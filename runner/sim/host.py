@@ -324,7 +324,9 @@ class Simulation:
             v.data = values[s] if known_value else None
             node.inputs.append(v)
         out_descs = spec.infer(node)                                                  # InferShape
-        if any(not d.known for d in out_descs):
+        if spec.shape_from_compute and not self.compute:
+            raise OpError("its output shape comes from its kernel's result (run with compute)")
+        if any(not d.known for d in out_descs) and not spec.shape_from_compute:
             raise OpError(f"output shape {[list(d.shape) for d in out_descs]} is still unknown at run time")
         depend_idx = [i for i in spec.tiling_depend if i < len(op.input) and op.input[i]]
         ready = self.fetch_to_host(op, depend_idx, "tiling input", ready)            # value-dependent tiling
@@ -357,6 +359,9 @@ class Simulation:
                          tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
         self.stats.records.append(rec)
         outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
+        if spec.shape_from_compute:   # the host reads the real output shapes back before the next InferShape
+            self.stage_free[0] = self.sync(f"{op.name} output shape", c_end, 8 * sum(len(o.shape) for o in outs))
+            out_descs = [TensorDesc(tuple(o.shape), d.dtype, d.format, d.origin_format) for d, o in zip(out_descs, outs)]
         for i, (d, arr) in enumerate(zip(out_descs, outs)):
             values[f"{op.name}:{i}"] = arr
             descs[f"{op.name}:{i}"] = d
