@@ -324,11 +324,13 @@ class PoolBase(OpSpec):
 @register
 class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
+    dtypes = ("float32", "float16", "int8", "uint8")
 
     def reduce(self, t, planes, attrs):
-        # fp16 planes are widened once (exactly) and the max taken in fp32: the result is one of the inputs, so
-        # narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at every tap
-        work = np.float32 if planes.dtype == np.float16 else planes.dtype
+        # fp16 (and int8/uint8) planes are widened once (exactly) and the max taken in fp32: the result is one
+        # of the inputs, so narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at
+        # every tap
+        work = np.float32 if planes.dtype in (np.float16, np.int8, np.uint8) else planes.dtype
         return self.window_reduce(t, self.padded(t, planes, -np.inf, work), np.maximum, work)
 
 

@@ -107,3 +107,38 @@ class DeformConv(OnnxOp):
         conv = {"strides": [1, 1] + kernel, "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1],
                 "groups": int(ctx.attr("group", 1)), "data_format": "NCHW"}
         return ctx.emit("Conv2D", [cols, w, b], conv)
+
+
+@onnx_op("SpaceToDepth")
+class SpaceToDepth(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        return ctx.emit("SpaceToDepth", [ctx.input(0)], {"block_size": int(ctx.attr("blocksize", 2)),
+                                                         "mode": ctx.attr("mode", "DCR")})
+
+
+@onnx_op("ReverseSequence")
+class ReverseSequence(OnnxOp):
+    @classmethod
+    def _impl_v10(cls, ctx: NodeCtx):
+        return ctx.emit("ReverseSequence", [ctx.input(0), ctx.input(1)],
+                        {"seq_dim": int(ctx.attr("time_axis", 0)), "batch_dim": int(ctx.attr("batch_axis", 1))})
+
+
+@onnx_op("CenterCropPad")
+class CenterCropPad(OnnxOp):
+    @classmethod
+    def _impl_v18(cls, ctx: NodeCtx):
+        attrs = {} if ctx.attr("axes") is None else {"axes": [int(a) for a in ctx.attr("axes")]}
+        return ctx.emit("CenterCropPad", [ctx.input(0), ctx.input(1)], attrs)
+
+
+@onnx_op("MaxUnpool")
+class MaxUnpool(OnnxOp):
+    @classmethod
+    def _impl_v9(cls, ctx: NodeCtx):
+        attrs = {"ksize": [int(k) for k in ctx.attr("kernel_shape") or []]}
+        for key in ("strides", "pads"):
+            if ctx.attr(key) is not None:
+                attrs[key] = [int(v) for v in ctx.attr(key)]
+        return ctx.emit("MaxUnpool", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs)
