@@ -88,7 +88,9 @@ class MaxPoolWithArgmaxV2(RowSplitOp):
 @register
 class MaxUnpool(RowSplitOp):
     """y (zeros) with x scattered to the flat indices MaxPool gave, over the default unpooled shape
-    ((in - 1) * stride - pads + kernel) padded with zeros up to output_shape when that input is given."""
+    ((in - 1) * stride - pads + kernel) padded with zeros up to output_shape when that input is given: the
+    indices address the default shape, as ONNX's node case spells out (onnxruntime addresses output_shape's
+    layout instead; the two agree whenever output_shape is the default shape)."""
     op_type = "MaxUnpool"
     inputs = ("x", "indices", "output_shape?")
     attrs = {"ksize": REQUIRED, "strides": None, "pads": None}
