@@ -134,3 +134,19 @@ def test_col2im_and_resize_with_static_parameters():
     res = atc_py.build(m, ORIGIN)
     assert res.summary["unknown_subgraphs"] == 0
     check(m, feeds, want=ReferenceEvaluator(m).run(None, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_run_time_sizes_beyond_the_device_or_the_kernel_are_clear_errors():
+    """A crop target computed at run time asks for 10^15 elements: E30004 before anything is allocated; a roi
+    scaled far beyond its map asks RoiAlign for an absurd sampling grid: E30004 naming the roi."""
+    m = model([helper.make_node("CenterCropPad", ["x", "shape"], ["y"])], [("x", F, [4, 5]), ("shape", I64, [2])],
+              [("y", F)], opset=18)
+    with pytest.raises(AtcError) as e:
+        AtcBackend.run_model(m, [np.ones((4, 5), np.float32), np.array([10 ** 8, 10 ** 7], np.int64)])
+    assert e.value.code == "E30004" and "more than the device's" in str(e.value)
+    node = helper.make_node("RoiAlign", ["x", "r", "i"], ["y"], output_height=7, output_width=7, spatial_scale=1e6)
+    m = model([node], [("x", F, [1, 8, 9, 9]), ("r", F, [1, 4]), ("i", I64, [1])], [("y", F)], opset=16)
+    with pytest.raises(AtcError) as e:
+        AtcBackend.run_model(m, [np.ones((1, 8, 9, 9), np.float32), np.array([[0, 0, 50, 50]], np.float32),
+                                 np.array([0])])
+    assert e.value.code == "E30004" and "roi 0 needs" in str(e.value)

@@ -13,6 +13,9 @@ from .registry import register
 from .row_split import RowSplitOp
 
 
+MAX_SAMPLES = 1 << 26   # RoiAlign samples of one roi (a roi far larger than its map asks for absurd grids)
+
+
 def _scalar(v, default, cast):
     if v is None:
         return default
@@ -103,15 +106,10 @@ class NonMaxSuppressionV6(RowSplitOp):
                     dtype=ctx.inputs[0].dtype)
 
 
-def _axis_samples(start: np.ndarray, bin_size: np.ndarray, pooled: int, grid: np.ndarray, size: int):
-    """RoiAlign's bilinear taps along one axis for every roi: low/high indices, their weights, whether the
-    sample lies in [-1, size] and whether it is one of the roi's own grid points, shaped (rois, pooled, grid_max)."""
-    g_max = int(grid.max()) if grid.size else 1
-    p = np.arange(pooled)[None, :, None]
-    i = np.arange(g_max)[None, None, :]
-    g = grid[:, None, None]
-    pos = start[:, None, None] + p * bin_size[:, None, None] + (i + 0.5) * bin_size[:, None, None] / g
-    in_grid = np.broadcast_to(i < g, pos.shape)
+def _axis_samples(start: float, bin_size: float, pooled: int, grid: int, size: int):
+    """RoiAlign's bilinear taps along one axis of one roi: low/high indices, their weights and whether the
+    sample lies in [-1, size] (outside, it counts 0), shaped (pooled, grid)."""
+    pos = start + np.arange(pooled)[:, None] * bin_size + (np.arange(grid)[None, :] + 0.5) * bin_size / grid
     valid = (pos >= -1.0) & (pos <= size)
     pos = np.maximum(pos, 0.0)
     low = np.floor(pos).astype(np.int64)
@@ -119,7 +117,7 @@ def _axis_samples(start: np.ndarray, bin_size: np.ndarray, pooled: int, grid: np
     low = np.where(at_edge, size - 1, low)
     high = np.where(at_edge, size - 1, low + 1)
     frac = np.where(at_edge, 0.0, pos - low)
-    return low, high, 1.0 - frac, frac, valid, in_grid
+    return low, high, 1.0 - frac, frac, valid
 
 
 @register
@@ -161,31 +159,28 @@ class ROIAlign(RowSplitOp):
         rw, rh = r[:, 2] - r[:, 0], r[:, 3] - r[:, 1]
         if not half:
             rw, rh = np.maximum(rw, 1.0), np.maximum(rh, 1.0)
+        if not np.isfinite(r).all():
+            raise OpError("rois scaled by spatial_scale must be finite")
         ratio = int(self.attr(args.attrs, "sample_num"))
         gh = np.full(end, ratio) if ratio > 0 else np.ceil(rh / ph).astype(np.int64)
         gw = np.full(end, ratio) if ratio > 0 else np.ceil(rw / pw).astype(np.int64)
         gh, gw = np.maximum(gh, 1), np.maximum(gw, 1)
-        ylo, yhi, hy, ly, vy, gy = _axis_samples(r[:, 1], rh / ph, ph, gh, h)
-        xlo, xhi, hx, lx, vx, gx = _axis_samples(r[:, 0], rw / pw, pw, gw, w)
-        feats = x[b].astype(np.float64)                              # (R, C, H, W)
-        ri = np.arange(end)[:, None, None, None, None, None]
-        ci = np.arange(c)[None, :, None, None, None, None]
-
-        def ys(a):   # (R, ph, gh) -> (R, 1, ph, gh, 1, 1)
-            return a[:, None, :, :, None, None]
-
-        def xs(a):   # (R, pw, gw) -> (R, 1, 1, 1, pw, gw)
-            return a[:, None, None, None, :, :]
-        terms = [ys(wy) * xs(wx) * feats[ri, ci, ys(yy), xs(xx)]
-                 for yy, wy in ((ylo, hy), (yhi, ly)) for xx, wx in ((xlo, hx), (xhi, lx))]
-        in_range = ys(vy) & xs(vx)                                   # outside [-1, size]: the sample is 0
-        in_grid = ys(gy) & xs(gx)
-        if self.attr(args.attrs, "mode") == "avg":
-            total = np.where(in_range & in_grid, sum(terms), 0.0).sum(axis=(3, 5))
-            out[:end] = total / (gh * gw)[:, None, None, None]
-        else:
-            samples = np.where(in_range, np.maximum.reduce(terms), 0.0)
-            out[:end] = np.where(in_grid, samples, -np.inf).max(axis=(3, 5))
+        avg = self.attr(args.attrs, "mode") == "avg"
+        for k in range(end):   # one roi at a time: its sample grid is (C, ph, gh, pw, gw)
+            if int(gh[k]) * int(gw[k]) * ph * pw * c > MAX_SAMPLES:
+                raise OpError(f"roi {k} needs {int(gh[k])} x {int(gw[k])} samples per bin, more than the kernel "
+                              f"takes ({MAX_SAMPLES} samples per roi)")
+            ylo, yhi, hy, ly, vy = _axis_samples(r[k, 1], rh[k] / ph, ph, int(gh[k]), h)
+            xlo, xhi, hx, lx, vx = _axis_samples(r[k, 0], rw[k] / pw, pw, int(gw[k]), w)
+            f = x[b[k]].astype(np.float64)                           # (C, H, W)
+            # samples laid out (C, ph, gh, pw, gw): y terms broadcast as (ph, gh, 1, 1), x terms as (pw, gw)
+            terms = [wy[:, :, None, None] * wx * f[:, yi[:, :, None, None], xi]
+                     for yi, wy in ((ylo, hy), (yhi, ly)) for xi, wx in ((xlo, hx), (xhi, lx))]
+            inside = vy[:, :, None, None] & vx                       # outside [-1, size]: the sample is 0
+            if avg:
+                out[k] = np.where(inside, sum(terms), 0.0).sum(axis=(2, 4)) / (gh[k] * gw[k])
+            else:
+                out[k] = np.where(inside, np.maximum.reduce(terms), 0.0).max(axis=(2, 4))
         return [out]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -24,6 +24,7 @@ COORD = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "hal
          "tf_crop_and_resize")
 NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 POLICIES = ("stretch", "not_larger", "not_smaller")
+MAX_TAPS = 1 << 26   # interpolation taps of one axis (an antialiased tiny scale widens the kernel as 1 / scale)
 
 
 def _floats(v) -> list[float] | None:
@@ -129,7 +130,12 @@ def axis_weights(attrs: dict, in_len: int, out_len: int, scale: float, roi) -> t
     else:
         support = 1 if mode == "linear" else 2
         s = min(scale, 1.0) if attrs.get("antialias") else 1.0
+        if not s > 0 or not math.isfinite(s):
+            raise OpError(f"scale {scale} must be a positive number")
         start = int(math.floor(-support / s)) + 1
+        if (2 - 2 * start) * max(out_len, 1) > MAX_TAPS:
+            raise OpError(f"antialiasing a {in_len} -> {out_len} resize needs {2 - 2 * start} taps per output, "
+                          f"more than the kernel takes")
         offs = np.arange(start, 2 - start)
         d = (offs[None, :] - ratio[:, None]) * s
         if mode == "linear":
