@@ -62,7 +62,8 @@ class ReverseSequence(RowSplitOp):
     def compute(self, args: KernelArgs, inputs):
         x, lens = inputs
         rank = x.ndim
-        t, b = norm_axis(int(self.attr(args.attrs, "seq_dim")), rank), norm_axis(int(self.attr(args.attrs, "batch_dim")), rank)
+        t = norm_axis(int(self.attr(args.attrs, "seq_dim")), rank)
+        b = norm_axis(int(self.attr(args.attrs, "batch_dim")), rank)
         xb = np.moveaxis(x, (b, t), (0, 1))                  # [batch, time, ...]
         out = xb.copy()
         steps = xb.shape[1]

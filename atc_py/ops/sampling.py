@@ -199,7 +199,8 @@ class AffineGrid(RowSplitOp):
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
-        w.vector_ops = 2 * max(ctx.outputs[0].numel, 0) * (ctx.inputs[0].shape[2] if len(ctx.inputs[0].shape) > 2 else 1)
+        theta = ctx.inputs[0].shape
+        w.vector_ops = 2 * max(ctx.outputs[0].numel, 0) * (theta[2] if len(theta) > 2 else 1)
         return w
 
 

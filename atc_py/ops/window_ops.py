@@ -46,7 +46,8 @@ class MaxPoolWithArgmaxV2(RowSplitOp):
         x = node.input_desc(0)
         out = _window_geom(self, node.attrs, x.shape)[4]
         shape = tuple(x.shape[:2]) + tuple(out)
-        return [TensorDesc(shape, x.dtype, x.format, x.origin_format), TensorDesc(shape, "int64", x.format, x.origin_format)]
+        return [TensorDesc(shape, x.dtype, x.format, x.origin_format),
+                TensorDesc(shape, "int64", x.format, x.origin_format)]
 
     def rows(self, ctx: TilingContext) -> int:
         return prod(ctx.inputs[0].shape[:2])

@@ -79,7 +79,8 @@ def _matmul(ctx: NodeCtx, a, b, a_zp, b_zp):
     """int32 product of the zero-point-centered int8 operands."""
     ra, rb = len(a.desc.shape), len(b.desc.shape)
     if ra < 2 or rb < 2:
-        raise AdapterError(f"integer matmul takes operands of rank >= 2, got {list(a.desc.shape)} and {list(b.desc.shape)}")
+        raise AdapterError(f"integer matmul takes operands of rank >= 2, got {list(a.desc.shape)} and "
+                           f"{list(b.desc.shape)}")
     a, off = _offset_x(ctx, a, a_zp, -2)
     if b.desc.dtype != a.desc.dtype and a.desc.dtype == "int32":
         b = ctx.emit("Cast", [b], {"dst_type": "int32"}, suffix="b32")[0]

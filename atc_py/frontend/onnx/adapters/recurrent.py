@@ -30,7 +30,8 @@ def _recurrent(ctx: NodeCtx, ge_type: str, extra: dict, n_out: int):
     if not batch_major:
         return outs
     y = ctx.emit("TransposeD", [outs[0]], {"perm": [2, 0, 1, 3]}, suffix="y_bm")[0]      # [batch, seq, dirs, h]
-    states = [ctx.emit("TransposeD", [s], {"perm": [1, 0, 2]}, suffix=f"state{k}_bm")[0] for k, s in enumerate(outs[1:])]
+    states = [ctx.emit("TransposeD", [s], {"perm": [1, 0, 2]}, suffix=f"state{k}_bm")[0]
+              for k, s in enumerate(outs[1:])]
     return [y] + states
 
 

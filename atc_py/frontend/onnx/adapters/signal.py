@@ -39,7 +39,8 @@ class _Window(OnnxOp):
 
     @classmethod
     def _impl_v17(cls, ctx: NodeCtx):
-        return ctx.emit(cls.ge_type, [ctx.input(0)], {"periodic": int(ctx.attr("periodic", 1)), "dtype": _out_dtype(ctx)})
+        attrs = {"periodic": int(ctx.attr("periodic", 1)), "dtype": _out_dtype(ctx)}
+        return ctx.emit(cls.ge_type, [ctx.input(0)], attrs)
 
 
 @onnx_op("HannWindow")

@@ -77,7 +77,8 @@ class GridSample(OnnxOp):
 class AffineGrid(OnnxOp):
     @classmethod
     def _impl_v20(cls, ctx: NodeCtx):
-        return ctx.emit("AffineGrid", [ctx.input(0), ctx.input(1)], {"align_corners": bool(ctx.attr("align_corners", 0))})
+        return ctx.emit("AffineGrid", [ctx.input(0), ctx.input(1)],
+                        {"align_corners": bool(ctx.attr("align_corners", 0))})
 
 
 @onnx_op("Col2Im")
