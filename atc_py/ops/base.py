@@ -125,6 +125,9 @@ class OpSpec:
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
     infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
+    # GE's DEPEND_COMPUTE ("third-class") ops: the output shape is known only once the kernel ran (NMS's count of
+    # selected boxes); infer gives -1 dims, the host executor takes the shape of what the kernel returned
+    shape_from_compute: ClassVar[bool] = False
     tiling_placements: ClassVar[frozenset[str]] = frozenset({HOST})
     tiling_keys: ClassVar[tuple[int, ...]] = (0,)  # entries of the kernel binary; >1 → ALL_KERNEL task
     tiling_struct: ClassVar[TilingStruct | None] = None

@@ -13,6 +13,7 @@ from ..ir.graph import Node, TensorDesc
 from .base import AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, cores_for, prod, split_rows
 from .conv_pool import out_dim
 from .registry import register
+from .window_ops import conv_transpose_nd
 
 ND_TILING = TilingStruct(("rows", "Q"), ("rows_per_block", "Q"))
 
@@ -143,29 +144,10 @@ class Conv2DTransposeD(OpSpec):
         x, w = inputs[0], inputs[1]
         bias = inputs[2] if len(inputs) > 2 else None
         g, s, d, pads, op, out = self._geom(x.shape, w.shape, args.attrs)
-        acc = np.float64 if x.dtype == np.float64 else np.float32
-        n, cin, h, wd = x.shape
-        og, cin_g = w.shape[1], cin // g
-        kh, kw = w.shape[2], w.shape[3]
-        full_h = (h - 1) * s[0] + d[0] * (kh - 1) + 1 + op[0]
-        full_w = (wd - 1) * s[1] + d[1] * (kw - 1) + 1 + op[1]
-        full = np.zeros((n, og * g, full_h + pads[0][0], full_w + pads[1][0]), acc)
-        covered = min(og * g, args.block_dim * args.tiling["rows_per_block"])
-        xa, wa = x.astype(acc), w.astype(acc)
-        for gi in range(ceil_div(covered, og)):
-            c0, c1 = gi * og, min(covered, (gi + 1) * og)
-            xg = xa[:, gi * cin_g:(gi + 1) * cin_g]
-            wg = wa[gi * cin_g:(gi + 1) * cin_g, :c1 - c0]
-            for i in range(kh):
-                for j in range(kw):
-                    contrib = np.einsum("nchw,co->nohw", xg, wg[:, :, i, j])
-                    full[:, c0:c1, i * d[0]: i * d[0] + s[0] * (h - 1) + 1: s[0],
-                         j * d[1]: j * d[1] + s[1] * (wd - 1) + 1: s[1]] += contrib
-        res = full[:, :, pads[0][0]:pads[0][0] + out[0], pads[1][0]:pads[1][0] + out[1]]
-        if res.shape[2:] != tuple(out):  # output_padding past the computed area stays zero
-            res = np.pad(res, [(0, 0), (0, 0), (0, out[0] - res.shape[2]), (0, out[1] - res.shape[3])])
-        if bias is not None:
-            res = res + bias.astype(acc).reshape(1, -1, 1, 1)
+        # the N-D kernel; negative pads (an output_shape past the full result) put zeros at the edges
+        res = conv_transpose_nd(x, w, bias, s, d, [pads[0][0], pads[1][0]], out, g)
+        covered = min(res.shape[1], args.block_dim * args.tiling["rows_per_block"])
+        res[:, covered:] = 0   # output channels past the blocks' range stay zero
         return [res.astype(args.outputs[0].dtype)]
 
     def work(self, ctx: TilingContext) -> Work:

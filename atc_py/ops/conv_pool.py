@@ -26,6 +26,20 @@ POOL_TILING = TilingStruct(("planes", "Q"), ("planes_per_block", "Q"), ("h", "I"
                            ("pt", "H"), ("pb", "H"), ("pl", "H"), ("pr", "H"), ("dh", "H"), ("dw", "H"))
 
 
+INT_CUBE = ("int8", "uint8", "int32")   # quantized cube ops: int8/uint8 data, int32 bias and result
+
+
+def int_operands(x: np.ndarray, w: np.ndarray, offset_x, offset_w, w_axis: int):
+    """x - offset_x and w - offset_w (broadcast along w_axis) in float64, where int8 products sum exactly."""
+    xs = x.astype(np.float64) - float(offset_x)
+    ow = np.asarray(offset_w if offset_w is not None else 0, np.float64)
+    if ow.size > 1:
+        shape = [1] * w.ndim
+        shape[w_axis] = -1
+        ow = ow.reshape(shape)
+    return xs, w.astype(np.float64) - ow
+
+
 def out_dim(size: int, k: int, s: int, d: int, p0: int, p1: int, ceil_mode: bool = False) -> int:
     eff = d * (k - 1) + 1
     span = size + p0 + p1 - eff
@@ -124,13 +138,16 @@ def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo
 
 @register
 class Conv2D(OpSpec):
+    """fp32/fp16, and int8/uint8 as CANN's quantized Conv2D: int32 bias and result, the data offset
+    `offset_x` and the filter offset input `offset_w` (scalar or per output channel) subtracted first."""
     op_type = "Conv2D"
     # residual: conv_add_fusion put the residual Add after this conv into its epilogue (fused_add)
-    inputs = ("x", "filter", "bias?", "residual?")
+    inputs = ("x", "filter", "bias?", "residual?", "offset_w?")
     # fused_relu: relu_fusion put a following Relu into this kernel's epilogue (on the fp32 result)
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
-             "data_format": "NCHW", "fused_relu": False, "fused_add": False}
+             "data_format": "NCHW", "fused_relu": False, "fused_add": False, "offset_x": 0}
     core_type = AIC
+    dtypes = ("float32", "float16") + INT_CUBE
     tiling_struct = CONV_TILING
 
     def _geom(self, x, w, attrs):
@@ -153,10 +170,13 @@ class Conv2D(OpSpec):
         x, w = node.input_desc(0), node.input_desc(1)
         g = self._geom(x.shape, w.shape, node.attrs)
         shape = (g["n"], g["cout"], g["ho"], g["wo"])
+        if (x.dtype in INT_CUBE) != (w.dtype in INT_CUBE):
+            raise OpError(f"x ({x.dtype}) and filter ({w.dtype}) must both be float or both be integer")
+        out = "int32" if x.dtype in INT_CUBE else x.dtype
         res = node.inputs[3] if len(node.inputs) > 3 else None
-        if res is not None and (tuple(res.desc.shape) != shape or res.desc.dtype != x.dtype):
-            raise OpError(f"residual {res.desc.dtype}{list(res.desc.shape)} is not the output's {x.dtype}{list(shape)}")
-        return [TensorDesc(shape, x.dtype, "NCHW", "NCHW")]
+        if res is not None and (tuple(res.desc.shape) != shape or res.desc.dtype != out):
+            raise OpError(f"residual {res.desc.dtype}{list(res.desc.shape)} is not the output's {out}{list(shape)}")
+        return [TensorDesc(shape, out, "NCHW", "NCHW")]
 
     def _grid(self, ctx: TilingContext) -> tuple[dict, dict]:
         g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
@@ -177,6 +197,9 @@ class Conv2D(OpSpec):
         t = args.tiling
         x, w, bias = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
         acc = np.float32 if x.dtype != np.float64 else np.float64
+        if x.dtype.kind in "iu":   # quantized: exact integer sums
+            acc = np.float64
+            x, w = int_operands(x, w, self.attr(args.attrs, "offset_x"), inputs[4] if len(inputs) > 4 else None, 0)
         n, groups, p = t["n"], t["groups"], t["ho"] * t["wo"]
         cin_g, og = t["cin"] // groups, t["cout"] // groups
         geom = (t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
@@ -301,11 +324,13 @@ class PoolBase(OpSpec):
 @register
 class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
+    dtypes = ("float32", "float16", "int8", "uint8")
 
     def reduce(self, t, planes, attrs):
-        # fp16 planes are widened once (exactly) and the max taken in fp32: the result is one of the inputs, so
-        # narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at every tap
-        work = np.float32 if planes.dtype == np.float16 else planes.dtype
+        # fp16 (and int8/uint8) planes are widened once (exactly) and the max taken in fp32: the result is one
+        # of the inputs, so narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at
+        # every tap
+        work = np.float32 if planes.dtype in (np.float16, np.int8, np.uint8) else planes.dtype
         return self.window_reduce(t, self.padded(t, planes, -np.inf, work), np.maximum, work)
 
 

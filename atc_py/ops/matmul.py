@@ -17,6 +17,7 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
                    prod)
+from .conv_pool import INT_CUBE, int_operands
 from .registry import register
 
 MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("m_per_block", "Q"),
@@ -94,8 +95,11 @@ def covered_tiles(t: dict, block_dim: int) -> list[tuple[int, int]]:
 
 
 class MatMulBase(OpSpec):
-    inputs = ("x1", "x2", "bias?")
+    """fp32/fp16, and int8/uint8 as CANN's quantized matmul: the data offset `offset_x` and the weight offset
+    input `offset_w` (scalar or per column) subtracted first, int32 bias and result."""
+    inputs = ("x1", "x2", "bias?", "offset_w?")
     core_type = AIC
+    dtypes = ("float32", "float16") + INT_CUBE
     tiling_keys = (0, 1, 2, 3)
     tiling_struct = MATMUL_TILING
     trans_attrs = ("transpose_x1", "transpose_x2")
@@ -120,7 +124,10 @@ class MatMulBase(OpSpec):
     def infer(self, node: Node) -> list[TensorDesc]:
         a, b = node.input_desc(0), node.input_desc(1)
         batch, m, _, n = self._mkn(a.shape, b.shape, node.attrs)
-        return [TensorDesc(batch + (m, n), a.dtype, a.format, a.origin_format)]
+        if (a.dtype in INT_CUBE) != (b.dtype in INT_CUBE):
+            raise OpError(f"x1 ({a.dtype}) and x2 ({b.dtype}) must both be float or both be integer")
+        out = "int32" if a.dtype in INT_CUBE else a.dtype
+        return [TensorDesc(batch + (m, n), out, a.format, a.origin_format)]
 
     def _grid(self, ctx: TilingContext) -> tuple[Grid, tuple, int, int, int, int]:
         a, b = ctx.inputs[0], ctx.inputs[1]
@@ -149,6 +156,9 @@ class MatMulBase(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
         a, b = inputs[0], inputs[1]
+        if a.dtype.kind in "iu":   # quantized: offset_w runs along the columns of op(x2) (its rows when transposed)
+            a, b = int_operands(a, b, self.attr(args.attrs, "offset_x"), inputs[3] if len(inputs) > 3 else None,
+                                -2 if t["trans_b"] else -1)
         if t["trans_a"]:
             a = np.swapaxes(a, -1, -2)
         if t["trans_b"]:
@@ -156,7 +166,7 @@ class MatMulBase(OpSpec):
         out_shape = args.outputs[0].shape
         batch_shape = out_shape[:-2]
         m, k, n = t["m"], t["k"], t["n"]
-        acc = np.float64 if a.dtype == np.float64 else np.float32  # cube accumulates in fp32
+        acc = np.float64 if a.dtype == np.float64 else np.float32  # cube accumulates in fp32 (int8: int32, exact)
         A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
         B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
         rows = t["batch"] * m
@@ -227,7 +237,7 @@ class MatMulBase(OpSpec):
 @register
 class MatMulV2(MatMulBase):
     op_type = "MatMulV2"
-    attrs = {"transpose_x1": False, "transpose_x2": False}
+    attrs = {"transpose_x1": False, "transpose_x2": False, "offset_x": 0}
 
     def infer(self, node: Node) -> list[TensorDesc]:
         a, b = node.input_desc(0), node.input_desc(1)
@@ -239,5 +249,5 @@ class MatMulV2(MatMulBase):
 @register
 class BatchMatMulV2(MatMulBase):
     op_type = "BatchMatMulV2"
-    attrs = {"adj_x1": False, "adj_x2": False}
+    attrs = {"adj_x1": False, "adj_x2": False, "offset_x": 0}
     trans_attrs = ("adj_x1", "adj_x2")

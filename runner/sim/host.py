@@ -18,6 +18,7 @@ from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
 from ..device.memory import DeviceMemory, load_weights
+from ..limits import DEFAULT_DEVICE_MEMORY
 from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .hazards import Hazard
@@ -324,8 +325,15 @@ class Simulation:
             v.data = values[s] if known_value else None
             node.inputs.append(v)
         out_descs = spec.infer(node)                                                  # InferShape
-        if any(not d.known for d in out_descs):
+        if spec.shape_from_compute and not self.compute:
+            raise OpError("its output shape comes from its kernel's result (run with compute)")
+        if any(not d.known for d in out_descs) and not spec.shape_from_compute:
             raise OpError(f"output shape {[list(d.shape) for d in out_descs]} is still unknown at run time")
+        memory = self.soc.memory_size or DEFAULT_DEVICE_MEMORY
+        for d in out_descs:   # a run-time value decided this shape: it must fit the device before it is allocated
+            if d.known and d.nbytes > memory:
+                raise OpError(f"output shape {list(d.shape)} ({d.dtype}) needs {d.nbytes} bytes, more than the "
+                              f"device's {memory}")
         depend_idx = [i for i in spec.tiling_depend if i < len(op.input) and op.input[i]]
         ready = self.fetch_to_host(op, depend_idx, "tiling input", ready)            # value-dependent tiling
         ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], out_descs,
@@ -357,6 +365,9 @@ class Simulation:
                          tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
         self.stats.records.append(rec)
         outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
+        if spec.shape_from_compute:   # the host reads the real output shapes back before the next InferShape
+            self.stage_free[0] = self.sync(f"{op.name} output shape", c_end, 8 * sum(len(o.shape) for o in outs))
+            out_descs = [TensorDesc(tuple(o.shape), d.dtype, d.format, d.origin_format) for d, o in zip(out_descs, outs)]
         for i, (d, arr) in enumerate(zip(out_descs, outs)):
             values[f"{op.name}:{i}"] = arr
             descs[f"{op.name}:{i}"] = d

@@ -68,9 +68,9 @@ def to_2d(ctx: NodeCtx, x):
     return ctx.emit("Reshape", [x, ctx.make_const("as2d", np.array([n, c, 1, length], np.int64))], suffix="as2d")[0]
 
 
-def from_2d(ctx: NodeCtx, y):
+def from_2d(ctx: NodeCtx, y, suffix: str = ""):
     n, c, _, length = y.desc.shape
-    return ctx.emit("Reshape", [y, ctx.make_const("as1d", np.array([n, c, length], np.int64))])
+    return ctx.emit("Reshape", [y, ctx.make_const("as1d", np.array([n, c, length], np.int64))], suffix=suffix)
 
 
 def as_2d_attrs(ctx: NodeCtx) -> None:
@@ -130,47 +130,90 @@ class Conv(OnnxOp):
 
 @onnx_op("ConvTranspose")
 class ConvTranspose(OnnxOp):
+    """Conv2DTransposeD (1-D as 2-D with H = 1) or Conv3DTransposeD; output_shape and SAME auto_pad become pads
+    (the begin pad takes the larger half unless SAME_UPPER, as onnxruntime and ONNX's reference do; negative
+    when the requested output is larger than the full result)."""
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
         x, w, b = ctx.input(0), ctx.input(1), ctx.input(2)
-        if len(x.desc.shape) != 4:
-            raise AdapterError(f"only 2-D ConvTranspose is supported, input is {list(x.desc.shape)}")
+        rank = len(x.desc.shape)
+        if rank not in (3, 4, 5):
+            raise AdapterError(f"ConvTranspose takes 3-D, 4-D or 5-D input, got {list(x.desc.shape)}")
+        n = rank - 2
         k = [int(v) for v in (ctx.attr("kernel_shape") or w.desc.shape[2:])]
-        check_window(ctx, 2, k)
-        s = [int(v) for v in ctx.attr("strides", [1, 1])]
-        d = [int(v) for v in ctx.attr("dilations", [1, 1])]
-        op = [int(v) for v in ctx.attr("output_padding", [0, 0])]
+        check_window(ctx, n, k)
+        s = [int(v) for v in ctx.attr("strides", [1] * n)]
+        d = [int(v) for v in ctx.attr("dilations", [1] * n)]
+        op = [int(v) for v in ctx.attr("output_padding", [0] * n)]
         out_shape = ctx.attr("output_shape")
         auto = ctx.attr("auto_pad", "NOTSET")
         if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
             ins = x.desc.shape[2:]
-            target = [int(v) for v in out_shape][-2:] if out_shape is not None else [i * st for i, st in zip(ins, s)]
-            pads = []
-            for i in range(2):
+            target = [int(v) for v in out_shape][-n:] if out_shape is not None else [i * st for i, st in zip(ins, s)]
+            lo, hi = [], []
+            for i in range(n):
                 total = s[i] * (ins[i] - 1) + op[i] + (k[i] - 1) * d[i] + 1 - target[i]
-                lo = total // 2 if auto != "SAME_LOWER" else total - total // 2
-                pads += [lo, total - lo]
-            ge_pads = pads
+                first = total // 2 if auto == "SAME_UPPER" else total - total // 2
+                lo.append(first)
+                hi.append(total - first)
         else:
-            p = [int(v) for v in ctx.attr("pads", [0, 0, 0, 0])]
-            ge_pads = [p[0], p[2], p[1], p[3]]
-        return ctx.emit("Conv2DTransposeD", [x, w, b], {"strides": [1, 1] + s, "pads": ge_pads,
-                                                         "dilations": [1, 1] + d, "groups": int(ctx.attr("group", 1)),
-                                                         "output_padding": [0, 0] + op, "data_format": "NCHW"})
+            p = [int(v) for v in ctx.attr("pads", [0] * 2 * n)]
+            lo, hi = p[:n], p[n:]
+        ge_pads = [v for pair in zip(lo, hi) for v in pair]
+        attrs = {"strides": [1, 1] + s, "pads": ge_pads, "dilations": [1, 1] + d, "groups": int(ctx.attr("group", 1)),
+                 "output_padding": [0, 0] + op}
+        if n == 3:
+            return ctx.emit("Conv3DTransposeD", [x, w, b], {**attrs, "data_format": "NCDHW"})
+        if n == 2:
+            return ctx.emit("Conv2DTransposeD", [x, w, b], {**attrs, "data_format": "NCHW"})
+        two = {"strides": [1, 1, 1] + s, "pads": [0, 0] + ge_pads, "dilations": [1, 1, 1] + d,
+               "groups": attrs["groups"], "output_padding": [0, 0, 0] + op, "data_format": "NCHW"}
+        cin, cout_g, kk = w.desc.shape
+        w2 = ctx.emit("Reshape", [w, ctx.make_const("w2d", np.array([cin, cout_g, 1, kk], np.int64))], suffix="w2d")[0]
+        y = ctx.emit("Conv2DTransposeD", [to_2d(ctx, x), w2, b], two, suffix="deconv2d")[0]
+        return from_2d(ctx, y)
 
 
-def _pool(ctx: NodeCtx, ge_type: str, extra: dict):
-    x = ctx.input(0)
+def onnx_pads(ctx: NodeCtx, x_shape, kernel) -> list[int]:
+    """ONNX pads [begins..., ends...] of an N-D window op with auto_pad resolved."""
+    n = len(kernel)
+    check_window(ctx, n, kernel, ctx.node.op_type in POOLS)
+    auto = ctx.attr("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        strides = [int(v) for v in ctx.attr("strides", [1] * n)]
+        dil = [int(v) for v in ctx.attr("dilations", [1] * n)]
+        lo, hi = [], []
+        for i in range(n):
+            size = x_shape[2 + i]
+            total = max(0, (-(-size // strides[i]) - 1) * strides[i] + dil[i] * (kernel[i] - 1) + 1 - size)
+            small, big = total // 2, total - total // 2
+            lo.append(small if auto == "SAME_UPPER" else big)
+            hi.append(big if auto == "SAME_UPPER" else small)
+        return lo + hi
+    if auto == "VALID":
+        return [0] * 2 * n
+    return [int(v) for v in ctx.attr("pads", [0] * 2 * n)]
+
+
+def _pool(ctx: NodeCtx, ge_type: str, extra: dict, x=None, suffix: str = ""):
+    """The pooling node(s) of ctx's window attributes over x (default: input 0); `suffix` names them when the
+    adapter emits more after them."""
+    x = x if x is not None else ctx.input(0)
     if ctx.attr("kernel_shape") is None:
         raise AdapterError("kernel_shape is required")
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise AdapterError("the Indices output of MaxPool is not supported")
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:   # MaxPool's Indices: any rank
+        kernel = [int(k) for k in ctx.attr("kernel_shape")]
+        attrs = {"ksize": kernel, "pads": onnx_pads(ctx, x.desc.shape, kernel),
+                 "strides": [int(v) for v in ctx.attr("strides", [1] * len(kernel))],
+                 "dilations": [int(v) for v in ctx.attr("dilations", [1] * len(kernel))],
+                 "ceil_mode": bool(ctx.attr("ceil_mode", 0)), "storage_order": int(ctx.attr("storage_order", 0))}
+        return ctx.emit("MaxPoolWithArgmaxV2", [x], attrs, n_out=2)
     rank = len(x.desc.shape)
     if rank == 3:
         check_window(ctx, 1, ctx.attr("kernel_shape"), True)
         as_2d_attrs(ctx)
         y = _pool2d(ctx, to_2d(ctx, x), ge_type, extra, suffix="pool2d")
-        return from_2d(ctx, y)
+        return from_2d(ctx, y, suffix)
     if rank == 5:
         kernel = [int(k) for k in ctx.attr("kernel_shape")]
         strides, dil, pads = _spatial3(ctx, x.desc.shape, kernel)
@@ -179,10 +222,10 @@ def _pool(ctx: NodeCtx, ge_type: str, extra: dict):
                  "ceil_mode": bool(ctx.attr("ceil_mode", 0)), "data_format": "NCDHW"}
         if ge3 == "AvgPool3D":
             attrs["count_include_pad"] = not extra["exclusive"]
-        return ctx.emit(ge3, [x], attrs)
+        return ctx.emit(ge3, [x], attrs, suffix=suffix)
     if rank != 4:
         raise AdapterError(f"pooling input must be 3-D, 4-D or 5-D, got {list(x.desc.shape)}")
-    return [_pool2d(ctx, x, ge_type, extra)]
+    return [_pool2d(ctx, x, ge_type, extra, suffix=suffix)]
 
 
 def _pool2d(ctx: NodeCtx, x, ge_type: str, extra: dict, suffix: str = ""):
@@ -195,10 +238,9 @@ def _pool2d(ctx: NodeCtx, x, ge_type: str, extra: dict, suffix: str = ""):
 
 @onnx_op("MaxPool")
 class MaxPool(OnnxOp):
+    """MaxPoolV3 / MaxPool3D; with the Indices output MaxPoolWithArgmaxV2 (storage_order orders the indices)."""
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
-        if int(ctx.attr("storage_order", 0)) != 0:
-            raise AdapterError("storage_order=1 is not supported")
         return _pool(ctx, "MaxPoolV3", {})
 
 
@@ -206,9 +248,49 @@ class MaxPool(OnnxOp):
 class AveragePool(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
-        if any(int(d) != 1 for d in ctx.attr("dilations") or []):
-            raise AdapterError("dilated AveragePool is not supported")
         return _pool(ctx, "AvgPoolV2", {"exclusive": not bool(ctx.attr("count_include_pad", 0))})
+
+
+@onnx_op("LpPool")
+class LpPool(OnnxOp):
+    """(sum over the window of |x|^p)^(1/p), as CANN's parser expands it: Abs, Pow, an AveragePool counting the
+    padding, Mul by the window size, Pow 1/p."""
+    @classmethod
+    def _impl_v2(cls, ctx: NodeCtx):
+        x = ctx.input(0)
+        p = float(ctx.attr("p", 2))
+        dt = x.desc.dtype
+        powered = _lp_power(ctx, x, p)
+        avg = _pool(ctx, "AvgPoolV2", {"exclusive": False}, x=powered, suffix="avg")[0]
+        cells = float(np.prod([int(k) for k in ctx.attr("kernel_shape")]))
+        total = ctx.emit("Mul", [avg, ctx.make_const("cells", np.array(cells, dt))], suffix="window_sum")[0]
+        return ctx.emit("Pow", [total, ctx.make_const("inv_p", np.array(1.0 / p, dt))])
+
+
+def _lp_power(ctx: NodeCtx, x, p: float):
+    a = ctx.emit("Abs", [x], suffix="abs")[0]
+    return ctx.emit("Pow", [a, ctx.make_const("p", np.array(p, x.desc.dtype))], suffix="pow")[0]
+
+
+@onnx_op("GlobalMaxPool")
+class GlobalMaxPool(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        x = ctx.input(0)
+        axes = list(range(2, len(x.desc.shape)))
+        return ctx.emit("ReduceMaxD", [x], {"axes": axes, "keep_dims": True})
+
+
+@onnx_op("GlobalLpPool")
+class GlobalLpPool(OnnxOp):
+    """(sum over the spatial dims of |x|^p)^(1/p): Abs, Pow, ReduceSum, Pow 1/p."""
+    @classmethod
+    def _impl_v2(cls, ctx: NodeCtx):
+        x = ctx.input(0)
+        p = float(ctx.attr("p", 2))
+        total = ctx.emit("ReduceSumD", [_lp_power(ctx, x, p)], {"axes": list(range(2, len(x.desc.shape))),
+                                                                "keep_dims": True}, suffix="sum")[0]
+        return ctx.emit("Pow", [total, ctx.make_const("inv_p", np.array(1.0 / p, x.desc.dtype))])
 
 
 @onnx_op("InstanceNormalization")
@@ -311,41 +393,58 @@ class Upsample(OnnxOp):
 
     @classmethod
     def _impl_v9(cls, ctx: NodeCtx):
-        if ctx.const(1) is None:
-            raise AdapterError("Upsample scales must be a constant")
+        if not ctx.known(1):   # scales from the graph: the tensor form, in the dynamic partition
+            return ctx.emit("Resize", [ctx.input(0), None, ctx.input(1), None], cls._attrs(ctx))
         return cls._emit(ctx, _floats(ctx.const(1)))
 
     @staticmethod
-    def _emit(ctx: NodeCtx, scales):
+    def _attrs(ctx: NodeCtx) -> dict:
         mode = ctx.attr("mode", "nearest")
-        return ctx.emit("Resize", [ctx.input(0)], {"scales": scales, "mode": "linear" if mode in ("linear", "bilinear") else mode,
-                                                   "coordinate_transformation_mode": "asymmetric",
-                                                   "nearest_mode": "floor"})
+        return {"mode": "linear" if mode in ("linear", "bilinear") else mode,
+                "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+
+    @classmethod
+    def _emit(cls, ctx: NodeCtx, scales):
+        return ctx.emit("ResizeD", [ctx.input(0)], {"scales": scales, **cls._attrs(ctx)})
+
+
+RESIZE_ATTRS = {"mode": "nearest", "coordinate_transformation_mode": "half_pixel", "nearest_mode": "round_prefer_floor",
+                "cubic_coeff_a": -0.75, "exclude_outside": 0, "extrapolation_value": 0.0, "antialias": 0,
+                "keep_aspect_ratio_policy": "stretch"}
 
 
 @onnx_op("Resize")
 class Resize(OnnxOp):
+    """Known roi / scales / sizes become ResizeD attributes; any of them computed from input data keeps the
+    tensor form `Resize`, whose output shape the host executor infers with the values."""
+
     @classmethod
     def _impl_v10(cls, ctx: NodeCtx):
-        if ctx.const(1) is None:
-            raise AdapterError("Resize scales must be a constant")
-        return ctx.emit("Resize", [ctx.input(0)], {"scales": _floats(ctx.const(1)), "mode": ctx.attr("mode", "nearest"),
-                                                   "coordinate_transformation_mode": "asymmetric",
-                                                   "nearest_mode": "floor"})
+        attrs = {"mode": ctx.attr("mode", "nearest"), "coordinate_transformation_mode": "asymmetric",
+                 "nearest_mode": "floor"}
+        if not ctx.known(1):
+            return ctx.emit("Resize", [ctx.input(0), None, ctx.input(1), None], attrs)
+        return ctx.emit("ResizeD", [ctx.input(0)], {**attrs, "scales": _floats(ctx.const(1))})
 
     @classmethod
     def _impl_v11(cls, ctx: NodeCtx):
+        attrs = {k: ctx.attr(k, d) for k, d in RESIZE_ATTRS.items()}
+        if ctx.attr("axes") is not None:
+            attrs["axes"] = [int(a) for a in ctx.attr("axes")]
+        # roi only matters to tf_crop_and_resize
+        roi = ctx.input(1) if attrs["coordinate_transformation_mode"] == "tf_crop_and_resize" else None
         scales, sizes = ctx.input(2), ctx.input(3)
-        for v, what in ((scales, "scales"), (sizes, "sizes")):
-            if v is not None and not v.is_const:
-                raise AdapterError(f"Resize {what} must be a constant")
-        if ctx.attr("antialias", 0) or ctx.attr("axes") is not None or ctx.attr("exclude_outside", 0):
-            raise AdapterError("Resize antialias / axes / exclude_outside are not supported")
-        attrs = {"mode": ctx.attr("mode", "nearest"),
-                 "coordinate_transformation_mode": ctx.attr("coordinate_transformation_mode", "half_pixel"),
-                 "nearest_mode": ctx.attr("nearest_mode", "round_prefer_floor"),
-                 "scales": _floats(scales.data) if scales is not None else None,
-                 "sizes": [int(s) for s in sizes.data.reshape(-1)] if sizes is not None and sizes.data.size else None}
-        if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-            raise AdapterError("keep_aspect_ratio_policy other than 'stretch' is not supported")
-        return ctx.emit("Resize", [ctx.input(0)], attrs)
+        if scales is not None and scales.is_const and scales.data.size == 0:
+            scales = None
+        if sizes is not None and sizes.is_const and sizes.data.size == 0:
+            sizes = None
+        params = [roi, scales, sizes]
+        if any(v is not None and not v.is_const for v in params):
+            return ctx.emit("Resize", [ctx.input(0)] + params, attrs)
+        if roi is not None:
+            attrs["roi"] = _floats(roi.data)
+        if scales is not None:
+            attrs["scales"] = _floats(scales.data)
+        if sizes is not None:
+            attrs["sizes"] = [int(s) for s in sizes.data.reshape(-1)]
+        return ctx.emit("ResizeD", [ctx.input(0)], attrs)
