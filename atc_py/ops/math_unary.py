@@ -10,7 +10,7 @@ import numpy as np
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .base import OpError
-from .elementwise import UnaryOp, for_blocks, run_blocks
+from .elementwise import MOVE_TYPES, UnaryOp, for_blocks, run_blocks
 from .registry import register
 
 FLOATS = ("float32", "float16", "float64")
@@ -131,7 +131,7 @@ class ClipByValue(AttrUnaryOp):
 class Cast(UnaryOp):
     op_type = "Cast"
     attrs = {"dst_type": "float32"}   # numpy dtype name (stored as the GE DataType number in the .om)
-    dtypes = NUMERIC + ("bool", "uint8")
+    dtypes = MOVE_TYPES
 
     def infer(self, node: Node) -> list[TensorDesc]:
         d = node.input_desc(0)

@@ -35,3 +35,5 @@ def _load_builtin() -> None:
     from . import (activation, aipp, attention_moe, binary_more, conv_nd, conv_pool, elementwise,  # noqa: F401
                    fused_elementwise, graph_ops, index_ops, math_unary, matmul, norm, reduce, resize, scan_mask,
                    shape_layout, strings, value_params)
+    from . import (activation_more, attention, bitwise, gather_scatter, math_more, norm_more,  # noqa: F401
+                   recurrent_state, trig, value_dependent)

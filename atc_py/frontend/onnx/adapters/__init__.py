@@ -1,3 +1,4 @@
 """ONNX op adapters, one module per family; importing registers them."""
 from . import math, elementwise, nn, tensor, index, reduce, sequence, training  # noqa: F401
 from . import ascend, misc, scan  # noqa: F401,E402
+from . import gather_scatter, math_more, transformer  # noqa: F401,E402
