@@ -29,7 +29,7 @@ class CeluV2(AttrUnaryOp):
     @staticmethod
     def fa(x, a):
         alpha = np.asarray(a["alpha"], x.dtype)
-        return np.maximum(x, 0) + np.minimum(0, alpha * (np.exp(np.minimum(x, 0) / alpha) - 1))
+        return np.maximum(x, 0) + np.minimum(0, alpha * np.expm1(np.minimum(x, 0) / alpha))
 
 
 @register

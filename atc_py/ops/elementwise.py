@@ -78,10 +78,12 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
     return out.reshape(args.outputs[0].shape)
 
 
-FLOAT_TYPES = ("float32", "float16", "float64")
+FLOAT_TYPES = ("float32", "float16", "float64", "bfloat16")
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")   # every ONNX integer width
 NUM_TYPES = FLOAT_TYPES + INT_TYPES
-MOVE_TYPES = NUM_TYPES + ("bool",)   # what data movement (views, transposes, concats, gathers) carries
+LOW_PRECISION_TYPES = ("bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn", "int4", "int2",
+                       "uint2")   # Ascend's LLM storage types (Cast converts to and from them; moves carry them)
+MOVE_TYPES = NUM_TYPES + ("bool",) + LOW_PRECISION_TYPES   # what data movement (views, gathers...) carries
 
 
 class BinaryOp(OpSpec):

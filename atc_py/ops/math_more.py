@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
                    ceil_div, cores_for, covered, prod, split_rows)
@@ -221,7 +222,7 @@ class Einsum(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         eq = str(self.attr(args.attrs, "equation"))
         explicit, _, _ = parse_einsum(eq, [x.shape for x in inputs])
-        acc = np.float64 if inputs[0].dtype == np.float64 else (np.float32 if inputs[0].dtype.kind == "f"
+        acc = np.float64 if inputs[0].dtype == np.float64 else (np.float32 if is_float(inputs[0].dtype.name)
                                                                   else inputs[0].dtype)
         y = np.einsum(explicit, *[x.astype(acc, copy=False) for x in inputs], optimize=len(inputs) > 2)
         dt = args.outputs[0].dtype

@@ -96,6 +96,7 @@ def covered_tiles(t: dict, block_dim: int) -> list[tuple[int, int]]:
 class MatMulBase(OpSpec):
     inputs = ("x1", "x2", "bias?")
     core_type = AIC
+    dtypes = ("float32", "float16", "bfloat16")   # the cube takes bf16 too (Ascend 910B), accumulating in fp32
     tiling_keys = (0, 1, 2, 3)
     tiling_struct = MATMUL_TILING
     trans_attrs = ("transpose_x1", "transpose_x2")

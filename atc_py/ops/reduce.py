@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
 from .base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
@@ -133,7 +134,7 @@ def _extreme(x: np.ndarray, largest: bool):
     (ONNX: ReduceMax of nothing is -inf for floats, the type's minimum for integers, False for bool)."""
     if x.dtype == np.bool_:
         return not largest
-    if x.dtype.kind == "f":
+    if is_float(x.dtype.name):
         return -np.inf if largest else np.inf
     info = np.iinfo(x.dtype)
     return info.min if largest else info.max

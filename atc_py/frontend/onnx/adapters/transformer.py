@@ -181,3 +181,85 @@ class CausalConvWithState(OnnxOp):
     def _impl_v27(cls, ctx: NodeCtx):
         return ctx.emit("CausalConv1d", [ctx.input(i) for i in range(4)],
                         {"activation": str(ctx.attr("activation", "none"))}, n_out=2)
+
+
+def inline_subgraph(ctx: NodeCtx, graph, args: list, what: str):
+    """Convert a GRAPH attribute's nodes in place with `args` as its inputs (a FlexAttention modifier); returns
+    its one output. The subgraph's names are scoped: they are forgotten afterwards."""
+    from ..converter import DOMAIN_ALIASES
+    from ..adapter import ADAPTERS
+    conv = ctx.conv
+    if len(graph.input) != len(args) or len(graph.output) != 1:
+        raise AdapterError(f"{what} must take {len(args)} input(s) and produce one output")
+    defined = [i.name for i in graph.input] + [t.name for t in graph.initializer] + \
+        [o for n in graph.node for o in n.output if o]
+    saved = {name: conv.values[name] for name in defined if name in conv.values}
+    saved_inits = {t.name: conv.initializers.get(t.name) for t in graph.initializer}
+    try:
+        for i, v in zip(graph.input, args):
+            conv.values[i.name] = v
+        for t in graph.initializer:
+            conv.values.pop(t.name, None)
+            conv.initializers[t.name] = t
+        for k, n in enumerate(graph.node):
+            domain = DOMAIN_ALIASES.get(n.domain, n.domain)
+            cls, opset = ADAPTERS.get((domain, n.op_type)), conv.opsets.get(domain)
+            if cls is None or opset is None or not cls.supports(opset):
+                raise AdapterError(f"{what} uses {n.op_type} (domain {domain or 'ai.onnx'}), which is not supported")
+            sub = NodeCtx(conv, n, conv.graph.unique_name(f"{ctx.name}_{what}_{n.name or n.op_type + str(k)}"))
+            for o, v in zip(n.output, cls.impl_for(opset)(sub)):
+                if o:
+                    conv.values[o] = v
+        return conv.value(graph.output[0].name)
+    finally:
+        for name in defined:
+            conv.values.pop(name, None)
+        conv.values.update(saved)
+        for name, t in saved_inits.items():
+            if t is None:
+                conv.initializers.pop(name, None)
+            else:
+                conv.initializers[name] = t
+
+
+@onnx_op("FlexAttention", "ai.onnx.preview")
+class FlexAttention(OnnxOp):
+    """softmax(score_mod(Q K^T * scale)) -> prob_mod -> @ V, built from the cube and vector ops (CANN has no op
+    that takes user subgraphs): Q and K scaled by sqrt(scale) in their type, BatchMatMulV2, the scores cast to
+    the softmax precision (fp32 for fp16/bf16 inputs), the score_mod subgraph inlined, SoftmaxV2, the prob_mod
+    subgraph, BatchMatMulV2 with V, a cast back. GQA gathers each query head's KV head (h // group)."""
+
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
+        if any(len(x.desc.shape) != 4 for x in (q, k, v)):
+            raise AdapterError("FlexAttention takes rank-4 Q, K and V")
+        dt = q.desc.dtype
+        hq, hkv = q.desc.shape[1], k.desc.shape[1]
+        if hkv == 0 or hq % hkv or v.desc.shape[1] != hkv:
+            raise AdapterError(f"{hq} query heads do not group over {hkv} KV heads")
+        if hq != hkv:
+            heads = ctx.make_const("kv_head", np.arange(hq, dtype=np.int64) // (hq // hkv))
+            k = ctx.emit("GatherV2D", [k, heads], {"axis": 1}, suffix="k_groups")[0]
+            v = ctx.emit("GatherV2D", [v, heads], {"axis": 1}, suffix="v_groups")[0]
+        scale = ctx.attr("scale")
+        scale = 1.0 / math.sqrt(q.desc.shape[3]) if scale is None else float(scale)
+        root = ctx.make_const("sqrt_scale", np.array(np.sqrt(np.float32(scale)), dtype=dt))
+        qs = ctx.emit("Mul", [q, root], suffix="q_scaled")[0]
+        ks = ctx.emit("Mul", [k, root], suffix="k_scaled")[0]
+        scores = ctx.emit("BatchMatMulV2", [qs, ks, None], {"adj_x1": False, "adj_x2": True}, suffix="scores")[0]
+        prec = ctx.attr("softmax_precision")
+        soft = _float_name(int(prec), "softmax_precision") if prec is not None else \
+            ("float32" if dt in ("float16", "bfloat16") else dt)
+        if soft != dt:
+            scores = ctx.emit("Cast", [scores], {"dst_type": soft}, suffix="scores_cast")[0]
+        if ctx.attr("score_mod") is not None:
+            scores = inline_subgraph(ctx, ctx.attr("score_mod"), [scores], "score_mod")
+        probs = ctx.emit("SoftmaxV2", [scores], {"axes": [-1]}, suffix="softmax")[0]
+        if ctx.attr("prob_mod") is not None:
+            probs = inline_subgraph(ctx, ctx.attr("prob_mod"), [probs], "prob_mod")
+        if soft != dt:
+            v = ctx.emit("Cast", [v], {"dst_type": soft}, suffix="v_cast")[0]
+        y = ctx.emit("BatchMatMulV2", [probs, v, None], {"adj_x1": False, "adj_x2": False},
+                     suffix="y" if soft != dt else "")[0]
+        return ctx.emit("Cast", [y], {"dst_type": dt}) if soft != dt else [y]
