@@ -272,3 +272,58 @@ def test_an_unsupported_op_inside_a_flexattention_modifier_is_named():
     with pytest.raises(AtcError) as e:
         atc_py.build(m, ORIGIN)
     assert e.value.code == "E14001" and "score_mod uses ImageDecoder" in str(e.value)
+
+
+# -- hostile attribute values (what a crafted .om can carry past om-run's type checks) --------------------------
+def _i(*v):
+    return np.array(v, np.int64)
+
+
+HOSTILE_SAMPLES = {
+    "FusedInferAttentionScore": [_f(1, 2, 3, 4), _f(1, 1, 5, 4), _f(1, 1, 5, 4), _f(3, 5), np.zeros((3, 5), bool), _i(4)],
+    "RotaryPositionEmbedding": [_f(1, 2, 3, 4), _f(6, 2), _f(6, 2), _i(0, 1, 5).reshape(1, 3)],
+    "RmsNorm": [_f(3, 4), _f(4)], "GroupNorm": [_f(2, 4, 3), _f(4), _f(4)], "MVNV2": [_f(2, 3, 4, 5)],
+    "LpNorm": [_f(3, 4)], "LayerNormV3": [_f(3, 4), _f(4), _f(4)],
+    "RecurrentGatedDeltaRule": [_f(1, 2, 8), _f(1, 2, 8), _f(1, 2, 8), _f(1, 2, 4, 4), _f(1, 2, 2), _f(1, 2, 2)],
+    "CausalConv1d": [_f(1, 2, 5), _f(2, 1, 3), _f(2), _f(1, 2, 2)], "Einsum": [_f(2, 3), _f(3, 4)],
+    "MatrixDeterminant": [_f(2, 3, 3)], "Cumprod": [_f(3, 4), _i(1)], "HardMax": [_f(3, 4)], "CeluV2": [_f(5)],
+    "ThresholdedRelu": [_f(5)], "Swish": [_f(5)], "GeluV2": [_f(5)], "SwiGlu": [_f(5), _f(5)], "IsInf": [_f(5)],
+    "Bitcast": [_f(4)], "GatherElements": [_f(3, 4), _i(0, 1, 2, 1).reshape(2, 2)],
+    "GatherNd": [_f(3, 4), _i(0, 1).reshape(1, 2)], "ScatterElements": [_f(3, 4), _i(0, 1).reshape(1, 2), _f(1, 2)],
+    "Scatter": [_f(2, 4, 3), _f(2, 2, 3), _i(0, 1)], "NonZero": [_f(3, 4)], "UniqueWithCountsExt2": [_f(6)],
+    "Cast": [_f(4)],
+}
+
+
+def _hostile_values(default):
+    from atc_py.ops.base import REQUIRED
+    if default is REQUIRED or default is None:   # om-run's validation lets any type through for these
+        return ["bogus", [1, 2], -7, 10 ** 12, 2.5, []]
+    if isinstance(default, bool):
+        return [not default]
+    if isinstance(default, int):
+        return [-(2 ** 40), -1, 0, 3, 2 ** 40]
+    if isinstance(default, float):
+        return [float("nan"), float("inf"), -1.0, 0.0, 1e30]
+    if isinstance(default, str):
+        return ["", "bogus", "tanh", "float64", "circular", "up", "BSH"]
+    return [[], [10 ** 6], [-1, -1], [0, 1, 2, 3, 4, 5]]
+
+
+@pytest.mark.parametrize("op_type", sorted(HOSTILE_SAMPLES))
+def test_hostile_attribute_values_are_op_errors_or_results(op_type):
+    """Every attribute value of the declared type (any value where the default is None / REQUIRED) either works or
+    is an OpError (the user's E14001 / E30004): never a TypeError, KeyError, IndexError or crash."""
+    spec = get_op(op_type)
+    base = {k: v for k, v in {"num_heads": 2, "num_key_value_heads": 1, "q_num_heads": 2, "kv_num_heads": 2,
+                              "equation": "ij,jk->ik", "type": "int32"}.items() if k in spec.attrs}
+    tried = 0
+    with np.errstate(all="ignore"):
+        for name, default in spec.attrs.items():
+            for value in _hostile_values(default):
+                tried += 1
+                try:
+                    run(op_type, HOSTILE_SAMPLES[op_type], {**base, name: value})
+                except OpError:
+                    pass
+    assert tried >= len(spec.attrs)

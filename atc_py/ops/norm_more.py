@@ -60,7 +60,9 @@ class RmsNorm(OpSpec):
 
     def _axis(self, attrs, x, g) -> int:
         a = self.attr(attrs, "begin_norm_axis")
-        axis = len(x) - len(g) if a is None else norm_axis(int(a), len(x))
+        if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
+            raise OpError(f"begin_norm_axis must be an integer, got {a!r}")
+        axis = len(x) - len(g) if a is None else norm_axis(a, len(x))
         if axis < 0:
             raise OpError(f"gamma {list(g)} has more dims than x {list(x)}")
         try:

@@ -75,7 +75,9 @@ class UniqueWithCountsExt2(OpSpec):
 
     def _axis(self, attrs, rank) -> int | None:
         a = self.attr(attrs, "axis")
-        return None if a is None else norm_axis(int(a), rank)
+        if a is not None and (not isinstance(a, int) or isinstance(a, bool)):
+            raise OpError(f"axis must be an integer, got {a!r}")
+        return None if a is None else norm_axis(a, rank)
 
     def unique(self, x: np.ndarray, attrs):
         axis = self._axis(attrs, x.ndim)
