@@ -203,7 +203,8 @@ class FusedInferAttentionScore(OpSpec):
         per_head = ceil_div(sq, fm) * ceil_div(d, fk) * ceil_div(skv, fn) + ceil_div(sq, fm) * ceil_div(skv, fk) * \
             ceil_div(dv, fn)
         moved = sum(x.nbytes for x in ctx.inputs if x is not None) + sum(x.nbytes for x in ctx.outputs)
-        return Work(fractals=b * n * per_head, vector_ops=b * n * sq * skv * 6, bytes=moved, dtype=ctx.inputs[0].dtype)
+        return Work(fractals=b * n * per_head, vector_ops=b * n * sq * skv * 6, bytes=moved, dtype=ctx.inputs[0].dtype,
+                    flops=2 * b * n * sq * skv * (d + dv), vector_class="norm")
 
 
 ROPE_TILING = TilingStruct(("rows", "Q"), ("seq", "I"), ("heads", "I"), ("head_size", "I"), ("rotary_dim", "I"),

@@ -99,6 +99,7 @@ class RmsNorm(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * 4   # square, sum, scale, gamma
+        w.vector_class = "norm"
         return w
 
 
@@ -160,6 +161,7 @@ class GroupNorm(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * 7   # mean, sub, square, mean, rsqrt-mul, scale, shift
+        w.vector_class = "norm"
         return w
 
 
@@ -206,6 +208,7 @@ class MVNV2(AxesReduceNorm):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops *= 6
+        w.vector_class = "norm"
         return w
 
 
@@ -243,4 +246,5 @@ class LpNorm(AxesReduceNorm):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops = ctx.inputs[0].numel * 3
+        w.vector_class = "reduce"
         return w
