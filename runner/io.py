@@ -125,17 +125,18 @@ def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = No
     return out
 
 
-def as_model_types(model: DeviceModel, arrays: list[np.ndarray]) -> list[np.ndarray]:
+def as_input_type(arr: np.ndarray, io) -> np.ndarray:
     """.npy files hold ml_dtypes arrays (bfloat16, float8, int4...) as raw records ('<V2'): such an array for an
     input of that width is read as the input's type."""
-    out = []
-    for io, arr in zip(model.inputs, arrays):
-        want = dtype_by_name(io.desc.dtype).np
-        if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == want.itemsize \
-                and arr.dtype != want:
-            arr = arr.view(want)
-        out.append(arr)
-    return out + list(arrays[len(out):])
+    want = dtype_by_name(io.desc.dtype).np
+    if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == want.itemsize and arr.dtype != want:
+        return arr.view(want)
+    return arr
+
+
+def as_model_types(model: DeviceModel, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """as_input_type for each input."""
+    return [as_input_type(a, io) for io, a in zip(model.inputs, arrays)] + list(arrays[len(model.inputs):])
 
 
 def load_inputs(model: DeviceModel, spec: str | None, seed: int) -> list[np.ndarray]:

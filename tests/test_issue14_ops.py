@@ -116,10 +116,15 @@ def llama_block(b=2, s=6, hidden=32, heads=4, kv_heads=2):
     return m, feeds
 
 
-def test_a_llama_block_compiles_to_cann_ops_and_matches_onnxruntime(tmp_path):
+def test_a_llama_block_compiles_to_cann_ops_and_matches_onnxruntime(tmp_path, om_run):
     m, feeds = llama_block()
     want = ort_run(m, feeds)[0]
     res, om = compile_om(tmp_path, m)
+    np.savez(tmp_path / "in.npz", **feeds)
+    np.savez(tmp_path / "exp.npz", y=want)
+    code, out, err = om_run("--model", str(tmp_path / "m.om"), "--input", str(tmp_path / "in.npz"), "--expected",
+                            str(tmp_path / "exp.npz"), "--rtol", "1e-4", "--atol", "1e-5")
+    assert code == 0 and "PASS" in out, out + err
     kinds = [n.op_type for n in res.graph.nodes]
     for op in ("RmsNorm", "RotaryPositionEmbedding", "FusedInferAttentionScore"):
         assert kinds.count(op) == (2 if op == "RotaryPositionEmbedding" else 1), op
@@ -217,6 +222,19 @@ def test_cast_to_float8_saturates_unless_told_not_to():
 def test_cast_to_e8m0_rounds_the_exponent(mode, want):
     (y,), _ = run("Cast", [np.array([3.0, 0.4, 8.0], np.float32)], {"dst_type": "float8_e8m0fnu", "round_mode": mode})
     np.testing.assert_array_equal(y.astype(np.float32), want)
+
+
+def test_om_run_reads_a_bf16_npy_input_as_bf16(tmp_path, om_run):
+    """np.save writes ml_dtypes arrays as raw records ('<V2'): om-run reads them as the input's bf16."""
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TP.FLOAT)], [vi("x", TP.BFLOAT16, [3])],
+              [vi("y", TP.FLOAT, None)], opset=21)
+    compile_om(tmp_path, m)
+    x = np.array([1.5, -2.0, 0.25], ml_dtypes.bfloat16)
+    np.save(tmp_path / "x.npy", x)
+    np.savez(tmp_path / "exp.npz", y=x.astype(np.float32))
+    code, out, err = om_run("--model", str(tmp_path / "m.om"), "--input", str(tmp_path / "x.npy"), "--expected",
+                            str(tmp_path / "exp.npz"))
+    assert code == 0 and "PASS" in out, out + err
 
 
 def test_int4_and_bf16_are_storage_types_end_to_end(tmp_path):
