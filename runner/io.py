@@ -14,11 +14,12 @@ import re
 import stat
 import zipfile
 
+import ml_dtypes
 import numpy as np
 
 from atc_py.atomic_write import make_output_dir, write_atomic
 from atc_py.errors import AtcError
-from atc_py.ir.dtypes import dtype_by_name
+from atc_py.ir.dtypes import dtype_by_name, is_float
 
 from .loader import DeviceModel
 
@@ -114,13 +115,28 @@ def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = No
         n = int(np.prod(shape, dtype=np.int64))
         if dt.kind == "O":
             out.append(np.array([f"s{v}" for v in rng.integers(0, 10, n)], object).reshape(shape))
-        elif dt.kind == "f":
+        elif is_float(io.desc.dtype):
             out.append(rng.standard_normal(shape).astype(dt))
         elif dt.kind == "b":
             out.append(rng.integers(0, 2, shape).astype(dt))
-        else:
-            out.append(rng.integers(0, 10, shape).astype(dt))
+        else:   # 0..9, within the type (int4 holds -8..7, uint2 0..3)
+            top = 10 if dt.kind in "iu" else min(10, int(ml_dtypes.iinfo(dt).max) + 1)
+            out.append(rng.integers(0, top, shape).astype(dt))
     return out
+
+
+def as_input_type(arr: np.ndarray, io) -> np.ndarray:
+    """.npy files hold ml_dtypes arrays (bfloat16, float8, int4...) as raw records ('<V2'): such an array for an
+    input of that width is read as the input's type."""
+    want = dtype_by_name(io.desc.dtype).np
+    if arr.dtype.kind == "V" and arr.dtype.names is None and arr.dtype.itemsize == want.itemsize and arr.dtype != want:
+        return arr.view(want)
+    return arr
+
+
+def as_model_types(model: DeviceModel, arrays: list[np.ndarray]) -> list[np.ndarray]:
+    """as_input_type for each input."""
+    return [as_input_type(a, io) for io, a in zip(model.inputs, arrays)] + list(arrays[len(model.inputs):])
 
 
 def load_inputs(model: DeviceModel, spec: str | None, seed: int) -> list[np.ndarray]:
@@ -131,10 +147,10 @@ def load_inputs(model: DeviceModel, spec: str | None, seed: int) -> list[np.ndar
         names = [io.name for io in model.inputs]
         if set(data) != set(names):
             if all(k.startswith("arr_") for k in data) and len(data) == len(names):
-                return [data[f"arr_{i}"] for i in range(len(names))]
+                return as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))])
             raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
-        return [data[n] for n in names]
-    return [load_npy(p) for p in spec.split(",")]
+        return as_model_types(model, [data[n] for n in names])
+    return as_model_types(model, [load_npy(p) for p in spec.split(",")])
 
 
 def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:

@@ -17,7 +17,7 @@ from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name
 
 from .host.session import describe, shape_fits
-from .io import MAX_ARRAY_BYTES, load_npy, load_npz, random_inputs, regular_file
+from .io import MAX_ARRAY_BYTES, as_input_type, as_model_types, load_npy, load_npz, random_inputs, regular_file
 
 MAX_BATCH_FILES = 100_000
 
@@ -87,7 +87,7 @@ def load_bin(path: str, io, shape: tuple[int, ...] | None) -> np.ndarray:
 
 def load_file(path: str, io, shape) -> np.ndarray:
     if path.endswith(".npy"):
-        return load_npy(path)
+        return as_input_type(load_npy(path), io)
     return load_bin(path, io, shape)
 
 
@@ -114,9 +114,9 @@ def input_batches(model, spec: str | None, seed: int, dym: dict[str, tuple[int, 
         data = load_npz(spec)
         names = [io.name for io in model.inputs]
         if set(data) == set(names):
-            return [Batch(None, [data[n] for n in names])]
+            return [Batch(None, as_model_types(model, [data[n] for n in names]))]
         if all(k.startswith("arr_") for k in data) and len(data) == len(names):
-            return [Batch(None, [data[f"arr_{i}"] for i in range(len(names))])]
+            return [Batch(None, as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))]))]
         raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
     items = spec.split(",")
     if len(items) != len(model.inputs):

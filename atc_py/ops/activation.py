@@ -73,6 +73,7 @@ class SoftmaxV2(OpSpec):
     op_type = "SoftmaxV2"
     inputs = ("x",)
     attrs = {"axes": [-1]}
+    dtypes = ("float32", "float16", "float64", "bfloat16")
     tiling_struct = SOFTMAX_TILING
     ops_per_elem = 5  # max, sub, exp, sum, div
 

@@ -6,10 +6,10 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import OpError, TilingContext, TilingResult
-from .elementwise import BinaryOp, elementwise_tiling, run_blocks
+from .elementwise import NUM_TYPES, BinaryOp, elementwise_tiling, run_blocks
 from .registry import register
 
-ALL_NUM = ("float32", "float16", "float64", "int32", "int64", "int8", "uint8", "int16")
+ALL_NUM = NUM_TYPES
 
 
 def _binary(op_type: str, fn, out_dtype=None, dtypes=None):

@@ -324,14 +324,14 @@ class PoolBase(OpSpec):
 @register
 class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
-    dtypes = ("float32", "float16", "int8", "uint8")
+    dtypes = ("float32", "float16", "float64", "int8", "uint8")   # ONNX MaxPool-12 adds the 8-bit integers
 
     def reduce(self, t, planes, attrs):
-        # fp16 (and int8/uint8) planes are widened once (exactly) and the max taken in fp32: the result is one
-        # of the inputs, so narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at
-        # every tap
-        work = np.float32 if planes.dtype in (np.float16, np.int8, np.uint8) else planes.dtype
-        return self.window_reduce(t, self.padded(t, planes, -np.inf, work), np.maximum, work)
+        # fp16 planes are widened once (exactly) and the max taken in fp32: the result is one of the inputs, so
+        # narrowing it back is exact too, and numpy's emulated fp16 maximum would convert at every tap
+        work = np.float32 if planes.dtype == np.float16 else planes.dtype
+        low = np.iinfo(work).min if np.dtype(work).kind in "iu" else -np.inf   # padding never wins the max
+        return self.window_reduce(t, self.padded(t, planes, low, work), np.maximum, work)
 
 
 @register

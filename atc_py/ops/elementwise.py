@@ -78,9 +78,17 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
     return out.reshape(args.outputs[0].shape)
 
 
+FLOAT_TYPES = ("float32", "float16", "float64", "bfloat16")
+INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")   # every ONNX integer width
+NUM_TYPES = FLOAT_TYPES + INT_TYPES
+LOW_PRECISION_TYPES = ("bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e8m0fnu", "float4_e2m1fn", "int4", "int2",
+                       "uint2")   # Ascend's LLM storage types (Cast converts to and from them; moves carry them)
+MOVE_TYPES = NUM_TYPES + ("bool",) + LOW_PRECISION_TYPES   # what data movement (views, gathers...) carries
+
+
 class BinaryOp(OpSpec):
     inputs = ("x1", "x2")
-    dtypes = ("float32", "float16", "float64", "int32", "int64")
+    dtypes = NUM_TYPES
     out_dtype: str | None = None   # comparisons produce bool
     tiling_keys = (0, 1)
     tiling_struct = ELEMWISE_TILING
@@ -134,8 +142,16 @@ class Mul(BinaryOp):
 @register
 class RealDiv(BinaryOp):
     op_type = "RealDiv"
-    dtypes = ("float32", "float16", "float64")
-    fn = staticmethod(np.divide)
+    dtypes = NUM_TYPES
+
+    @staticmethod
+    def fn(a, b):
+        """Integers divide truncating toward zero (ONNX Div); a zero divisor gives 0 instead of a fault."""
+        if a.dtype.kind in "iu":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.trunc(np.divide(a, np.where(b == 0, 1, b), dtype=np.float64))
+            return np.where(b == 0, 0, q).astype(a.dtype)
+        return np.divide(a, b)
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
@@ -173,7 +189,7 @@ class UnaryOp(OpSpec):
 class Identity(UnaryOp):
     """A copy kernel; the identity pass removes Identity nodes, so this runs only when one must stay."""
     op_type = "Identity"
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    dtypes = MOVE_TYPES
     fn = staticmethod(np.copy)
 
     def compute(self, args, inputs):

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 from ..ir.graph import Node, TensorDesc
 from .base import OpSpec, TilingContext, TilingResult
+from .elementwise import MOVE_TYPES
 from .registry import register
 
 
 class PlumbingOp(OpSpec):
     no_task = True
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool", "float64", "int16", "uint16",
-              "uint32", "uint64")
+    dtypes = MOVE_TYPES
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         return TilingResult(0, 0, b"")

@@ -10,10 +10,10 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
 from .base import OpError, OpSpec, TilingContext, TilingResult, Work
-from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
 from .registry import register
 
-ANY = ("float32", "float16", "float64", "int32", "int64", "int8", "uint8", "int16", "bool")
+ANY = MOVE_TYPES
 
 
 class MoveOp(OpSpec):

@@ -10,10 +10,11 @@ import numpy as np
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .base import OpError
-from .elementwise import UnaryOp, for_blocks, run_blocks
+from .cast_rules import ROUND_MODES, convert
+from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, run_blocks
 from .registry import register
 
-FLOATS = ("float32", "float16", "float64")
+FLOATS = ("float32", "float16", "float64", "bfloat16")
 NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -30,7 +31,10 @@ class AttrUnaryOp(UnaryOp):
     def compute(self, args, inputs):
         a = {k: self.attr(args.attrs, k) for k in self.attrs}
         dt = args.outputs[0].dtype
-        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: np.asarray(self.fa(x, a)).astype(dt), dt)]
+        x = inputs[0].reshape(-1)
+        if x.dtype.name == "bfloat16":   # the vector unit computes bf16 math in fp32 and rounds the result once
+            x = x.astype(np.float32)
+        return [run_blocks(args, [x], lambda v: np.asarray(self.fa(v, a)).astype(dt), dt)]
 
 
 def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS):
@@ -129,9 +133,10 @@ class ClipByValue(AttrUnaryOp):
 
 @register
 class Cast(UnaryOp):
+    """A conversion to `dst_type`; to the low-precision types by cast_rules (float8 saturation, e8m0 rounding)."""
     op_type = "Cast"
-    attrs = {"dst_type": "float32"}   # numpy dtype name (stored as the GE DataType number in the .om)
-    dtypes = NUMERIC + ("bool", "uint8")
+    attrs = {"dst_type": "float32", "saturate": True, "round_mode": "up"}   # dst_type: a numpy dtype name
+    dtypes = MOVE_TYPES
 
     def infer(self, node: Node) -> list[TensorDesc]:
         d = node.input_desc(0)
@@ -140,10 +145,17 @@ class Cast(UnaryOp):
             dtype_by_name(dst)
         except KeyError:
             raise OpError(f"Cast to {dst} is not supported") from None
+        if self.attr(node, "round_mode") not in ROUND_MODES:
+            raise OpError(f"round_mode '{self.attr(node, 'round_mode')}' is not one of {', '.join(ROUND_MODES)}")
         return [TensorDesc(d.shape, dst, d.format, d.origin_format)]
 
     def compute(self, args, inputs):
         x = inputs[0].reshape(-1)
-        out = np.zeros(args.outputs[0].numel, args.outputs[0].dtype)
-        for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], x[lo:hi], casting="unsafe"))   # one pass, no temp
+        dst = args.outputs[0].dtype
+        out = np.zeros(args.outputs[0].numel, dst)
+        if dst in LOW_PRECISION_TYPES or x.dtype.name in LOW_PRECISION_TYPES:
+            sat, mode = bool(self.attr(args.attrs, "saturate")), str(self.attr(args.attrs, "round_mode"))
+            for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], convert(x[lo:hi], dst, sat, mode)))
+        else:
+            for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], x[lo:hi], casting="unsafe"))   # one pass, no temp
         return [out.reshape(args.outputs[0].shape)]

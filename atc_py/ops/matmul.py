@@ -99,7 +99,7 @@ class MatMulBase(OpSpec):
     input `offset_w` (scalar or per column) subtracted first, int32 bias and result."""
     inputs = ("x1", "x2", "bias?", "offset_w?")
     core_type = AIC
-    dtypes = ("float32", "float16") + INT_CUBE
+    dtypes = ("float32", "float16", "bfloat16") + INT_CUBE   # the cube takes bf16 too (Ascend 910B), accumulating in fp32
     tiling_keys = (0, 1, 2, 3)
     tiling_struct = MATMUL_TILING
     trans_attrs = ("transpose_x1", "transpose_x2")

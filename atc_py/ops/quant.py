@@ -14,9 +14,11 @@ from .registry import register
 from .row_split import RowSplitOp, norm_axis
 
 INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
-              "int32": (-2 ** 31, 2 ** 31 - 1), "int4": (-8, 7), "uint4": (0, 15)}
-SCALES = ("float32", "float16", "float64")
-QUANT = ("int8", "uint8", "int16", "uint16", "int32")
+              "int32": (-2 ** 31, 2 ** 31 - 1), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
+SCALES = ("float32", "float16", "float64", "bfloat16")
+# the quantized types GE has a DataType for (ir/dtypes.py): 8/16/32-bit integers, int4, int2/uint2, float8, float4
+QUANT = ("int8", "uint8", "int16", "uint16", "int32", "int4", "int2", "uint2", "float8_e4m3fn", "float8_e5m2",
+         "float4_e2m1fn")
 
 
 def param_shape_ok(p: tuple[int, ...], x: tuple[int, ...], axis: int, block: int) -> str | None:

@@ -11,14 +11,15 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
 from .base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                    ceil_div, cores_for, split_rows)
-from .elementwise import run_blocks
+from .elementwise import NUM_TYPES, run_blocks
 from .registry import register
 
-NUM = ("float32", "float16", "float64", "int32", "int64")
+NUM = NUM_TYPES
 REDUCE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"),
                              ("splits", "I"), ("reduce_len", "Q"))
 MIN_SPLIT_ELEMS = 4096   # a split of the reduced elements reduces at least this many (16 UB blocks of fp32)
@@ -122,15 +123,27 @@ class ReduceOp(OpSpec):
         return reduce_block_work(self, ctx, self.ops_per_elem)
 
 
-def _reduce(op_type: str, fn, ops: int = 1):
+def _reduce(op_type: str, fn, ops: int = 1, dtypes=NUM):
     return register(type(op_type, (ReduceOp,), {"op_type": op_type, "fn": staticmethod(fn), "ops_per_elem": ops,
+                                               "dtypes": dtypes,
                                                "__doc__": f"{op_type}: reduction over constant axes."}))
+
+
+def _extreme(x: np.ndarray, largest: bool):
+    """The identity of max (min): the lowest (highest) value of x's dtype, so an empty set reduces to it
+    (ONNX: ReduceMax of nothing is -inf for floats, the type's minimum for integers, False for bool)."""
+    if x.dtype == np.bool_:
+        return not largest
+    if is_float(x.dtype.name):
+        return -np.inf if largest else np.inf
+    info = np.iinfo(x.dtype)
+    return info.min if largest else info.max
 
 
 _reduce("ReduceSumD", lambda x, a, k: np.sum(x, axis=a, keepdims=k))
 _reduce("ReduceMeanD", lambda x, a, k: np.mean(x, axis=a, keepdims=k), 2)
-_reduce("ReduceMaxD", lambda x, a, k: np.max(x, axis=a, keepdims=k))
-_reduce("ReduceMinD", lambda x, a, k: np.min(x, axis=a, keepdims=k))
+_reduce("ReduceMaxD", lambda x, a, k: np.max(x, axis=a, keepdims=k, initial=_extreme(x, True)), 1, NUM + ("bool",))
+_reduce("ReduceMinD", lambda x, a, k: np.min(x, axis=a, keepdims=k, initial=_extreme(x, False)), 1, NUM + ("bool",))
 _reduce("ReduceProdD", lambda x, a, k: np.prod(x, axis=a, keepdims=k))
 _reduce("ReduceL2D", lambda x, a, k: np.sqrt(np.sum(np.square(x), axis=a, keepdims=k)), 2)
 _reduce("ReduceL1D", lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k), 2)
@@ -237,7 +250,10 @@ class TopKV2(OpSpec):
     def compute(self, args, inputs):
         x = inputs[0]
         axis, k = self._geom(x, args.attrs)
-        key = -x if self.attr(args.attrs, "largest") else x
+        if self.attr(args.attrs, "largest"):   # integers: ~x reverses the order without -x's wrap-around
+            key = ~x if x.dtype.kind in "iu" else -x
+        else:
+            key = x
         # stable sort: ties keep the lower index first (ONNX TopK)
         order = np.argsort(key, axis=axis, kind="stable")
         idx = np.take(order, np.arange(k), axis=axis)

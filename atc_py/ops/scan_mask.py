@@ -72,10 +72,12 @@ class Cumsum(OpSpec):
     op_type = "Cumsum"
     inputs = ("x", "axis")
     attrs = {"exclusive": 0, "reverse": 0}
-    dtypes = ("float32", "float16", "int32", "int64")
+    dtypes = ("float32", "float16", "float64", "int32", "int64", "uint32", "uint64")
     tiling_depend = frozenset({1})
     tiling_placements = frozenset({HOST})
     tiling_struct = CUMSUM_TILING
+    scan = staticmethod(np.cumsum)   # the running operation (Cumprod: np.cumprod) ...
+    identity = 0                     # ... and what an exclusive scan starts from
 
     def infer(self, node: Node) -> list[TensorDesc]:
         x = node.input_desc(0)
@@ -104,9 +106,9 @@ class Cumsum(OpSpec):
         end = covered(rows.shape[0], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
         if end:
             r = rows[:end][:, ::-1] if t["reverse"] else rows[:end]
-            c = np.cumsum(r, axis=1, dtype=r.dtype)
+            c = self.scan(r, axis=1, dtype=r.dtype)
             if t["exclusive"]:
-                c = np.concatenate([np.zeros_like(c[:, :1]), c[:, :-1]], axis=1)
+                c = np.concatenate([np.full_like(c[:, :1], self.identity), c[:, :-1]], axis=1)
             out[:end] = c[:, ::-1] if t["reverse"] else c
         return [out.reshape(t["outer"], t["inner"], t["axis_len"]).transpose(0, 2, 1).reshape(args.outputs[0].shape)]
 

@@ -6,14 +6,14 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
                    prod, split_rows)
-from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
 from .registry import register
 
 
 class ViewOp(OpSpec):
     """Changes only the shape; GE gives it no task and lets the output share the input's memory."""
     no_task = True
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    dtypes = MOVE_TYPES
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         return TilingResult(0, 0, b"")
@@ -85,7 +85,7 @@ class TransposeD(OpSpec):
     op_type = "TransposeD"
     inputs = ("x",)
     attrs = {"perm": None}
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    dtypes = MOVE_TYPES
     tiling_struct = ELEMWISE_TILING
 
     def _perm(self, attrs, rank):
@@ -120,7 +120,7 @@ class ConcatD(OpSpec):
     op_type = "ConcatD"
     inputs = ("x*",)  # dynamic input: any number of tensors
     attrs = {"concat_dim": None}
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    dtypes = MOVE_TYPES
     tiling_struct = CONCAT_TILING
 
     def _axis(self, attrs, rank) -> int:
@@ -207,7 +207,7 @@ class Fill(OpSpec):
     inputs = ("dims",)
     attrs = {"value": 0.0, "dtype": "float32"}
     engine = "AICPU"
-    dtypes = ("float32", "float16", "int32", "int64", "int8", "uint8", "bool")
+    dtypes = MOVE_TYPES
     tiling_struct = TilingStruct(("numel", "Q"))
     infer_depend = frozenset({0})
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
 from .registry import get_op, register
@@ -231,7 +232,7 @@ class Range(OpSpec):
     inputs = ("start", "limit", "delta")
     infer_depend = frozenset({0, 1, 2})
     engine = "AICPU"
-    dtypes = ("float32", "float64", "float16", "int16", "int32", "int64")
+    dtypes = ("float32", "float64", "float16", "bfloat16", "int16", "int32", "int64")
     tiling_struct = TilingStruct(("numel", "Q"))
 
     @staticmethod
@@ -257,4 +258,5 @@ class Range(OpSpec):
         start, _, delta = (np.asarray(v).reshape(-1)[0] for v in inputs)
         n = args.outputs[0].shape[0]
         dt = args.outputs[0].dtype
-        return [(start + np.arange(n, dtype=np.float64 if np.dtype(dt).kind == "f" else np.int64) * delta).astype(dt)]
+        step = np.arange(n, dtype=np.float64 if is_float(dt) else np.int64)
+        return [(start.astype(step.dtype) + step * delta.astype(step.dtype)).astype(dt)]

@@ -30,7 +30,9 @@ _TYPED = {TensorProto.FLOAT: "float_data", TensorProto.DOUBLE: "double_data", Te
 
 
 ONNX_TYPE = {"float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16", "bool": "bool",
-             "string": "string", **{f"{k}{b}": f"{k}{b}" for k in ("int", "uint") for b in (8, 16, 32, 64)}}
+             "string": "string", **{f"{k}{b}": f"{k}{b}" for k in ("int", "uint") for b in (8, 16, 32, 64)},
+             "int4": "int4", "int2": "int2", "uint2": "uint2", "float8_e4m3fn": "float8e4m3fn",
+             "float8_e5m2": "float8e5m2", "float8_e8m0fnu": "float8e8m0", "float4_e2m1fn": "float4e2m1"}
 
 
 @functools.lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ import onnx
 from onnx import numpy_helper
 
 from ...errors import AtcError
-from ...ir.dtypes import dtype_from_onnx
+from ...ir.dtypes import dtype_from_onnx, no_ascend_type
 from ...ir.graph import Graph, TensorDesc, Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options import shape_range_attr
@@ -45,6 +45,7 @@ class OnnxConverter:
         if name in self.initializers:
             data = self.weights.get(name)
             if data is None:
+                unsupported_type(self.initializers[name].data_type, f"initializer '{name}'")
                 data = numpy_helper.to_array(self.initializers[name])
             v = self.graph.add_const(self.graph.unique_name(_safe(name)), data)
             self.values[name] = v
@@ -85,6 +86,7 @@ class OnnxConverter:
             if inp.name in self.initializers:
                 continue  # old-style models list initializers as inputs
             tt = inp.type.tensor_type
+            unsupported_type(tt.elem_type, f"input '{inp.name}'")
             dt = dtype_from_onnx(tt.elem_type)
             if dt is None:
                 raise AtcError("E10041", path=self.model.graph.name,
@@ -133,6 +135,14 @@ class OnnxConverter:
         outs = [self.value(o.name) for o in self.model.graph.output]
         self.graph.add_node("NetOutput", "NetOutput", outs, [],
                             attrs={"output_names": [o.name for o in self.model.graph.output]})
+
+
+def unsupported_type(onnx_type: int, what: str) -> None:
+    """E10055 for a tensor of an ONNX type Ascend has no DataType for (UINT4, the FNUZ float8s, complex)."""
+    name = no_ascend_type(onnx_type)
+    if name is not None:
+        raise AtcError("E10055", reason=f"{what} is {name}: GE's DataType enum has no {name}, so an Ascend "
+                                        "model cannot hold it")
 
 
 def _dtype_of(v) -> str | None:

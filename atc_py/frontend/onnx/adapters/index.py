@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from ....ir.dtypes import dtype_from_onnx
+from ....ir.dtypes import dtype_from_onnx, no_ascend_type
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 
 
@@ -56,10 +56,13 @@ class Size(OnnxOp):
 class Cast(OnnxOp):
     @classmethod
     def _impl_v6(cls, ctx: NodeCtx):
-        dt = dtype_from_onnx(int(ctx.attr("to")))
+        to = int(ctx.attr("to"))
+        dt = dtype_from_onnx(to)
         if dt is None:
-            raise AdapterError(f"Cast to ONNX type {ctx.attr('to')} is not supported")
-        return ctx.emit("Cast", [ctx.input(0)], {"dst_type": dt.name})
+            name = no_ascend_type(to)
+            raise AdapterError(f"Cast to {name}: GE's DataType enum has no {name}" if name
+                               else f"Cast to ONNX type {to} is not supported")
+        return ctx.emit("Cast", [ctx.input(0)], {"dst_type": dt.name, **_cast_rules(ctx)})
 
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
@@ -69,11 +72,21 @@ class Cast(OnnxOp):
         return cls._impl_v6(ctx)
 
 
+def _cast_rules(ctx: NodeCtx) -> dict:
+    """Cast-19's saturate (float8 targets) and Cast-24's round_mode (float8 e8m0), when the node sets them."""
+    out = {}
+    if ctx.attr("saturate") is not None:
+        out["saturate"] = bool(ctx.attr("saturate"))
+    if ctx.attr("round_mode") is not None:
+        out["round_mode"] = str(ctx.attr("round_mode"))
+    return out
+
+
 @onnx_op("CastLike")
 class CastLike(OnnxOp):
     @classmethod
     def _impl_v15(cls, ctx: NodeCtx):
-        return ctx.emit("Cast", [ctx.input(0)], {"dst_type": ctx.input(1).desc.dtype})
+        return ctx.emit("Cast", [ctx.input(0)], {"dst_type": ctx.input(1).desc.dtype, **_cast_rules(ctx)})
 
 
 @onnx_op("Gather")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..adapter import NodeCtx, OnnxOp, onnx_op
 
 
 def _unary(onnx_name: str, ge_type: str, since: int, attrs: dict | None = None):
@@ -33,9 +33,10 @@ _unary("Shrink", "Shrink", 9, {"lambd": ("lambd", 0.5), "bias": ("bias", 0.0)})
 class Gelu(OnnxOp):
     @classmethod
     def _impl_v20(cls, ctx: NodeCtx):
-        if ctx.attr("approximate", "none") != "none":
-            raise AdapterError("Gelu approximate='tanh' is not supported")
-        return ctx.emit("Gelu", [ctx.input(0)])
+        approximate = ctx.attr("approximate", "none")
+        if approximate == "none":
+            return ctx.emit("Gelu", [ctx.input(0)])
+        return ctx.emit("GeluV2", [ctx.input(0)], {"approximate": str(approximate)})
 
 
 def legacy_broadcast(ctx: NodeCtx, a, b):
@@ -68,7 +69,6 @@ _binary("Add", "Add", 7)
 _binary("Sub", "Sub", 7)
 _binary("Mul", "Mul", 7)
 _binary("Div", "RealDiv", 7)
-_binary("Pow", "Pow", 7)
 _binary("Equal", "Equal", 7)
 _binary("Less", "Less", 7)
 _binary("Greater", "Greater", 7)
@@ -83,9 +83,8 @@ _binary("Xor", "LogicalXor", 7)
 class Mod(OnnxOp):
     @classmethod
     def _impl_v10(cls, ctx: NodeCtx):
-        if int(ctx.attr("fmod", 0)):
-            raise AdapterError("Mod with fmod=1 is not supported")
-        return ctx.emit("FloorMod", [ctx.input(0), ctx.input(1)])
+        ge_type = "Mod" if int(ctx.attr("fmod", 0)) else "FloorMod"   # fmod=1: C fmod (the dividend's sign)
+        return ctx.emit(ge_type, [ctx.input(0), ctx.input(1)])
 
 
 @onnx_op("PRelu")

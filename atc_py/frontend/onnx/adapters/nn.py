@@ -326,10 +326,10 @@ class BatchNormalization(OnnxOp):
 class LayerNormalization(OnnxOp):
     @classmethod
     def _impl_v17(cls, ctx: NodeCtx):
-        if any(o for o in ctx.node.output[1:]):
-            raise AdapterError("the Mean/InvStdDev outputs of LayerNormalization are not supported")
         axis = int(ctx.attr("axis", -1))
         attrs = {"begin_norm_axis": axis, "begin_params_axis": axis, "epsilon": float(ctx.attr("epsilon", 1e-5))}
+        if any(o for o in ctx.node.output[1:]):   # Mean / InvStdDev used: LayerNormV3 outputs mean and rstd
+            return ctx.emit("LayerNormV3", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs, n_out=3)
         return ctx.emit("LayerNorm", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs, n_out=3)[:1]
 
 
