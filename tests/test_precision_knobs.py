@@ -123,3 +123,24 @@ def test_fusion_switch_file_maps_ge_pass_names(tmp_path):
     f.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "maybe"}}}))
     with pytest.raises(AtcError, match="E10001.*fusion_switch_file"):
         atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
+
+
+@pytest.mark.parametrize("mode", ["allow_mix_precision_bf16", "allow_fp32_to_bf16"])
+def test_bf16_precision_modes(tmp_path, mode):
+    """The cube (and, mixed, the ops following it) compute in bfloat16; numbers within what bf16 costs."""
+    import onnxruntime as ort
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    m = conv_model()
+    res = atc_py.build(m, {**SOC, "ge.exec.precision_mode": mode})
+    from atc_py.ops import get_op
+    got = dtypes(res)
+    follows = mode.startswith("allow_mix") and "bfloat16" in get_op("Sigmoid").dtypes   # gray ops whose kernel takes bf16
+    assert got["conv"] == "bfloat16" and got["act"] == ("bfloat16" if follows else "float32")
+    p = tmp_path / "m.om"
+    p.write_bytes(res.om)
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    y = Simulation(load_model(str(p))).run([x])[0][0]
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(y, want, rtol=5e-2, atol=5e-2)
+    assert model_attrs(res)["precision_mode"] == mode

@@ -147,7 +147,7 @@ class Conv2D(OpSpec):
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
              "data_format": "NCHW", "fused_relu": False, "fused_add": False, "offset_x": 0}
     core_type = AIC
-    dtypes = ("float32", "float16") + INT_CUBE
+    dtypes = ("float32", "float16", "bfloat16") + INT_CUBE   # bf16 (Ascend 910B) widened to fp32 like fp16
     tiling_struct = CONV_TILING
 
     def _geom(self, x, w, attrs):

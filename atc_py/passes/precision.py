@@ -25,8 +25,11 @@ from .infer import infer_node
 CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
 MODES = ("force_fp16", "force_fp32", "cube_fp16in_fp32out", "allow_mix_precision", "allow_fp32_to_fp16",
          "must_keep_origin_dtype", "allow_mix_precision_fp16", "allow_mix_precision_bf16", "allow_fp32_to_bf16")
-FP16_CUBE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16"}
-MIX_MODES = {"allow_mix_precision", "allow_mix_precision_fp16"}
+FP16_CUBE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
+             "allow_mix_precision_bf16", "allow_fp32_to_bf16"}
+MIX_MODES = {"allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16"}
+BF16_MODES = {"allow_mix_precision_bf16", "allow_fp32_to_bf16"}
+_LOW = ["float16"]   # the reduced-precision dtype of the current apply_precision: fp16, or bf16 for the bf16 modes
 DEFAULT_MODE = "force_fp16"
 
 
@@ -35,8 +38,6 @@ def check_precision_mode(mode: str) -> str:
     if mode not in MODES:
         raise AtcError("E10001", value=mode, parameter="--precision_mode",
                        reason=f"The value must be one of {', '.join(MODES)}.")
-    if "bf16" in mode:
-        raise AtcError("E10055", reason=f"--precision_mode={mode}: bf16 is not supported by atc-py")
     return mode
 
 
@@ -54,7 +55,14 @@ def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: f
     `keep`: names of nodes kept in their model dtype (--keep_dtype)."""
     if mode not in FP16_CUBE and mode != "cube_fp16in_fp32out":
         return 0, 0
-    mix = mix or MixList()
+    _LOW[0] = "bfloat16" if mode in BF16_MODES else "float16"
+    try:
+        return _apply(graph, mode, mix or MixList(), keep)
+    finally:
+        _LOW[0] = "float16"
+
+
+def _apply(graph: Graph, mode: str, mix: MixList, keep: frozenset) -> tuple[int, int]:
     white = mix.white if mode in MIX_MODES else frozenset(CUBE_OPS)
     changed = 0
     for node in list(graph.nodes):
@@ -81,7 +89,8 @@ def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: f
 def _cast_input(graph: Graph, node: Node, i: int) -> None:
     """Input i of node through a new Cast to fp16 (a constant's folds into an fp16 constant)."""
     v = node.inputs[i]
-    cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_fp16"), "Cast", [v], [v.desc], {"dst_type": "float16"})
+    cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_{_LOW[0][:4]}"), "Cast", [v], [v.desc],
+                          {"dst_type": _LOW[0]})
     infer_node(cast)
     graph.set_input(node, i, cast.outputs[0])
 
@@ -101,7 +110,7 @@ def _back_cast(v: Value | None) -> bool:
     """v is the output of a Cast from fp16 to fp32."""
     p = v.producer if v is not None else None
     return p is not None and p.op_type == "Cast" and v.desc.dtype == "float32" and p.inputs[0] is not None \
-        and p.inputs[0].desc.dtype == "float16"
+        and p.inputs[0].desc.dtype == _LOW[0]
 
 
 def _fp16_capable(node: Node) -> bool:
@@ -109,7 +118,7 @@ def _fp16_capable(node: Node) -> bool:
     # ops with side outputs nobody reads (LayerNorm's mean and variance) count by their first output
     return (spec is not None and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and node.outputs
             and not any(v.consumers for v in node.outputs[1:])
-            and node.outputs[0].desc.dtype == "float32" and "float16" in spec.dtypes
+            and node.outputs[0].desc.dtype == "float32" and _LOW[0] in spec.dtypes
             and not {"dtype", "dst_type"} & set(node.attrs))
 
 
@@ -127,7 +136,7 @@ def _to_fp16(graph: Graph, node: Node) -> bool:
             _cast_input(graph, node, i)
     try:
         infer_node(node)
-        ok = node.outputs[0].desc.dtype == "float16"
+        ok = node.outputs[0].desc.dtype == _LOW[0]
     except AtcError:
         ok = False
     if not ok:   # the prototype does not take fp16 here: put the fp32 inputs back
@@ -151,6 +160,6 @@ def sink_fp16_casts(graph: Graph, keep: frozenset = frozenset(), follow: bool = 
         _cast_output_back(graph, node)
         moved += 1
     for node in list(graph.nodes):
-        if node.op_type == "Cast" and node.outputs[0].desc.dtype == "float16" and _back_cast(node.inputs[0]):
+        if node.op_type == "Cast" and node.outputs[0].desc.dtype == _LOW[0] and _back_cast(node.inputs[0]):
             graph.replace_all_uses(node.outputs[0], node.inputs[0].producer.inputs[0])
     return moved
