@@ -54,6 +54,7 @@ TEMPLATES: dict[str, str] = {
     "E30003": "Output mismatch: {reason}",
     "E30004": "Execution failed while executing task {task}: {reason}",
     "E30005": "Hazard: {detail} (run with --allow-hazards to continue)",
+    "E30007": "Execution stopped at task {task}: {reason}",
     # om-sweep errors (our own family): the command's own errors and the statuses of jobs that did not finish
     "E40001": "Invalid sweep file {path}: {field}: {reason}",
     "E40002": "Cannot read sweep file {path}: {reason}",

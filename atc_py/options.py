@@ -124,7 +124,8 @@ def check_tiling_schedule_optimize_session(value: str) -> None:
 
 
 OPTIMIZATION_PASSES = ("identity", "cse", "fold", "transpose_cancel", "conv_bias", "bn_conv_fold", "matmul_bias",
-                       "relu_fusion", "conv_add_fusion", "dce", "elementwise_fusion")
+                       "relu_fusion", "conv_add_fusion", "dce", "elementwise_fusion", "control_flow",
+                       "loop_unroll")
 
 
 def parse_optimization_switch(text: str) -> dict[str, bool]:

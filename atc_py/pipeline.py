@@ -23,7 +23,7 @@ from .frontend.onnx import convert_onnx, load_onnx_lazy
 from .frontend.tensorflow.converter import convert_tf
 from .frontend.tensorflow.loader import load_tf
 from .ir.dtypes import dtype_by_name
-from .ir.graph import Graph
+from .ir.graph import Graph, all_graphs, all_nodes
 from .om import OmModel, write_om
 from .om.container import OmImage
 from .om import partitions as pt
@@ -43,6 +43,7 @@ from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts
 from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
+from .passes.control_flow import select_branches, unroll_loops
 from .passes.cse import eliminate_common_subexpressions
 from .passes.elementwise_fusion import fuse_elementwise
 from .passes.fold import fold_constants
@@ -142,35 +143,59 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
              late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT,
              mix: MixList | None = None, keep: frozenset = frozenset()) -> dict[str, int]:
     """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
-    Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on."""
+    Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on.
+    Graph-local passes run on the graph and on every subgraph (If branches, loop bodies: they are closed,
+    their captures are explicit inputs); output_type works on the model's outputs only, so on the root."""
     on = lambda name: (switches or {}).get(name, True)  # noqa: E731
-    stats = {"identities_removed": st.run("identity", remove_identities, graph) if on("identity") else 0}
+
+    def each(fn, *args):
+        """fn over every graph."""
+        return sum(fn(g, *args) or 0 for g in all_graphs(graph))
+
+    def fold_each(*args):
+        """Folds of subgraphs run on their own (late jobs add constants to the root graph)."""
+        return sum(fold_constants(g, soc, late if g is graph else None, fold_limit) for g in all_graphs(graph))
+    stats = {"identities_removed": st.run("identity", each, remove_identities) if on("identity") else 0}
     st.run("infer", infer_graph, graph)
     # merge equal subexpressions (each distinct constant is then computed once), fold (weights computed by
     # ConstantOfShape & co become constants), fuse on the model's dtypes, then choose dtypes; the weight
     # Casts that adds are merged and fold in a second, cheap round
-    stats["cse_merged"] = st.run("cse", eliminate_common_subexpressions, graph) if on("cse") else 0
-    stats["constants_folded"] = st.run("fold", fold_constants, graph, soc, late, fold_limit) if on("fold") else 0
+    stats["cse_merged"] = st.run("cse", each, eliminate_common_subexpressions) if on("cse") else 0
+    stats["constants_folded"] = st.run("fold", fold_each) if on("fold") else 0
+    stats["branches_selected"] = st.run("control_flow", select_branches, graph) if on("control_flow") else 0
+    stats["loops_unrolled"] = st.run("loop_unroll", unroll_loops, graph) if on("loop_unroll") else 0
+    if stats["branches_selected"] or stats["loops_unrolled"]:
+        st.run("infer control flow", infer_graph, graph)
+        if on("fold"):
+            stats["constants_folded"] += st.run("fold control flow", fold_each)
     for name, fn, key in (("transpose_cancel", cancel_transposes, "transposes_cancelled"),
                           ("conv_bias", conv_bias, "bias_fused_into_conv"),
                           ("bn_conv_fold", partial(bn_conv_fold, jobs=late), "bn_folded_into_conv"),
                           ("matmul_bias", matmul_bias, "matmul_bias_fused"),
                           ("relu_fusion", relu_fusion, "relu_fused"),
                           ("conv_add_fusion", conv_add_fusion, "conv_add_fused")):
-        stats[key] = st.run(name, fn, graph) if on(name) else 0
-    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = st.run("precision", apply_precision, graph, precision, mix, keep)
+        if name == "bn_conv_fold":
+            stats[key] = st.run(name, lambda g: sum(bn_conv_fold(s, jobs=late if s is g else None)
+                                                    for s in all_graphs(g)), graph) if on(name) else 0
+            continue
+        stats[key] = st.run(name, each, fn) if on(name) else 0
+    counts = [st.run("precision", apply_precision, g, precision, mix, keep) for g in all_graphs(graph)]
+    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = sum(c[0] for c in counts), sum(c[1] for c in counts)
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
     if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"]):
         if on("cse"):
-            stats["cse_merged"] += st.run("cse dtypes", eliminate_common_subexpressions, graph, False)
-        stats["constants_folded"] += st.run("fold dtypes", fold_constants, graph, soc, late, fold_limit)
-    stats["dead_removed"] = st.run("dce", remove_dead_nodes, graph) if on("dce") else 0
-    graph.topo_sort()
+            stats["cse_merged"] += st.run("cse dtypes", each, eliminate_common_subexpressions, False)
+        stats["constants_folded"] += st.run("fold dtypes", fold_each)
+    stats["dead_removed"] = st.run("dce", each, remove_dead_nodes) if on("dce") else 0
+    for g in all_graphs(graph):
+        g.topo_sort()
+    if any(g is not graph for g in all_graphs(graph)):
+        st.run("infer subgraphs", infer_graph, graph)   # control nodes' outputs after their bodies changed
     return stats
 
 
-def _model_attrs(soc, framework: str, options: dict, streams: int, events: int) -> dict:
-    return {"stream_num": streams, "event_num": events, "label_num": 0, "batch_num": 0,
+def _model_attrs(soc, framework: str, options: dict, streams: int, events: int, labels: int = 0) -> dict:
+    return {"stream_num": streams, "event_num": events, "label_num": labels, "batch_num": 0,
             "_sink_decisions": options.get("_sink_decisions", []),
             "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
             "precision_mode": options.get("_precision_mode", "force_fp16"), **record(options),
@@ -192,7 +217,8 @@ def _keep_dtype(graph: Graph, path: str) -> frozenset:
 
 
 def _ids(graph: Graph) -> dict[str, int]:
-    return {n.name: k for k, n in enumerate(graph.nodes)}
+    """Op ids over the graph and its subgraphs (a control node's subgraphs follow in the .om)."""
+    return {n.name: k for k, n in enumerate(all_nodes(graph))}
 
 
 def tiling_data_size(sm: StaticModel) -> int:
@@ -205,12 +231,12 @@ def tiling_data_size(sm: StaticModel) -> int:
 def static_partitions(sm: StaticModel, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
     tbe, cust = kernel_partitions(sm)
     tasks = task_info(sm)
-    attrs = _model_attrs(soc, framework, options, sm.stream_num, sm.event_num)
+    attrs = _model_attrs(soc, framework, options, sm.stream_num, sm.event_num, sm.label_num)
     attrs.update({"_fm_lower_bound": sm.plan.lower_bound, "_workspace_size": sm.plan.workspace_size,
                   "_tiling_data_size": tiling_data_size(sm), "_inplace_outputs": sm.plan.inplace,
                   "_reuse_memory": options.get("ge.exec.disableReuseMemory", "0") != "1"})
     attrs["om_info_list"] = [sm.plan.weight_size, len(tbe), len(cust), len(tasks), 0]
-    md = model_def(sm.graph, _ids(sm.graph), sm.plan, attrs, sm.node_attrs, name)
+    md = model_def(sm.graph, sm.ids, sm.plan, attrs, sm.node_attrs, name)
     return {pt.MODEL_DEF: md.SerializeToString(deterministic=True), pt.WEIGHTS_DATA: sm.plan.weights,
             pt.TBE_KERNELS: tbe, pt.CUST_AICPU_KERNELS: cust, pt.TASK_INFO: tasks}
 
@@ -305,7 +331,8 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     from .engines.task_types import TASK_TYPE_NAMES
     summary = {
         "soc_version": soc.soc_version,
-        "ops": sum(1 for n in graph.nodes if not get_op(n.op_type).no_task),
+        "ops": sum(1 for n in all_nodes(graph) if not get_op(n.op_type).no_task and get_op(n.op_type).task_kind == "kernel"),
+        "labels": sum(sm.label_num for sm in statics),
         "ops_by_engine": engines, "tasks": len(tasks),
         "tasks_by_type": dict(sorted(Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in tasks).items())),
         "memory_size": sum(sm.plan.memory_size for sm in statics),

@@ -41,6 +41,14 @@ class ModelBase:
     attrs: dict
     inputs: list[IoTensor] = field(default_factory=list)
     outputs: list[IoTensor] = field(default_factory=list)
+    # MODEL_DEF's graphs: the root (graph 0) and the subgraphs control ops own, each op's graph by op id
+    graphs: dict[str, list] = field(default_factory=dict)
+    root_graph: str = ""
+    graph_of: dict[int, str] = field(default_factory=dict)
+
+    def graph_ops(self, name: str | None = None) -> list:
+        """A graph's ops in id order (the root graph's by default)."""
+        return sorted(self.graphs[name or self.root_graph], key=lambda o: o.id)
 
 
 @dataclass
@@ -50,6 +58,7 @@ class DeviceModel(ModelBase):
     fm_base: int = 0
     stream_num: int = 1
     event_num: int = 0
+    label_num: int = 0
     kernels: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -98,8 +107,8 @@ def _parse(path, msg, data: bytes | None, what: str):
 
 
 def _io(model: ModelBase) -> None:
-    """Inputs (Data by index) and outputs (NetOutput's inputs) of a validated model."""
-    ops = sorted(model.ops.values(), key=lambda o: o.id)
+    """Inputs (Data by index) and outputs (NetOutput's inputs) of a validated model: its root graph's."""
+    ops = model.graph_ops()
     data = sorted((o for o in ops if o.type == "Data"), key=lambda o: from_attr(o.attr["index"]))
     for op in data:
         flat = from_attr(op.attr["_shape_range"]) if "_shape_range" in op.attr else None
@@ -121,20 +130,30 @@ def _attr_int(attrs: dict, key: str, default: int) -> int:
 
 def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
     md = _parse(path, ge.ModelDef(), m.get(pt.MODEL_DEF), "MODEL_DEF")
-    if len(md.graph) != 1:
-        raise _fail(path, f"MODEL_DEF of model {md.name!r} has {len(md.graph)} graphs; om-run runs one per model")
+    if not md.graph:
+        raise _fail(path, f"MODEL_DEF of model {md.name!r} has no graph")
+    if len(md.graph) > limits.MAX_GRAPHS:
+        raise _fail(path, f"MODEL_DEF of model {md.name!r} has {len(md.graph)} graphs (limit {limits.MAX_GRAPHS})")
+    graphs: dict[str, list] = {}
+    for g in md.graph:
+        if g.name in graphs:
+            raise _fail(path, f"MODEL_DEF of model {md.name!r} has two graphs named {g.name!r}")
+        graphs[g.name] = list(g.op)
     attrs = {k: from_attr(v) for k, v in md.attr.items()}
     weights = m.get(pt.WEIGHTS_DATA) or b""
     if attrs.get("weight_size", len(weights)) != len(weights):
         raise _fail(path, f"weight_size {attrs.get('weight_size')} does not match WEIGHTS_DATA ({len(weights)} B)")
-    op_list = list(md.graph[0].op)
+    op_list = [op for g in md.graph for op in g.op]
+    if len(op_list) > limits.MAX_OPS:
+        raise _fail(path, f"{len(op_list)} ops (limit {limits.MAX_OPS})")
     ops = {op.id: op for op in op_list}
     soc = attrs.get("soc_version", "")
     common = dict(name=md.name, soc_version=soc if isinstance(soc, str) else "", ops=ops, weights=weights,
-                  weight_base=_attr_int(attrs, "task_gen_weight_addr", 0), attrs=attrs)
+                  weight_base=_attr_int(attrs, "task_gen_weight_addr", 0), attrs=attrs, graphs=graphs,
+                  root_graph=md.graph[0].name, graph_of={op.id: g.name for g in md.graph for op in g.op})
     if attrs.get("_is_unknown_shape") is True:
         model: ModelBase = HostModel(**common)
-    elif m.get(pt.TASK_INFO) is None and any(op.type == "PartitionedCall" for op in op_list):
+    elif m.get(pt.TASK_INFO) is None and any(op.type == "PartitionedCall" for op in md.graph[0].op):
         model = RootModel(**common)
     else:
         mtd = _parse(path, task_pb2.ModelTaskDef(), m.get(pt.TASK_INFO), "TASK_INFO")
@@ -145,7 +164,7 @@ def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
         model = DeviceModel(**common, tasks=list(mtd.task), memory_size=_attr_int(attrs, "memory_size", 0),
                             fm_base=_attr_int(attrs, "task_gen_base_addr", 0),
                             stream_num=_attr_int(attrs, "stream_num", 1), event_num=_attr_int(attrs, "event_num", 0),
-                            kernels=kernels)
+                            label_num=_attr_int(attrs, "label_num", 0), kernels=kernels)
     op_lists[id(model)] = op_list
     return model
 

@@ -33,7 +33,9 @@ INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weigh
 ROOT_OPS = {"Data", "PartitionedCall", "NetOutput"}
 KERNEL_TASKS = (tt.KERNEL, tt.ALL_KERNEL)
 SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL, tt.UPDATE,
-                   tt.NOP, tt.EVENT_RECORD, tt.EVENT_WAIT}
+                   tt.NOP, tt.EVENT_RECORD, tt.EVENT_WAIT, tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX,
+                   tt.STREAM_ACTIVE, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC}
+CONTROL_SUBGRAPHS = {"If": (2, 2), "While": (2, 2), "Case": (1, 4096)}   # subgraphs a control op owns
 ARG_ITEM = re.compile(r"(i|o|ws)(\d{1,6})\*?|t|tiling_context(\.tiling_data|\.tiling_key|\.block_dim)?|"
                       r"\*op_type|event_addr\d{1,6}\*|")
 
@@ -88,6 +90,7 @@ class ModelValidator:
         for op in self.ops:
             self.op(op)
         self.io()
+        self.subgraphs()
 
     def soc_and_attrs(self) -> None:
         m = self.m
@@ -165,7 +168,7 @@ class ModelValidator:
             if ref is None:
                 self.fail(f"op {op.name!r} ({op.type}) input {i} {op.input[i]!r} is not 'op:index'")
             src = self.by_name.get(ref[0])
-            if src is None:
+            if src is None or self.m.graph_of.get(src.id) != self.m.graph_of.get(op.id):
                 self.fail(f"op {op.name!r} ({op.type}) input {i} names op {ref[0]!r}, which the graph does not have")
             if ref[1] >= len(src.output_desc):
                 self.fail(f"op {op.name!r} ({op.type}) input {i} reads output {ref[1]} of {ref[0]!r}, which has "
@@ -240,16 +243,70 @@ class ModelValidator:
 
     # -- inputs and outputs ---------------------------------------------------------------------------------
     def io(self) -> None:
-        data = [op for op in self.ops if op.type == "Data"]
+        root = self.m.graphs.get(self.m.root_graph, self.ops)
+        data = [op for op in root if op.type == "Data"]
         idx = sorted(from_attr(op.attr["index"]) for op in data)
         if idx != list(range(len(data))):
             self.fail(f"Data indices {idx} are not 0..{len(data) - 1}")
-        nets = [op for op in self.ops if op.type == "NetOutput"]
-        if len(nets) != 1:
-            self.fail(f"the graph has {len(nets)} NetOutput ops; it must have one")
+        for gname, gops in (self.m.graphs or {"": self.ops}).items():
+            n = sum(1 for op in gops if op.type == "NetOutput")
+            if n != 1:
+                self.fail(f"graph {gname!r} has {n} NetOutput ops; it must have one")
+        nets = [op for op in root if op.type == "NetOutput"]
         names = [td.name or nets[0].input[k] for k, td in enumerate(nets[0].input_desc)]
         if len(set(names)) != len(names):
             self.fail(f"output names {names} are not unique")
+
+
+    # -- control-flow subgraphs ----------------------------------------------------------------------------
+    def subgraphs(self) -> None:
+        """Every graph but the root belongs to exactly one control op (If/While/Case), nested at most
+        MAX_SUBGRAPH_DEPTH deep, with Data indices its owner passes and the output count its owner takes."""
+        graphs = self.m.graphs
+        owner: dict[str, object] = {}
+        for op in self.ops:
+            if op.type == "PartitionedCall":
+                continue        # calls a sub-model of a multi-model om (RootValidator.check_calls)
+            names = list(op.subgraph_name)
+            if op.type in CONTROL_SUBGRAPHS:
+                lo, hi = CONTROL_SUBGRAPHS[op.type]
+                if not lo <= len(names) <= hi:
+                    self.fail(f"{op.type} op {op.name!r} owns {len(names)} subgraphs; it needs {lo}..{hi}")
+            elif names:
+                self.fail(f"op {op.name!r} ({op.type}) names subgraphs but is not a control-flow op")
+            for name in names:
+                if name not in graphs or name == self.m.root_graph:
+                    self.fail(f"op {op.name!r} names subgraph {name!r}, which MODEL_DEF does not hold")
+                if name in owner:
+                    self.fail(f"subgraph {name!r} is owned by two ops ({owner[name].name!r} and {op.name!r})")
+                owner[name] = op
+        for name in graphs:
+            if name != self.m.root_graph and name not in owner:
+                self.fail(f"graph {name!r} is not owned by any control-flow op")
+        for name in graphs:     # the owner chain of every graph ends at the root, within the depth limit
+            depth, cur = 0, name
+            while cur != self.m.root_graph:
+                depth += 1
+                if depth > limits.MAX_SUBGRAPH_DEPTH:
+                    self.fail(f"subgraph {name!r} is nested more than {limits.MAX_SUBGRAPH_DEPTH} deep (or in a cycle)")
+                cur = self.m.graph_of[owner[cur].id]
+        for name, op in owner.items():
+            self.subgraph_io(op, name)
+
+    def subgraph_io(self, op, name: str) -> None:
+        gops = self.m.graphs[name]
+        n_args = len(op.input) - (0 if op.type == "While" else 1)
+        for d in (o for o in gops if o.type == "Data"):
+            k = from_attr(d.attr["index"])
+            if not 0 <= k < n_args:
+                self.fail(f"Data op {d.name!r} of subgraph {name!r} reads input {k}; {op.name!r} passes {n_args}")
+        net = next(o for o in gops if o.type == "NetOutput")
+        if op.type == "While" and list(op.subgraph_name).index(name) == 0:
+            want = 1
+        else:
+            want = len(op.output_desc)
+        if len(net.input) != want:
+            self.fail(f"subgraph {name!r} of {op.name!r} gives {len(net.input)} outputs; {op.name!r} takes {want}")
 
 
 class StaticValidator(ModelValidator):
@@ -274,10 +331,17 @@ class StaticValidator(ModelValidator):
         self.kernel_of_op: dict[int, int] = {}
         self.tiling_of_op: set[int] = set()
         self.updates: list[tuple[int, int]] = []
+        if not 0 <= m.label_num <= limits.MAX_LABELS:
+            self.fail(f"label_num {m.label_num} is outside [0, {limits.MAX_LABELS}]")
+        self.label_set: dict[int, int] = {}           # label -> its LABEL_SET task
+        self.label_uses: list[tuple[int, int]] = []   # (task, label) of jumps
         for k, t in enumerate(m.tasks):
             self.where = f"model {m.name!r} task {k}"
             self.task(k, t)
         self.where = f"model {m.name!r}"
+        for k, label in self.label_uses:
+            if label not in self.label_set:
+                self.fail(f"task {k} jumps to label {label}, which no LABEL_SET task sets")
         for k, op_id in self.updates:
             if op_id not in self.kernel_of_op:
                 self.fail(f"UPDATE task {k} patches op {op_id}, which has no kernel task")
@@ -367,6 +431,89 @@ class StaticValidator(ModelValidator):
             if not t.HasField("update_pc_task"):
                 self.fail("UPDATE task has no update definition")
             self.updates.append((k, t.update_pc_task.op_index))
+        else:
+            self.runtime_task(k, t, kind)
+
+    # -- runtime (RTS) tasks: labels, stream activation and switch, copies ------------------------------------
+    def label_id(self, label: int) -> int:
+        if not 0 <= label < self.m.label_num:
+            self.fail(f"label {label}; the model has {self.m.label_num} labels (label_num)")
+        return label
+
+    def rts_op(self, index: int, kind: str, op_type: str):
+        op = self.op_of(index, kind)
+        if op.type != op_type:
+            self.fail(f"{kind} refers to op {op.name!r} of type {op.type}, not {op_type}")
+        return op
+
+    def stream_id(self, s: int, what: str) -> None:
+        if not 0 <= s < self.m.stream_num:
+            self.fail(f"{what} names stream {s}; the model has {self.m.stream_num} streams")
+
+    def input_addr(self, op, slot: int, nbytes: int, what: str) -> None:
+        if slot >= len(op.input_i) or not self.in_memory(op.input_i[slot], nbytes):
+            self.fail(f"{what} of op {op.name!r} has no address inside device memory for its {nbytes} B")
+
+    def runtime_task(self, k: int, t, kind: str) -> None:
+        if t.type == tt.LABEL_SET:
+            if not t.HasField("label_set"):
+                self.fail("LABEL_SET task has no label definition")
+            self.rts_op(t.label_set.op_index, kind, "LabelSet")
+            label = self.label_id(t.label_set.label_id)
+            if label in self.label_set:
+                self.fail(f"label {label} is set twice (tasks {self.label_set[label]} and {k})")
+            self.label_set[label] = k
+        elif t.type == tt.LABEL_GOTO_EX:
+            if not t.HasField("label_goto_ex"):
+                self.fail("LABEL_GOTO_EX task has no label definition")
+            self.rts_op(t.label_goto_ex.op_index, kind, "LabelGotoEx")
+            self.label_uses.append((k, self.label_id(t.label_goto_ex.label_id)))
+        elif t.type == tt.LABEL_SWITCH_BY_INDEX:
+            if not t.HasField("label_switch_by_index"):
+                self.fail("LABEL_SWITCH_BY_INDEX task has no switch definition")
+            d = t.label_switch_by_index
+            op = self.rts_op(d.op_index, kind, "LabelSwitchByIndex")
+            labels = from_attr(op.attr["_label_switch_list"]) if "_label_switch_list" in op.attr else None
+            if not isinstance(labels, list) or not labels or not all(_int(x) for x in labels):
+                self.fail(f"LabelSwitchByIndex {op.name!r} has no integer list _label_switch_list")
+            if d.label_max != len(labels):
+                self.fail(f"label_max {d.label_max} of {op.name!r} is not the {len(labels)} labels of its list")
+            for label in labels:
+                self.label_uses.append((k, self.label_id(label)))
+            if len(op.input_desc) != 1 or dtype_from_proto(op.input_desc[0].dtype) is None or \
+                    dtype_from_proto(op.input_desc[0].dtype).name not in ("int32", "uint32"):
+                self.fail(f"the index of {op.name!r} must be one int32/uint32 input")
+            self.input_addr(op, 0, 4, "the index")
+        elif t.type == tt.STREAM_ACTIVE:
+            if not t.HasField("stream_active"):
+                self.fail("STREAM_ACTIVE task has no stream definition")
+            self.rts_op(t.stream_active.op_index, kind, "StreamActive")
+            self.stream_id(t.stream_active.active_stream_id, "STREAM_ACTIVE")
+        elif t.type == tt.STREAM_SWITCH:
+            if not t.HasField("stream_switch"):
+                self.fail("STREAM_SWITCH task has no switch definition")
+            d = t.stream_switch
+            op = self.rts_op(d.op_index, kind, "StreamSwitch")
+            self.stream_id(d.true_stream_id, "STREAM_SWITCH")
+            cond = from_attr(op.attr["switch_condition"]) if "switch_condition" in op.attr else 0
+            if not _int(cond) or not 0 <= cond <= 5:
+                self.fail(f"switch_condition {cond!r} of {op.name!r} is not one of rtCondition_t 0..5")
+            if d.data_type not in (0, 1):
+                self.fail(f"data_type {d.data_type} of {op.name!r} is neither 0 (int32) nor 1 (int64)")
+            width = 4 if d.data_type == 0 else 8
+            if len(op.input_desc) != 2:
+                self.fail(f"StreamSwitch {op.name!r} needs two inputs (value and the value it is compared with)")
+            for slot in (0, 1):
+                self.input_addr(op, slot, width, f"input {slot}")
+        elif t.type == tt.MEMCPY_ASYNC:
+            if not t.HasField("memcpy_async"):
+                self.fail("MEMCPY_ASYNC task has no copy definition")
+            d = t.memcpy_async
+            self.rts_op(d.op_index, kind, "MemcpyAsync")
+            if d.count > d.dst_max or d.count > limits.MAX_MEMCPY_BYTES:
+                self.fail(f"MEMCPY_ASYNC copies {d.count} B into {d.dst_max} B (limit {limits.MAX_MEMCPY_BYTES})")
+            if not self.in_memory(d.src, d.count) or not self.in_memory(d.dst, d.count):
+                self.fail(f"MEMCPY_ASYNC [0x{d.src:X}, +{d.count}) -> [0x{d.dst:X}, +{d.count}) leaves device memory")
 
     def kernel_op(self, op, kind: str) -> None:
         spec = get_op(op.type)

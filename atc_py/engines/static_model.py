@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from .. import __version__
 from ..errors import AtcError
 from ..passes.infer import invalid
-from ..ir.graph import Graph
+from ..ir.graph import Graph, all_graphs, all_nodes
+from ..passes.control_memory import plan_model_memory
+from ..passes.engine import assign_engines
+from .control_tasks import rts_tasks
+from .labels import LABEL_OWNER, LabelPlan, is_control, lower_labels, region_nodes
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
 from ..ops.base import OpError, TilingResult
@@ -38,6 +42,8 @@ class StaticModel:
     node_attrs: dict[str, dict] = field(default_factory=dict)
     partitions: dict[int, bytes] = field(default_factory=dict)
     streams: StreamPlan | None = None
+    ids: dict[str, int] = field(default_factory=dict)      # op ids over the graph and its subgraphs
+    label_num: int = 0
 
 
 def _const_depend_values(node, spec) -> dict:
@@ -49,9 +55,9 @@ def tile(graph: Graph, soc: SocSpec) -> dict[str, TilingResult]:
     """Compile-time tiling. Sink ops run it once on the host with worst-case placeholder values: that fixes
     their workspace; the real tiling runs on the device's AICPU."""
     out = {}
-    for node in graph.nodes:
+    for node in all_nodes(graph):
         spec = get_op(node.op_type)
-        if spec.no_task:
+        if spec.no_task or spec.task_kind != "kernel":
             continue
         depend = _const_depend_values(node, spec)
         ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs],
@@ -84,11 +90,41 @@ def _produced_inside(v) -> bool:
     return v is not None and v.producer is not None and v.producer.op_type not in ("Data", "Const")
 
 
-def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dict[str, str]) -> StaticModel:
+def model_ids(graph: Graph) -> dict[str, int]:
+    """Op ids: the root graph's nodes, then each subgraph's (names are unique model-wide)."""
+    return {n.name: k for k, n in enumerate(all_nodes(graph))}
+
+
+def _sequence(graph: Graph, streams: StreamPlan):
+    """(kind, node, stream) in task order: a control node's region ("enter", its nodes, "leave") expands
+    in place, on the node's stream; the RTS nodes a control node owns in this graph open its region."""
+    owned: dict[str, list] = {}
+    for n in graph.nodes:
+        if LABEL_OWNER in n.attrs:
+            owned.setdefault(n.attrs[LABEL_OWNER], []).append(n)
+    for n in graph.nodes:
+        if LABEL_OWNER in n.attrs:
+            continue
+        s = streams.stream_of.get(n.name, 0)
+        if is_control(n):
+            yield "enter", n, s
+            for m in owned.get(n.name, []) + region_nodes(n):
+                yield "node", m, s
+            yield "leave", n, s
+        else:
+            yield "node", n, s
+
+
+def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, options: dict[str, str]) -> StaticModel:
+    labels = lower_labels(graph) if any(n.subgraphs for n in graph.nodes) else LabelPlan()
+    if labels.label_num:
+        for g in all_graphs(graph):
+            assign_engines(g)
+    ids = model_ids(graph)
     tilings = tile(graph, soc)
     streams = assign_streams(graph, single_stream=options.get("ge.enableSingleStream", "") == "true")
-    plan = plan_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
-                       reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
+    plan = plan_model_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
+                             reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
     check_device_memory(graph.name, plan, soc)
     nops = soc.prefetch_num
     if options.get("debug_sink_nops", "") != "":
@@ -111,12 +147,30 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
             sk_members.clear()
             sk_records.clear()
 
-    for node in graph.nodes:
-        spec = get_op(node.op_type)
-        if spec.no_task:
+    for kind, node, stream in _sequence(graph, streams):
+        if kind != "node":      # a control node's region: its stream waits before it, records after it
+            flush_super_kernel()
+            if kind == "enter":
+                node.meta["stream_id"] = stream
+                tasks.extend(sink.event_task(tt.EVENT_WAIT, stream, e, ids[node.name])
+                             for e in streams.waits.get(node.name, []))
+            else:
+                tasks.extend(sink.event_task(tt.EVENT_RECORD, stream, e, ids[node.name])
+                             for e in streams.records.get(node.name, []))
             continue
-        stream = streams.stream_of[node.name]
+        spec = get_op(node.op_type)
+        if spec.no_task or spec.task_kind == "control":
+            node.meta["stream_id"] = stream
+            continue
         node.meta["stream_id"] = stream
+        if spec.task_kind == "rts":
+            flush_super_kernel()
+            tasks.extend(sink.event_task(tt.EVENT_WAIT, stream, e, ids[node.name])
+                         for e in streams.waits.get(node.name, []))
+            tasks.extend(rts_tasks(node, ids[node.name], plan, stream))
+            tasks.extend(sink.event_task(tt.EVENT_RECORD, stream, e, ids[node.name])
+                         for e in streams.records.get(node.name, []))
+            continue
         t = tilings[node.name]
         is_sink = bool(node.attrs.get(TILING_SINK_OP))
         scope = node.attrs.get(superkernel.SUPER_KERNEL_SCOPE)
@@ -179,7 +233,8 @@ def compile_static(graph: Graph, ids: dict[str, int], soc: SocSpec, options: dic
     for k, task in enumerate(tasks):
         task.id = k
     stream_num = streams.num_streams + (1 if sink_ops else 0)
-    return StaticModel(graph, plan, tasks, kernels, tilings, sink_ops, stream_num, events, node_attrs, streams=streams)
+    return StaticModel(graph, plan, tasks, kernels, tilings, sink_ops, stream_num, events, node_attrs, streams=streams,
+                       ids=ids, label_num=labels.label_num)
 
 
 def kernel_binary(k: KernelInfo) -> bytes:

@@ -19,7 +19,8 @@ from ..ops.execute import run_op
 from ..platform.soc import SocSpec
 
 VALUE_BYTES = 64 << 10           # outputs up to this size are computed at import (shape tensors, small tables)
-NEVER = {"Data", "Const", "NetOutput", "PartitionedCall"}
+NEVER = {"Data", "Const", "NetOutput", "PartitionedCall", "If", "Case", "While", "MemcpyAsync", "LabelSet",
+         "LabelSwitchByIndex", "LabelGotoEx", "StreamActive", "StreamSwitch"}   # no kernel to fold with
 SHAPE_ONLY = {"Shape"}           # needs only the input's shape
 
 

@@ -84,6 +84,11 @@ class Node:
         self.outputs: list[Value] = []
         self.control_inputs: list[Node] = []
         self.meta: dict[str, Any] = {}
+        # named subgraphs this node owns (GE's If: then_branch/else_branch, While: cond/body, Case:
+        # branches_<k>), inputs and outputs bound by position: a subgraph's Data with attr index k is the
+        # node's k-th data input (If/Case: the k+1-th, after the predicate), its NetOutput the node's outputs.
+        # Subgraphs are closed: what a body captures from outer scopes is an explicit input.
+        self.subgraphs: dict[str, "Graph"] = {}
 
     def input_desc(self, i: int) -> TensorDesc | None:
         v = self.inputs[i] if i < len(self.inputs) else None
@@ -100,10 +105,12 @@ class Node:
 class Graph:
     """Ordered nodes; Data nodes (attr `index`) are inputs, the single NetOutput node collects outputs."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, namespace: "Graph | None" = None):
+        """`namespace`: share node names with that graph (a subgraph's node names are unique model-wide, as
+        the .om's op table and om-run's checks need)."""
         self.name = name
         self.nodes: list[Node] = []
-        self._names: set[str] = set()
+        self._names: set[str] = namespace._names if namespace is not None else set()
         self.counters: dict[str, int] = {}   # what the frontend did (e.g. values_at_import), for the summary
 
     # -- construction -------------------------------------------------------------------------
@@ -228,3 +235,22 @@ class Graph:
         if len(out) != len(self.nodes):
             raise ValueError("graph has a cycle")
         self.nodes = out
+
+
+def subgraphs_of(graph: Graph) -> list[Graph]:
+    """Every subgraph nested in `graph` (depth first, in node order), not `graph` itself."""
+    out: list[Graph] = []
+    for node in graph.nodes:
+        for sub in node.subgraphs.values():
+            out.append(sub)
+            out.extend(subgraphs_of(sub))
+    return out
+
+
+def all_graphs(graph: Graph) -> list[Graph]:
+    """The graph and every subgraph nested in it: what graph-local passes run over."""
+    return [graph] + subgraphs_of(graph)
+
+
+def all_nodes(graph: Graph) -> list[Node]:
+    return [n for g in all_graphs(graph) for n in g.nodes]

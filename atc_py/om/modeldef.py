@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..ir.dtypes import dtype_by_name
-from ..ir.graph import Graph, TensorDesc, Value
+from ..ir.graph import Graph, TensorDesc, Value, all_graphs
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan
 from ..proto import ge_ir_pb2 as ge
 from .attrs import set_attr
@@ -79,17 +79,21 @@ def op_def(node, node_id: int, plan: MemoryPlan, tiling_info: dict, op: ge.OpDef
         set_attr(op.attr[key], value)
     if node.op_type == "PartitionedCall":
         op.subgraph_name.append(node.attrs["f"])
+    if node.subgraphs:     # GE: the subgraph instance names in the op's IR order; the graphs follow the root
+        op.subgraph_name.extend(s.name for s in node.subgraphs.values())
+        set_attr(op.attr["_subgraph_ir_names"], list(node.subgraphs))
     return op
 
 
 def model_def(graph: Graph, ids: dict[str, int], plan: MemoryPlan, model_attrs: dict, tiling_info: dict,
               name: str) -> ge.ModelDef:
     md = ge.ModelDef(name=name, version=OM_PROTO_VERSION)
-    g = md.graph.add(name=graph.name)
-    for node in graph.nodes:
-        op_def(node, ids[node.name], plan, tiling_info, g.op.add())
-    g.input.extend(f"{n.name}:0" for n in graph.data_nodes)
-    g.output.extend(_src(v) for v in graph.net_output.inputs)
+    for sub in all_graphs(graph):      # the root graph, then every subgraph (GE's ModelDef keeps them so)
+        g = md.graph.add(name=sub.name)
+        for node in sub.nodes:
+            op_def(node, ids[node.name], plan, tiling_info, g.op.add())
+        g.input.extend(f"{n.name}:0" for n in sub.data_nodes)
+        g.output.extend(_src(v) for v in sub.net_output.inputs)
     attrs = {"memory_size": plan.memory_size, "weight_size": plan.weight_size,
              "task_gen_base_addr": FEATURE_MAP_BASE, "task_gen_weight_addr": WEIGHT_BASE,
              "attr_model_out_nodes_name": [_src(v) for v in graph.net_output.inputs], **model_attrs}

@@ -132,7 +132,12 @@ class OpSpec:
     tiling_keys: ClassVar[tuple[int, ...]] = (0,)  # entries of the kernel binary; >1 → ALL_KERNEL task
     tiling_struct: ClassVar[TilingStruct | None] = None
     no_task: ClassVar[bool] = False                # view ops: output aliases input memory, no kernel
+    task_kind: ClassVar[str] = "kernel"            # "control" (If/While/Case: owns subgraphs), "rts" (runtime task)
     is_custom: ClassVar[bool] = False
+
+    def alias_input(self, node: Node, k: int) -> int | None:
+        """The input whose bytes output k shares (views: input 0; While: its loop-carried input k), or None."""
+        return 0 if self.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
 
     # -- prototype -------------------------------------------------------------------------------
     def attr(self, node_or_attrs, name: str) -> Any:

@@ -32,7 +32,7 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import (activation, aipp, attention_moe, binary_more, conv_nd, conv_pool, elementwise,  # noqa: F401
+    from . import (activation, aipp, attention_moe, binary_more, control, conv_nd, conv_pool, elementwise,  # noqa: F401
                    fused_elementwise, graph_ops, index_ops, math_unary, matmul, norm, reduce, resize, scan_mask,
                    shape_layout, strings, value_params)
     from . import detection, layout_ops, losses, quant, rnn, sampling, signal, window_ops  # noqa: F401  (issue 14b families)

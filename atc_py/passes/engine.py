@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 from ..errors import AtcError
-from ..ir.graph import Graph
+from ..ir.graph import Graph, all_nodes
 from ..ops import get_op
 
 
 def assign_engines(graph: Graph) -> dict[str, int]:
-    for node in graph.nodes:
+    """Every node of the graph and of its subgraphs; control flow and runtime (RTS) nodes run no kernel."""
+    for node in all_nodes(graph):
         spec = get_op(node.op_type)
-        if spec.no_task:
+        if spec.no_task or spec.task_kind != "kernel":
             node.meta["engine"] = "NONE"
             continue
         dtypes = {v.desc.dtype for v in node.inputs if v is not None} | {v.desc.dtype for v in node.outputs}
@@ -25,7 +26,7 @@ def assign_engines(graph: Graph) -> dict[str, int]:
 def engine_counts(graph: Graph) -> dict[str, int]:
     """Ops per "engine/core type" (the build summary), from the engines assigned."""
     counts: dict[str, int] = {}
-    for node in graph.nodes:
+    for node in all_nodes(graph):
         if node.meta.get("engine", "NONE") != "NONE":
             key = f"{node.meta['engine']}/{node.meta['core_type']}"
             counts[key] = counts.get(key, 0) + 1

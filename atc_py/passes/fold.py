@@ -14,7 +14,7 @@ from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, worth_a_thread
 from .infer import infer_node
 
-NEVER_FOLD = {"Data", "Const", "NetOutput"}
+NEVER_FOLD = {"Data", "Const", "NetOutput", "If", "Case", "While", "PartitionedCall", "MemcpyAsync"}
 FRACTAL_MACS = 16 * 16 * 16   # one cube fractal of Work
 
 

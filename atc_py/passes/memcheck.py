@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..ir.graph import Graph
 from ..ops import get_op
 from .memory import MemoryPlan, align
+from .memory_buffers import alias_src
 from .streams import StreamPlan
 
 
@@ -14,7 +15,7 @@ def tensor_users(graph: Graph) -> dict[int, tuple[str, list[str], int, int]]:
     for node in graph.nodes:
         spec = get_op(node.op_type)
         for v in node.outputs:
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            src = alias_src(spec, node, v)
             r = root.get(id(src), src) if src is not None else v
             root[id(v)] = r
             if r is v and not spec.no_task:
@@ -39,7 +40,7 @@ def conflicts(graph: Graph, plan: MemoryPlan, streams: StreamPlan | None) -> lis
     for node in graph.nodes:
         spec = get_op(node.op_type)
         for v in node.outputs:
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            src = alias_src(spec, node, v)
             roots[id(v)] = roots.get(id(src), src) if src is not None else v
     outputs = {id(roots.get(id(v), v)) for v in graph.net_output.inputs}
     outputs |= {id(v) for v in graph.net_output.inputs}

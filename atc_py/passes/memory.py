@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import Graph, Node, Value, all_nodes
 from ..om.chunks import Chunks, Deferred
 from ..ops import get_op
-from .memory_buffers import MEM_ALIGN, align  # noqa: F401  (re-exported: the planner's units)
+from .memory_buffers import MEM_ALIGN, alias_src, align  # noqa: F401  (re-exported: the planner's units)
 from .memory_greedy import concurrent_lower_bound, greedy_by_size, reusable_buffers
 from .streams import StreamPlan
 
@@ -38,6 +38,7 @@ class MemoryPlan:
     workspace_size: int = 0       # peak workspace bytes of one op
     inplace: int = 0              # outputs written over their input
     inplace_of: dict = field(default_factory=dict)   # id(output) -> the input Value it overwrote
+    external_views: dict = field(default_factory=dict)   # id(view) -> the external Value (subgraphs) it shares
 
     def has(self, v: Value) -> bool:
         return id(v) in self.weight_offset or id(v) in self.fm_offset
@@ -70,7 +71,7 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
     blob = Chunks()
     offset = WEIGHTS_START_OFFSET
     seen: dict[tuple, list[tuple[np.ndarray, int]]] = {}
-    for node in graph.nodes:
+    for node in all_nodes(graph):      # subgraphs' constants too: one weights blob per model
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
         v = node.outputs[0]
@@ -187,8 +188,11 @@ def _inplace_ok(node: Node) -> bool:
 
 class _Planner:
     def __init__(self, graph: Graph, plan: MemoryPlan, workspaces: dict[str, list[int]], streams: StreamPlan | None,
-                 reuse: bool):
+                 reuse: bool, external: frozenset = frozenset()):
+        """`external`: Values whose bytes belong to the enclosing graph (a subgraph's Data nodes and the
+        copies into its parent's buffers): not allocated here (control_memory.py places them)."""
         self.g, self.plan, self.ws, self.sp, self.reuse = graph, plan, workspaces, streams, reuse
+        self.external = external
         self.free = FreeList()
         self.root: dict[int, Value] = {}           # id(Value) -> the value that owns its bytes
         self.readers: dict[int, list[str]] = {}    # id(root) -> task nodes reading it (through views)
@@ -210,7 +214,7 @@ class _Planner:
         for node in self.g.nodes:
             spec = get_op(node.op_type)
             for v in node.outputs:
-                src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+                src = alias_src(spec, node, v)
                 self.root[id(v)] = self.root.get(id(src), src) if src is not None else v
             for v in node.inputs:
                 if v is not None and node.name in self.task_nodes:
@@ -249,7 +253,8 @@ class _Planner:
         # graph inputs first, each in a range of its own
         for n in self.g.data_nodes:
             v = n.outputs[0]
-            self.plan.fm_offset[id(v)] = self._bump(align(max(v.desc.nbytes, 1)))
+            if id(v) not in self.external:
+                self.plan.fm_offset[id(v)] = self._bump(align(max(v.desc.nbytes, 1)))
         for node in order:
             if node.op_type in ("Const", "Data", "NetOutput"):
                 continue
@@ -257,6 +262,11 @@ class _Planner:
                 self.release_ready(node.name)
             for v in node.outputs:
                 r = self.root[id(v)]
+                if id(v) in self.external:
+                    continue
+                if r is not v and id(r) in self.external:
+                    self.plan.external_views[id(v)] = r
+                    continue
                 if r is not v:   # a view: share the input's bytes
                     if any(o is r for o in self.outputs_at_end):
                         self.aliases_of_outputs.setdefault(id(r), []).append(v)
@@ -327,7 +337,7 @@ def lower_bound(graph: Graph, workspaces: dict[str, list[int]], inplace_of: dict
     for node in graph.nodes:
         spec = get_op(node.op_type)
         for v in node.outputs:
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            src = alias_src(spec, node, v)
             if id(v) in inplace_of:
                 src = inplace_of[id(v)]
             r = root.get(id(src), src) if src is not None else v
@@ -355,10 +365,15 @@ def lower_bound(graph: Graph, workspaces: dict[str, list[int]], inplace_of: dict
 
 
 def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamPlan | None = None,
-                reuse: bool = True) -> MemoryPlan:
+                reuse: bool = True, weights: MemoryPlan | None = None, external: frozenset = frozenset()) -> MemoryPlan:
+    """`weights`: a plan whose weights this graph's constants use (a subgraph: the model's); `external`: see
+    _Planner."""
     plan = MemoryPlan()
-    plan_weights(graph, plan)
-    _Planner(graph, plan, workspaces, streams, reuse).run()
+    if weights is None:
+        plan_weights(graph, plan)
+    else:
+        plan.weight_offset = weights.weight_offset
+    _Planner(graph, plan, workspaces, streams, reuse, external).run()
     plan.lower_bound = lower_bound(graph, workspaces, plan.inplace_of)
     buffers = reusable_buffers(graph, plan, workspaces, streams) if reuse else None
     if buffers is not None:

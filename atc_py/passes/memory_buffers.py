@@ -10,6 +10,12 @@ MEM_ALIGN = 512            # GE MEM_ALIGN_SIZE
 OUTPUT_MARK = "<model output>"   # a pseudo user of graph outputs: the host reads them after the model ends
 
 
+def alias_src(spec, node, v) -> Value | None:
+    """The input Value whose bytes output `v` of `node` shares (views, While's carried values), or None."""
+    k = spec.alias_input(node, v.index)
+    return node.inputs[k] if k is not None and k < len(node.inputs) else None
+
+
 def align(n: int, a: int = MEM_ALIGN) -> int:
     return -(-n // a) * a
 
@@ -27,7 +33,7 @@ def collect_buffers(graph: Graph, plan, workspaces: dict[str, list[int]]):
         spec = get_op(node.op_type)
         i = order[node.name]
         for v in node.outputs:
-            src = node.inputs[0] if spec.no_task and node.op_type not in ("Data", "Const") and node.inputs else None
+            src = alias_src(spec, node, v)
             if id(v) in plan.inplace_of:
                 src = plan.inplace_of[id(v)]
             r = root.get(id(src), src) if src is not None else v

@@ -46,7 +46,20 @@ def is_unknown_node(node: Node) -> bool:
     host executor, which hands their values from node to node (om-run models no StringHead memory)."""
     if node.attrs.get(FORCE_UNKNOWN_SHAPE) or node.attrs.get(IS_UNKNOWN_SHAPE):
         return True
-    return any(not v.desc.known or v.desc.dtype == STRING for v in list(node.inputs) + node.outputs if v is not None)
+    if any(not v.desc.known or v.desc.dtype == STRING for v in list(node.inputs) + node.outputs if v is not None):
+        return True
+    # a control node whose subgraphs hold anything dynamic (a shape, a value-dependent shape) runs in the host
+    # executor as a whole, iteration by iteration (GE: an unknown subgraph makes its parent unknown)
+    return any(_dynamic_inside(n) for s in node.subgraphs.values() for n in s.nodes)
+
+
+def _dynamic_inside(node: Node) -> bool:
+    from ..ops import get_op
+    spec = get_op(node.op_type)
+    if is_unknown_node(node):
+        return True
+    return any(i < len(node.inputs) and node.inputs[i] is not None and not node.inputs[i].is_const
+               for i in spec.infer_depend)
 
 
 class Partitioner:
@@ -188,6 +201,7 @@ def _copy_node(sub: Graph, node: Node, inputs: list[Value | None]) -> Node:
     new = sub.add_node(node.name, node.op_type, inputs, [v.desc for v in node.outputs], dict(node.attrs),
                        out_names=[v.name for v in node.outputs])
     new.meta = dict(node.meta)
+    new.subgraphs = node.subgraphs     # each node is copied once: its subgraphs move with it
     if node.op_type == "Const":
         new.outputs[0].data = node.outputs[0].data
     return new

@@ -63,7 +63,8 @@ def assign_streams(graph: Graph, single_stream: bool = False, forced: dict[str, 
     """Members of one `_super_kernel_scope` (consecutive task nodes) share the stream of the first member.
     `forced` (tests) pins nodes to streams; the events and clocks follow from it the same way."""
     plan = StreamPlan()
-    tasks = [n for n in graph.nodes if not get_op(n.op_type).no_task]
+    # a control node is one task here (its subgraphs' tasks run on its stream); the switch it owns too
+    tasks = [n for n in graph.nodes if not get_op(n.op_type).no_task and "_label_owner" not in n.attrs]
     prev_scope, prev_name = None, None
     tail: dict[int, str] = {}            # stream -> its last node
     last_used: dict[int, int] = {}       # stream -> topo index of its tail

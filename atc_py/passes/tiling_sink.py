@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import AtcError
-from ..ir.graph import Graph, Node
+from ..ir.graph import Graph, Node, subgraphs_of
 from ..ops import get_op
 from ..ops.base import HOST, ON_AICPU
 
@@ -70,7 +70,15 @@ def gate(node: Node, options: dict[str, str], device) -> tuple[bool, str]:
 
 
 def decide_tiling_sink(graph: Graph, options: dict[str, str], device=None) -> list[SinkDecision]:
+    """The root graph's marked nodes go through the gate. Inside a control-flow subgraph tiling is not sunk
+    (an UPDATE patching a kernel every iteration of a lowered loop is not what GE generates): a marked node
+    there goes dynamic, and with it its control node (partition.py)."""
     decisions = []
+    for sub in subgraphs_of(graph):
+        for node in mark_tiling_depend(sub):
+            node.attrs[FORCE_UNKNOWN_SHAPE] = True
+            decisions.append(SinkDecision(node.name, node.op_type, False,
+                                          "inside a control-flow subgraph: tiling sink is not applied there"))
     for node in mark_tiling_depend(graph):
         spec = get_op(node.op_type)
         if HOST not in spec.tiling_placements:

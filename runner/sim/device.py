@@ -23,6 +23,7 @@ from atc_py.errors import AtcError
 from atc_py.ops import get_op
 from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
+from atc_py.ir.graph import TensorDesc
 
 from ..device.memory import DeviceMemory, MemoryFault
 from ..loader import desc_from_proto
@@ -32,6 +33,12 @@ from .profile import RuntimeProfile
 from .program import Call, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
 from .roofline import roofline
 
+CONTROL_TASKS = (tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_ACTIVE, tt.STREAM_SWITCH,
+                 tt.MEMCPY_ASYNC)
+_U32, _I32, _I64 = TensorDesc((1,), "uint32"), TensorDesc((1,), "int32"), TensorDesc((1,), "int64")
+# rtCondition_t: EQUAL, NOT_EQUAL, GREATER, GREATER_OR_EQUAL, LESS, LESS_OR_EQUAL
+_COMPARE = [lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a > b, lambda a, b: a >= b,
+            lambda a, b: a < b, lambda a, b: a <= b]
 # what numpy and the kernels raise on values outside what an op supports (AxisError is a ValueError)
 KERNEL_FAULTS = (ValueError, IndexError, KeyError, TypeError, ArithmeticError)
 
@@ -93,6 +100,11 @@ class Stream:
     ready: int = 0
     busy: bool = False
     blocked: bool = False
+    active: bool = True        # a stream some STREAM_ACTIVE / STREAM_SWITCH starts waits for it
+
+
+class LoopLimit(Exception):
+    """A label was jumped to, or a stream started, more often than --max-loop-iterations allows."""
 
 
 @dataclass
@@ -106,7 +118,7 @@ class RunResult:
 
 class DeviceRun:
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
-                 allow_hazards: bool = False, id_offset: int = 0):
+                 allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.soc = machine.soc
         self.allow = allow_hazards
@@ -124,7 +136,12 @@ class DeviceRun:
         self.res: RunResult | None = None
         self.id_offset = id_offset
         self.live.update(prog.initial_sqes)   # Sqes are replaced (UPDATE), never changed: shared
-        self.streams: dict[int, Stream] = {sid: Stream(tasks) for sid, tasks in prog.stream_tasks.items()}
+        self.streams: dict[int, Stream] = {sid: Stream(tasks, active=sid not in prog.activated)
+                                           for sid, tasks in prog.stream_tasks.items()}
+        from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
+        self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
+        self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
+        self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:
@@ -144,7 +161,8 @@ class DeviceRun:
         while self.heap:
             time, _, fn, args = heapq.heappop(self.heap)
             fn(time, *args)
-        stuck = [(sid, s.tasks[s.head]) for sid, s in sorted(self.streams.items()) if s.head < len(s.tasks)]
+        stuck = [(sid, s.tasks[s.head]) for sid, s in sorted(self.streams.items())
+                 if s.active and s.head < len(s.tasks)]
         if stuck:
             heads = "; ".join(f"stream {sid} at task {t.id} ({self.p.describe(t.id)})" for sid, t in stuck)
             raise AtcError("E30004", task="-", reason=f"deadlock: {heads} can never start")
@@ -172,7 +190,7 @@ class DeviceRun:
 
     def kick(self, t: int, sid: int) -> None:
         s = self.streams[sid]
-        if s.busy or s.head >= len(s.tasks):
+        if s.busy or not s.active or s.head >= len(s.tasks):
             return
         t = max(t, s.ready)
         task = s.tasks[s.head]
@@ -206,7 +224,86 @@ class DeviceRun:
         s = self.streams[task.stream]
         s.ready, s.busy = t, False
         s.head += 1
+        target = self.jump.pop(task.id, None)
+        if target is not None:
+            self.move(t, task, *target)
         self.at(t, self.kick, task.stream)
+
+    # -- control flow ------------------------------------------------------------------------------------
+    def enter(self, key, task: SimTask) -> None:
+        n = self.entries[key] = self.entries.get(key, 0) + 1
+        if n > self.max_loops:
+            what = f"label {key[1]}" if key[0] == "label" else f"stream {key[1]}"
+            raise LoopLimit(f"{what} was entered {n} times, more than --max-loop-iterations={self.max_loops} "
+                            f"allows: the loop does not end (or needs a higher limit)")
+
+    def move(self, t: int, task: SimTask, sid: int, pos: int) -> None:
+        """A jump: the SQ pointer of stream `sid` moves to `pos` (a label there) and, if that is another stream,
+        this one stops (aclrtSwitchLabelByIndex / aclrtSwitchStream). The prefetch window does what it does at
+        any jump: the SQEs fetched past the jumping task are dropped (their snapshots), fetching resumes at the
+        target, so a kernel re-run by the next iteration is read from its live SQE."""
+        here = self.streams[task.stream]
+        for other in here.tasks[here.head:here.head + self.soc.prefetch_num]:
+            self.snap.pop(other.id, None)
+        dst = self.streams[sid]
+        if dst is not here:
+            here.head = len(here.tasks)
+            here.active = False
+        dst.head, dst.active = pos, True
+        if dst is not here:
+            dst.ready = max(dst.ready, t)
+            self.at(t, self.kick, sid)
+
+    def label_target(self, task: SimTask, label: int) -> tuple[int, int]:
+        if label not in self.p.label_at:
+            raise OpError(f"label {label} is set on no stream")
+        self.enter(("label", label), task)
+        return self.p.label_at[label]
+
+    def control(self, task: SimTask, t: int, start: int) -> None:
+        prof, kind = self.prof, task.type
+        end, writes = start + prof.label_jump_ns, []
+        if kind == tt.LABEL_SET:
+            end = start + prof.label_set_ns
+        elif kind == tt.LABEL_GOTO_EX:
+            self.jump[task.id] = self.label_target(task, task.label)
+        elif kind == tt.LABEL_SWITCH_BY_INDEX:
+            self.hazard_check(task, start)
+            if self.mem is None:
+                raise OpError("a label switch needs the index in device memory (run with numeric compute)")
+            idx = int(self.mem.read(task.addrs[0], _U32).reshape(-1)[0])
+            label = task.labels[min(idx, len(task.labels) - 1)]   # past the end: the last label
+            self.jump[task.id] = self.label_target(task, label)
+            self.res.flows.append(("label", task.id, self.p.label_at.get(label, (0, 0))[1]))
+        elif kind in (tt.STREAM_ACTIVE, tt.STREAM_SWITCH):
+            end = start + prof.stream_active_ns
+            go = True
+            if kind == tt.STREAM_SWITCH:
+                if self.mem is None:
+                    raise OpError("a stream switch needs its values in device memory (run with numeric compute)")
+                dt = _I32 if task.count == 4 else _I64
+                a, b = (int(self.mem.read(x, dt).reshape(-1)[0]) for x in task.addrs)
+                go = _COMPARE[task.cond](a, b)
+            if go:
+                self.enter(("stream", task.target), task)
+                target = self.streams.get(task.target)
+                if target is not None:
+                    if kind == tt.STREAM_SWITCH:
+                        self.jump[task.id] = (task.target, 0)
+                    else:
+                        target.head, target.active = 0, True
+                        target.ready = max(target.ready, end)
+                        self.at(end, self.kick, task.target)
+        elif kind == tt.MEMCPY_ASYNC:
+            src, dst = task.addrs
+            end = start + prof.memcpy_latency_ns + int(task.count / prof.memcpy_gbps)
+            self.hazard_check(task, start)
+            if self.mem is not None:
+                writes = [(dst, self.mem.read(src, TensorDesc((task.count,), "uint8")).copy())]
+        if kind != tt.MEMCPY_ASYNC and kind != tt.LABEL_SWITCH_BY_INDEX:
+            self.hazard_check(task, start)
+        self.record(task, t, start, end)
+        self.at(end, self.finish, task, writes)
 
     def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> TaskRecord:
         rec = TaskRecord(task.id + self.id_offset, task.stream, task.type_name or
@@ -234,6 +331,8 @@ class DeviceRun:
             self._execute(task, t)
         except (OpError, MemoryFault) as exc:
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
+        except LoopLimit as exc:
+            raise AtcError("E30007", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
         except KERNEL_FAULTS as exc:
             if os.environ.get("ATC_PY_DEBUG"):
                 raise
@@ -277,6 +376,8 @@ class DeviceRun:
             self.kernel(task, t, start)
         elif kind == tt.SUPER_KERNEL:
             self.super_kernel(task, t, start)
+        elif kind in CONTROL_TASKS:
+            self.control(task, t, start)
         else:
             raise OpError(f"task type {tt.TASK_TYPE_NAMES.get(kind, kind)} is not supported")
 

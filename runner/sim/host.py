@@ -24,6 +24,7 @@ from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .hazards import Hazard
 from .machine import Job, Machine
 from .memory import L2Cache
+from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .profile import RuntimeProfile
 from .program import Program, build_program, context_cost, op_attrs
 
@@ -92,7 +93,8 @@ class Simulation:
     """Runs a loaded model (static or multi-model) once per call, in simulated time, with or without numerics."""
 
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
-                 allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1):
+                 allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
+                 max_loop_iterations: int | None = None):
         if host_threads not in (1, 3):
             raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
         self.model = model
@@ -107,6 +109,7 @@ class Simulation:
         self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
         self.cache: set = set()
         self.l2 = L2Cache(self.soc.l2_size)        # what the L2 holds outlives one execution (--loop)
+        self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
 
     def program(self, m: DeviceModel) -> Program:
         if m.name not in self.programs:
@@ -180,7 +183,10 @@ class Simulation:
 
     def run_static(self, m: DeviceModel, inputs, launch_done: int, id_offset: int = 0):
         mem = None
-        if self.compute:
+        prog = self.program(m)
+        if self.compute or (prog.needs_values and inputs is not None):
+            # a model whose label / stream switches read device memory computes even for timing: the values
+            # decide which tasks run
             if m.name not in self.weights:
                 self.weights[m.name] = load_weights(m.weights)
             mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
@@ -190,13 +196,14 @@ class Simulation:
         for io in m.inputs:   # the inputs were copied into DRAM behind the L2 (ASSUMED: H2D copies bypass it)
             if io.address is not None:
                 self.l2.invalidate(io.address, io.address + max(io.desc.nbytes, 1))
-        run = DeviceRun(self.program(m), self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records))
+        run = DeviceRun(prog, self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records),
+                        max_loop_iterations=self.max_loops)
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
         self.stats.hazards += res.hazards
         self.stats.flows += [(k, a + run.id_offset, b + run.id_offset) for k, a, b in res.flows]
-        outs = [mem.read(io.address, io.desc) for io in m.outputs] if mem is not None else None
+        outs = [mem.read(io.address, io.desc) for io in m.outputs] if mem is not None and self.compute else None
         return outs, res.end
 
     # -- multi-model om ----------------------------------------------------------------------------

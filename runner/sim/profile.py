@@ -56,6 +56,12 @@ class RuntimeProfile:
     update_ns: int = 1000                  # UPDATE: tiling-table lookup and SQE patch
     model_activate_ns: int = 2000          # model execute: TS activates the model's streams
     end_graph_ns: int = 1000               # END_GRAPH notify back to the host
+    # -- control flow on the device (ns): label and stream tasks are executed by the task scheduler itself --
+    label_set_ns: int = 100                # LABEL_SET: marks a position, like a NOP
+    label_jump_ns: int = 500               # LABEL_GOTO_EX / LABEL_SWITCH_BY_INDEX: read index, move the SQ pointer
+    stream_active_ns: int = 500            # STREAM_ACTIVE / STREAM_SWITCH: (re)start another stream's SQ
+    memcpy_latency_ns: int = 1500          # MEMCPY_ASYNC (device to device) start
+    memcpy_gbps: float = 100.0             # its bandwidth, GB/s (HBM to HBM through the SDMA engine)
     # -- AICPU (ns) --
     aicpu_launch_ns: int = 5000            # AICPU kernel start
     aicpu_tiling_ns: int = 20000           # a device tiling function (RunAicpuRpcSrvLaunch) on the AICPU
@@ -115,7 +121,7 @@ class RuntimeProfile:
 MAX_CONFIG_BYTES = 1 << 20
 MAX_VALUE = 1e15          # ns, cycles or GB/s: a second is 1e9 ns
 POSITIVE = {"cube_fractals_per_cycle", "fp32_cube_rate", "h2d_gbps", "d2h_gbps", "cube_efficiency",
-            "vector_efficiency", "dram_efficiency"}   # divisors
+            "vector_efficiency", "dram_efficiency", "memcpy_gbps"}   # divisors
 # shares of a hardware peak: above 1 a kernel would beat physics (runner/sim/roofline.py)
 FRACTIONS = {"cube_fractals_per_cycle", "fp32_cube_rate", "cube_efficiency", "vector_efficiency", "dram_efficiency"}
 

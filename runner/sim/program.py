@@ -103,6 +103,12 @@ class SimTask:
     type_name: str = ""
     op_name: str = ""
     op_type: str = ""
+    label: int = -1            # LABEL_SET / LABEL_GOTO_EX: its label
+    labels: list[int] = field(default_factory=list)   # LABEL_SWITCH_BY_INDEX: label per index
+    addrs: list[int] = field(default_factory=list)    # index / compared values / memcpy [src, dst]
+    count: int = 0             # MEMCPY_ASYNC bytes; STREAM_SWITCH data width
+    target: int = -1           # STREAM_ACTIVE / STREAM_SWITCH: the stream it starts
+    cond: int = 0              # STREAM_SWITCH: rtCondition_t
 
 
 def _in_descs(op) -> list:
@@ -158,6 +164,14 @@ class Program:
     kernel_task_of_op: dict[int, int]
     update_of_op: dict[int, int]
     clobbers: list = field(default_factory=list)   # (task, producer task, output name): output overwritten
+    label_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # label -> (stream, position in it)
+    activated: set[int] = field(default_factory=set)   # streams a STREAM_ACTIVE / STREAM_SWITCH starts
+    region_last: dict[int, int] = field(default_factory=dict)   # region's first task -> its last task
+
+    @property
+    def needs_values(self) -> bool:
+        """Its control flow reads device memory (a switch): timing alone cannot follow it."""
+        return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in self.tasks)
 
     @cached_property
     def initial_sqes(self) -> dict[int, Sqe]:
@@ -171,6 +185,10 @@ class Program:
         out: dict[int, list[SimTask]] = {}
         for t in self.tasks:
             out.setdefault(t.stream, []).append(t)
+        for sid, ts in out.items():
+            for pos, t in enumerate(ts):
+                if t.type == tt.LABEL_SET:
+                    self.label_at[t.label] = (sid, pos)
         return out
 
     def describe(self, task_id: int) -> str:
@@ -220,6 +238,8 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
         elif t.type == tt.UPDATE:
             st.target_op = t.update_pc_task.op_index
             update_of_op[st.target_op] = k
+        else:
+            accesses[k] = _runtime_task(st, t, model)
         if st.calls:
             st.op = st.calls[0].op
             types = {get_op(c.op.type).core_type for c in st.calls}
@@ -235,10 +255,86 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
             st.op_name, st.op_type = st.op.name, st.op.type
         st.type_name = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
         tasks.append(st)
+    region_last = _collapse_regions(model, tasks, accesses)
     deps = analyse(accesses, list(range(len(tasks))))
-    prog = Program(model, tasks, deps, kernel_of_op, update_of_op)
+    for d in deps.values():      # a region is done when its last task (its leave label) is
+        for lst in (d.producers, d.readers, d.writers):
+            lst[:] = [(region_last.get(x, x), lo, hi) for x, lo, hi in lst]
+    prog = Program(model, tasks, deps, kernel_of_op, update_of_op, region_last=region_last)
+    prog.activated = {t.target for t in tasks if t.type in (tt.STREAM_ACTIVE, tt.STREAM_SWITCH)}
     prog.clobbers = output_clobbers(model, tasks, accesses, kernel_of_op)
+    prog.stream_tasks   # noqa: B018  (fills label_at)
     return prog
+
+
+def _runtime_task(st: SimTask, t, model: DeviceModel) -> list[Access]:
+    """Decode a label / stream / copy task (validated): what it reads and writes."""
+    k = st.id
+    if t.type == tt.LABEL_SET:
+        st.label, st.op = t.label_set.label_id, model.ops[t.label_set.op_index]
+    elif t.type == tt.LABEL_GOTO_EX:
+        st.label, st.op = t.label_goto_ex.label_id, model.ops[t.label_goto_ex.op_index]
+    elif t.type == tt.LABEL_SWITCH_BY_INDEX:
+        st.op = model.ops[t.label_switch_by_index.op_index]
+        st.labels = [int(x) for x in from_attr(st.op.attr["_label_switch_list"])]
+        st.addrs = [st.op.input_i[0]]
+        return [Access(k, st.addrs[0], st.addrs[0] + 4, False)]
+    elif t.type == tt.STREAM_ACTIVE:
+        st.op, st.target = model.ops[t.stream_active.op_index], t.stream_active.active_stream_id
+    elif t.type == tt.STREAM_SWITCH:
+        st.op, st.target = model.ops[t.stream_switch.op_index], t.stream_switch.true_stream_id
+        st.cond = int(from_attr(st.op.attr["switch_condition"])) if "switch_condition" in st.op.attr else 0
+        st.count = 4 if t.stream_switch.data_type == 0 else 8
+        st.addrs = list(st.op.input_i[:2])
+        return [Access(k, a, a + st.count, False) for a in st.addrs]
+    elif t.type == tt.MEMCPY_ASYNC:
+        d = t.memcpy_async
+        st.op, st.addrs, st.count = model.ops[d.op_index], [d.src, d.dst], d.count
+        return [Access(k, d.src, d.src + max(d.count, 1), False), Access(k, d.dst, d.dst + max(d.count, 1), True)]
+    return []
+
+
+def _region_of(model: DeviceModel, op) -> int | None:
+    """The control op of the root graph whose region holds this op (None: the op is in the root graph)."""
+    owner_of = getattr(model, "_owner_of", None)
+    if owner_of is None:
+        owner_of = {name: o for o in model.ops.values() for name in o.subgraph_name if o.type != "PartitionedCall"}
+        by_name = {o.name: o for o in model.ops.values()}
+        model._owner_of, model._by_name = owner_of, by_name
+    g = model.graph_of.get(op.id, model.root_graph)
+    if g == model.root_graph:
+        owner = op.attr["_label_owner"].s.decode() if "_label_owner" in op.attr else None
+        return model._by_name[owner].id if owner in model._by_name else None
+    top = op
+    while g != model.root_graph:
+        top = owner_of[g]
+        g = model.graph_of[top.id]
+    return top.id
+
+
+def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> dict[int, int]:
+    """The hazard sweep (hazards.py) follows task order, which a jump breaks: a lowered control-flow region
+    (one stream, its tasks in order by construction) is checked as one task against the rest of the model —
+    its accesses move to its first task (reads of bytes the region writes itself dropped), and whoever
+    depends on it waits for its last task. Returns {first task: last task}."""
+    regions: dict[int, list[int]] = {}
+    for st in tasks:
+        if st.op is not None and (model.graph_of.get(st.op.id, model.root_graph) != model.root_graph
+                                  or "_label_owner" in st.op.attr):
+            key = _region_of(model, st.op)
+            if key is not None:
+                regions.setdefault(key, []).append(st.id)
+    out = {}
+    for ks in regions.values():
+        first, last = min(ks), max(ks)
+        writes = [a for k in ks for a in accesses.get(k, ()) if a.write]
+        reads = [a for k in ks for a in accesses.get(k, ()) if not a.write
+                 and not any(w.lo <= a.lo and a.hi <= w.hi for w in writes)]
+        for k in ks:
+            accesses.pop(k, None)
+        accesses[first] = [Access(first, a.lo, a.hi, a.write) for a in reads + writes]
+        out[first] = last
+    return out
 
 
 def output_clobbers(model: DeviceModel, tasks, accesses, kernel_of_op) -> list[tuple[int, int, str]]:

@@ -178,18 +178,20 @@ class ModelChecks:
             if len(inp.type.tensor_type.shape.dim) > MAX_RANK:
                 raise self.fail(f"graph input '{inp.name}' has more than {MAX_RANK} dimensions")
 
-    def order(self, opsets: dict[str, int]) -> list[int]:
-        """Node indices in a topological order (file order among ready nodes); checks the wiring."""
-        g = self.model.graph
-        producer: dict[str, int] = {}
+    def order(self, opsets: dict[str, int], g: onnx.GraphProto | None = None, outer: set[str] = frozenset()) -> list[int]:
+        """Node indices in a topological order (file order among ready nodes); checks the wiring. For a
+        subgraph `g`, `outer` are the names it may read from enclosing scopes."""
+        g = self.model.graph if g is None else g
+        producer: dict[str, int] = {name: -1 for name in outer}
         for t in g.initializer:
-            if t.name in producer:
+            if t.name in producer and t.name not in outer:
                 raise self.fail(f"initializer '{t.name}' is defined twice")
             producer[t.name] = -1
         for inp in g.input:
             if inp.name in producer and producer[inp.name] != -1:
                 raise self.fail(f"graph input '{inp.name}' is declared twice")
             producer.setdefault(inp.name, -1)
+        local = {t.name for t in g.initializer} | {i.name for i in g.input}
         names: set[str] = set()
         for k, n in enumerate(g.node):
             label = n.name or f"{n.op_type}_{k}"
@@ -202,7 +204,7 @@ class ModelChecks:
             for o in n.output:
                 if not o:
                     continue
-                if o in producer:
+                if o in producer and (o not in outer or o in local):
                     other = producer[o]
                     who = "a graph input or initializer" if other == -1 else \
                         f"node {g.node[other].name or g.node[other].op_type + '_' + str(other)}"
@@ -261,6 +263,15 @@ def check_text(model: onnx.ModelProto, path: str) -> None:
             need(x, f"a name of node {n.name!r}")
         for a in n.attribute:
             need(a.name, f"an attribute name of node {n.name!r}")
+
+
+def check_body(g: onnx.GraphProto, path: str, outer: set[str], opsets: dict[str, int]) -> list[int]:
+    """A subgraph's structure (initializers, wiring with the names of enclosing scopes, attributes): its nodes'
+    indices in a topological order. A body may shadow an outer name with its own."""
+    c = ModelChecks(onnx.ModelProto(), path, set())
+    for t in g.initializer:
+        c.tensor(t, f"initializer '{t.name}' of subgraph {g.name!r}")
+    return c.order(opsets, g, outer)
 
 
 def check_model(model: onnx.ModelProto, path: str, lazy: set[str] | None = None) -> list[int]:

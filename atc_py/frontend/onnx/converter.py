@@ -29,11 +29,13 @@ def _domain_name(d: str) -> str:
 class OnnxConverter:
     def __init__(self, model: onnx.ModelProto, input_shapes: dict | None, soc: SocSpec | None = None):
         self.model = model
+        self.gproto = model.graph          # the graph being converted (a subgraph converter sets a body)
         self.soc = soc or load_soc(DEFAULT_SOC)
         self.graph = Graph(model.graph.name or "graph")
         self.opsets = {DOMAIN_ALIASES.get(o.domain, o.domain): o.version for o in model.opset_import}
         self.values: dict[str, Value] = {}
         self.initializers = {t.name: t for t in model.graph.initializer}
+        self.fold_limit = DEFAULT_FOLD_SIZE_LIMIT
         self.weights: dict = {}   # initializer name -> array, when the loader has it (load_onnx_lazy)
         self.input_shapes = input_shapes or {}
         self.node_outputs: dict[str, list[str]] = {}   # onnx node name -> its output tensor names
@@ -60,8 +62,9 @@ class OnnxConverter:
 
     # -- whole graph -----------------------------------------------------------------------------
     def check_supported(self) -> None:
+        """Every op without an adapter, in the graph and in every subgraph its nodes own, in one E19010."""
         missing: dict[tuple, list[str]] = {}
-        for k, n in enumerate(self.model.graph.node):
+        for n, label in _all_nodes(self.gproto):
             domain = DOMAIN_ALIASES.get(n.domain, n.domain)
             opset = self.opsets.get(domain)
             cls = ADAPTERS.get((domain, n.op_type))
@@ -74,7 +77,7 @@ class OnnxConverter:
             else:
                 why = f"supported opsets {cls.versions()[0]}-{cls.last_opset}"
             key = (n.op_type, _domain_name(domain), opset, why)
-            missing.setdefault(key, []).append(n.name or f"{n.op_type}_{k}")
+            missing.setdefault(key, []).append(label)
         if missing:
             items = [f"{t} (domain {d}, opset {o}, {why}): {len(names)} node(s) {_names(names)}"
                      for (t, d, o, why), names in sorted(missing.items(), key=lambda kv: kv[0][0])]
@@ -113,7 +116,7 @@ class OnnxConverter:
 
     def nodes(self, order: list[int]) -> None:
         for k in order:
-            n = self.model.graph.node[k]
+            n = self.gproto.node[k]
             domain = DOMAIN_ALIASES.get(n.domain, n.domain)
             cls = ADAPTERS[(domain, n.op_type)]
             impl = cls.impl_for(self.opsets[domain])
@@ -132,9 +135,22 @@ class OnnxConverter:
                     self.values[out_name] = v
 
     def outputs(self) -> None:
-        outs = [self.value(o.name) for o in self.model.graph.output]
-        self.graph.add_node("NetOutput", "NetOutput", outs, [],
-                            attrs={"output_names": [o.name for o in self.model.graph.output]})
+        outs = [self.value(o.name) for o in self.gproto.output]
+        self.graph.add_node(self.graph.unique_name("NetOutput"), "NetOutput", outs, [],
+                            attrs={"output_names": [o.name for o in self.gproto.output]})
+
+
+def _all_nodes(g: onnx.GraphProto, prefix: str = ""):
+    """(node, label) of a graph and of the subgraphs its nodes own (If branches, Loop/Scan bodies), labels
+    naming the owner: 'loop_1/body/add_3'."""
+    for k, n in enumerate(g.node):
+        label = prefix + (n.name or f"{n.op_type}_{k}")
+        yield n, label
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs) \
+                if a.type == onnx.AttributeProto.GRAPHS else []
+            for sub in subs:
+                yield from _all_nodes(sub, f"{label}/{a.name}/")
 
 
 def unsupported_type(onnx_type: int, what: str) -> None:
