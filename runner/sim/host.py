@@ -26,9 +26,12 @@ from .machine import Job, Machine
 from .memory import L2Cache
 from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .profile import RuntimeProfile
+from atc_py.om.attrs import from_attr
+
 from .program import Program, build_program, context_cost, op_attrs
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")
+HOST_CONTROL = ("If", "Case", "While")
 
 
 @dataclass
@@ -264,21 +267,32 @@ class Simulation:
     def run_dynamic(self, m: HostModel, inputs, input_on_host, arg_descs: list[TensorDesc] | None = None):
         """Node by node on the host (seed 001); inputs take the shapes they have in this execution (`arg_descs`,
         the arrays' shapes), so a dynamic-shape model runs at whatever shape it is given."""
-        values: dict[str, np.ndarray | None] = {}
-        descs: dict[str, TensorDesc] = {}
-        on_host: dict[str, bool] = {}
-        consts: set[str] = set()
-        outputs = None
-        self._descs, self._on_host = descs, on_host
-        handoff = self.prof.host_pipeline_handoff_ns if self.threads == 3 else 0
-        for op in sorted(m.ops.values(), key=lambda o: o.id):
+        self._descs, self._on_host = {}, {}
+        self._values, self._consts = {}, set()
+        self._handoff = self.prof.host_pipeline_handoff_ns if self.threads == 3 else 0
+        if not self.compute and any(op.type in HOST_CONTROL for op in m.ops.values()):
+            raise AtcError("E30002", reason="--no-compute cannot run a model whose dynamic control flow decides "
+                                            "its work from computed values (If / While in the host executor)")
+        args = [(inputs[i] if inputs is not None else None, arg_descs[i] if arg_descs is not None else None,
+                 bool(input_on_host[i])) for i in range(len(input_on_host))]
+        outs = self._run_graph(m, m.root_graph, args)
+        self.last_out_descs = [d for _, d, _ in outs]
+        return [v for v, _, _ in outs] if self.compute else None
+
+    def _run_graph(self, m: HostModel, gname: str, args: list) -> list:
+        """Run one graph of a host model node by node; args: (value, desc or None, on host) per Data index.
+        Returns its outputs the same way."""
+        values, descs, on_host, consts = self._values, self._descs, self._on_host, self._consts
+        for op in m.graph_ops(gname):
             key = f"{op.name}:0"
             try:
                 if op.type == "Data":
                     idx = int(op.attr["index"].i)
-                    values[key] = inputs[idx] if inputs is not None else None
-                    descs[key] = arg_descs[idx] if arg_descs is not None else desc_from_proto(op.output_desc[0])
-                    on_host[key] = bool(input_on_host[idx])
+                    val, desc, host = args[idx]
+                    values[key] = val
+                    descs[key] = desc or (TensorDesc(tuple(np.shape(val)), desc_from_proto(op.output_desc[0]).dtype)
+                                          if val is not None else desc_from_proto(op.output_desc[0]))
+                    on_host[key] = host
                 elif op.type == "Const":
                     d = desc_from_proto(op.output_desc[0])
                     off = op.output_desc[0].data_offset
@@ -288,10 +302,11 @@ class Simulation:
                     descs[key], on_host[key] = d, True
                     consts.add(key)
                 elif op.type == "NetOutput":
-                    outputs = [values[s] for s in op.input]
-                    self.last_out_descs = [descs[s] for s in op.input]
+                    return [(values[s], descs[s], on_host[s]) for s in op.input]
+                elif op.type in HOST_CONTROL:
+                    self.host_control(m, op)
                 else:
-                    self.dynamic_node(op, values, descs, on_host, consts, handoff)
+                    self.dynamic_node(op, values, descs, on_host, consts, self._handoff)
             except OpError as exc:
                 raise AtcError("E30004", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
             except KERNEL_FAULTS as exc:
@@ -299,7 +314,61 @@ class Simulation:
                     raise
                 raise AtcError("E30004", task=f"host node {op.name} ({op.type})",
                                reason=f"{type(exc).__name__}: {exc}") from None
-        return outputs if self.compute else None
+        raise AtcError("E30004", task=f"graph {gname}", reason="the graph has no NetOutput")
+
+    def _on_host_value(self, key: str, why: str):
+        """A value the host decides with: a stream sync and a D2H copy first when the device produced it."""
+        if not self._on_host[key]:
+            t = self.sync(why, self.stage_free[0], self._descs[key].nbytes)
+            self.stage_free = [max(x, t) for x in self.stage_free]
+            self._on_host[key] = True
+        return self._values[key]
+
+    def host_control(self, m: HostModel, op) -> None:
+        """If / Case / While in the host executor: the predicate comes to the host (sync + D2H, counted), then
+        the chosen branch or each iteration's cond and body run node by node."""
+        names = list(op.subgraph_name)
+        ir = from_attr(op.attr["_subgraph_ir_names"]) if "_subgraph_ir_names" in op.attr else []
+        ir = ir if isinstance(ir, list) and len(ir) == len(names) else names
+        args = [(self._values[s], self._descs[s], self._on_host[s]) for s in op.input]
+        if op.type in ("If", "Case"):
+            pred = np.asarray(self._on_host_value(op.input[0], f"{op.name} predicate")).reshape(-1)
+            if op.type == "If":
+                want = "then_branch" if pred.size and bool(pred[0]) else "else_branch"
+                branch = names[ir.index(want)] if want in ir else names[0 if want == "then_branch" else 1]
+            else:
+                k = int(pred[0]) if pred.size else -1
+                branch = names[k if 0 <= k < len(names) else len(names) - 1]
+            outs = self._run_graph(m, branch, args[1:])
+        else:
+            cond_g, body_g = (names[ir.index("cond")], names[ir.index("body")]) if "cond" in ir else names[:2]
+            n_scan = int(from_attr(op.attr["_scan_output_num"])) if "_scan_output_num" in op.attr else 0
+            carried, scans, it = args, [[] for _ in range(n_scan)], 0
+            while True:
+                c = self._run_graph(m, cond_g, carried)
+                key = f"{op.name}/cond:{it}"
+                self._values[key], self._descs[key], self._on_host[key] = c[0]
+                if not bool(np.asarray(self._on_host_value(key, f"{op.name} loop condition")).reshape(-1)[0]):
+                    break
+                it += 1
+                if it > self.max_loops:
+                    raise AtcError("E30007", task=f"host node {op.name} (While)",
+                                   reason=f"the loop ran {it} iterations, more than --max-loop-iterations="
+                                          f"{self.max_loops} allows: it does not end (or needs a higher limit)")
+                outs = self._run_graph(m, body_g, carried)
+                carried = outs[:len(args)]
+                for k in range(n_scan):
+                    scans[k].append(outs[len(args) + k][0])
+            outs = list(carried)
+            for k, rows in enumerate(scans):
+                d = desc_from_proto(op.output_desc[len(args) + k])
+                arr = np.stack(rows) if rows else np.zeros((0,) + tuple(max(x, 0) for x in d.shape[1:]), d.dtype)
+                outs.append((arr, TensorDesc(arr.shape, d.dtype), False))
+        for k, (val, desc, host) in enumerate(outs):
+            key = f"{op.name}:{k}"
+            self._values[key] = val
+            self._descs[key] = desc if desc is not None and desc.known else TensorDesc(np.shape(val), desc.dtype)
+            self._on_host[key] = host
 
     def fetch_to_host(self, op, idx: list[int], why: str, ready: int) -> int:
         """Stream sync + D2H of the inputs `idx` of `op` that live on the device (seed 001)."""
