@@ -283,6 +283,43 @@ SAMPLES = {"small_cnn": small_cnn, "inception_block": inception_block, "small_tr
 INPUTS = {"decoder_step": decoder_inputs, "superkernel": superkernel_inputs, "custom_op": custom_op_inputs}
 
 
+def rnn_loop() -> onnx.ModelProto:
+    """An Elman RNN written as an ONNX Loop over 16 time steps (trip count constant, no condition): the
+    body reads x[i], updates h = tanh(x[i] W + h U + b) and emits h as a scan output. Static: it compiles
+    to a label loop (LABEL_SWITCH_BY_INDEX / LABEL_GOTO_EX) with h and the counter in device memory."""
+    rng = np.random.default_rng(15)
+    T, B, I, H = 16, 2, 8, 16
+    body = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["xt"], axis=0),
+         helper.make_node("MatMul", ["xt", "W"], ["xw"]),
+         helper.make_node("MatMul", ["h", "U"], ["hu"]),
+         helper.make_node("Add", ["xw", "hu"], ["s"]),
+         helper.make_node("Add", ["s", "b"], ["sb"]),
+         helper.make_node("Tanh", ["sb"], ["h_out"]),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+         helper.make_node("Identity", ["h_out"], ["h_scan"])],
+        "rnn_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, [B, H])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [B, H]),
+         helper.make_tensor_value_info("h_scan", TensorProto.FLOAT, [B, H])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["T", "", "h0"], ["h_last", "h_all"], body=body)],
+        "rnn_loop",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, B, I]),
+         helper.make_tensor_value_info("h0", TensorProto.FLOAT, [B, H])],
+        [helper.make_tensor_value_info("h_last", TensorProto.FLOAT, [B, H]),
+         helper.make_tensor_value_info("h_all", TensorProto.FLOAT, [T, B, H])],
+        [numpy_helper.from_array(np.array(T, np.int64), "T"), _init(rng, "W", (I, H), 0.3),
+         _init(rng, "U", (H, H), 0.3), _init(rng, "b", (H,), 0.1)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
+
+
+SAMPLES["rnn_loop"] = rnn_loop
+
+
 def main() -> None:
     for name, make in SAMPLES.items():
         model = make()

@@ -24,6 +24,7 @@ from .io import load_expected, write_outputs
 from .msame_inputs import Batch, input_batches, input_shapes, parse_dym_shape
 from .loader import DeviceModel, RootModel, load_model
 from .sim.host import Simulation
+from .limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .sim.profile import RuntimeProfile
 from .sim.report import console, summary_json, write_profile
 
@@ -60,13 +61,20 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
     return ok
 
 
+def _needs_values(model) -> bool:
+    """A model whose control flow reads device memory: --no-compute still needs its inputs."""
+    from atc_py.engines import task_types as tt
+    return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in getattr(model, "tasks", []))
+
+
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
-             tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False):
+             tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
+             max_loop_iterations: int | None = None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
     runs timing only."""
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
-                     tiling_cache=tiling_cache, host_threads=host_threads)
+                     tiling_cache=tiling_cache, host_threads=host_threads, max_loop_iterations=max_loop_iterations)
     loops, outputs, walls = [], None, []
     for k in range(loop):
         t0 = time.perf_counter()
@@ -130,7 +138,11 @@ def _finite(ctx, param, value):
               help="Host pipeline threads of the dynamic-shape executor (MAX_RUNTIME_CORE_NUMBER).")
 @click.option("--summary-json", "summary_path", help="Write the simulated-time summary as JSON.")
 @click.option("--profile", "profile_dir", help="Write op_summary.csv and trace.json (Chrome/Perfetto) here.")
-@click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels.")
+@click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels (a model whose label or "
+                                                  "stream switches read device memory still computes).")
+@click.option("--max-loop-iterations", type=click.IntRange(min=1, max=10**9), default=DEFAULT_MAX_LOOP_ITERATIONS,
+              show_default=True, help="Stop (E30007) when a loop runs more iterations than this: a label entered, "
+                                      "a stream started or a host-executed While iterated more often.")
 @click.option("--no-verify", is_flag=True, help="Run a file whose checksum is all zero (unsealed); a wrong checksum "
                                                 "is never accepted.")
 @click.option("--device", type=click.IntRange(0, 63), default=0, show_default=True,
@@ -141,13 +153,13 @@ def _finite(ctx, param, value):
 @click.option("--dymHW", "dym_hw", help='msame: the image-size gear to run, "h,w".')
 @click.option("--dymDims", "dym_dims", help='msame: the dims gear to run, "x:1,128;y:1,128".')
 def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
-         device, output_size, dym_shape, dym_batch, dym_hw, dym_dims):
+         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
+         max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
     try:
         _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
              sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
-             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims))
+             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, max_loop_iterations))
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)
@@ -170,6 +182,7 @@ class RunExtras:
     dym_batch: int | None = None
     dym_hw: str | None = None
     dym_dims: str | None = None
+    max_loop_iterations: int | None = None
 
 
 FP16_COMPUTE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
@@ -228,7 +241,7 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
     dym = parse_dym_shape(extras.dym_shape, model) if extras.dym_shape else {}
     tol = default_tolerance(model)
     rtol, atol = (tol if rtol is None else rtol), (tol if atol is None else atol)
-    if no_compute:
+    if no_compute and not _needs_values(model):
         batches = [Batch(None, None)]
         shapes = input_shapes(model, dym)
     else:
@@ -243,7 +256,8 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         if batch.stem:
             click.echo(f"[INFO] start to process file: {batch.stem}")
         outputs, loops, walls = simulate(model, prof, batch.arrays, loop, not no_compute, allow_hazards,
-                                         tiling_cache == "on", int(host_threads), shapes, timed=True)
+                                         tiling_cache == "on", int(host_threads), shapes, timed=True,
+                                         max_loop_iterations=extras.max_loop_iterations)
         for wall in walls:
             click.echo(f"Inference time: {wall * 1e3:.3f}ms (wall clock of the simulation)")
         click.echo(f"Inference average time: {sum(walls) / len(walls) * 1e3:.6f} ms")

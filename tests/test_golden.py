@@ -13,7 +13,7 @@ from .conftest import MODELS, ROOT, compile_om
 
 GOLDEN = ROOT / "tests" / "golden"
 # (sample, soc, tiling_schedule_optimize)
-CASES = [("small_cnn", "Ascend910B1", "0"), ("small_transformer", "Ascend910B1", "0")] + [
+CASES = [("small_cnn", "Ascend910B1", "0"), ("small_transformer", "Ascend910B1", "0"), ("rnn_loop", "Ascend910B1", "0")] + [
     (name, soc, sink) for name in ("decoder_step", "superkernel", "custom_op") for soc in ("Ascend910B1", "Ascend310P3")
     for sink in ("0", "1")]
 
