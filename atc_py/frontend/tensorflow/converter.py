@@ -17,6 +17,8 @@ from ...options import shape_range_attr
 from ..value_fold import fold_at_import
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
+from . import functions  # noqa: F401  (registers the control-flow and library-call adapters)
+from .functions import resolve_function_ref
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
 
 NO_OUTPUT_OPS = {"NoOp"}
@@ -127,8 +129,15 @@ class TfConverter:
         self.node_outputs: dict[str, list[str]] = {}
         self.values: dict[str, Value] = {}
 
+    def split(self, ref: str) -> tuple[str, int, bool]:
+        """An input reference: 'node:k' in a GraphDef, 'node:out_arg:k' or an argument in a function body."""
+        if getattr(self, "function", None) is not None and not ref.startswith("^"):
+            node, k = resolve_function_ref(self, ref)
+            return node, k, False
+        return split_input(ref)
+
     def tensor(self, ref: str) -> Value:
-        node, k, _ = split_input(ref)
+        node, k, _ = self.split(ref)
         outs = self.outputs.get(node)
         if outs is None:
             raise AtcError("E12009", input=ref, opname=self.current)
@@ -138,10 +147,13 @@ class TfConverter:
         return outs[k]
 
     def check_supported(self) -> None:
+        """Every op without an adapter, in the graph and in its library functions, in one E19010."""
         missing: dict[str, list[str]] = {}
-        for n in self.gd.node:
+        nodes = [(n, n.name) for n in self.gd.node] + [(n, f"{f.signature.name}/{n.name}")
+                                                        for f in self.gd.library.function for n in f.node_def]
+        for n, label in nodes:
             if n.op not in TF_ADAPTERS and n.op not in ("Placeholder", "Const", "NoOp"):
-                missing.setdefault(n.op, []).append(n.name)
+                missing.setdefault(n.op, []).append(label)
         if missing:
             items = [f"{op} (framework TensorFlow): {len(names)} node(s) {', '.join(names[:5])}"
                      + (f", ... (+{len(names) - 5} more)" if len(names) > 5 else "")
@@ -163,10 +175,13 @@ class TfConverter:
             out = []
             for i in n.input:
                 try:
-                    src = by_name.get(split_input(i)[0])
+                    name = self.split(i)[0]
                 except AtcError:
                     raise AtcError("E12009", input=i, opname=n.name) from None
+                src = by_name.get(name)
                 if src is None:
+                    if name in self.outputs:     # a function argument (bound before the body converts)
+                        continue
                     raise AtcError("E12009", input=i, opname=n.name)
                 out.append(src)
             return iter(out)
@@ -193,9 +208,12 @@ class TfConverter:
 
     def convert(self) -> None:
         index = 0
+        unused = self.unused_placeholders()
         for n in self.ordered():
             name = self.graph.unique_name(n.name.replace("/", "_"))
             self.current = n.name
+            if n.name in unused:
+                continue
             if n.op == "Placeholder":
                 with converting(n.name, n.op, (TfAdapterError, TfValueError, OpError), lambda: _node_args(self, n)):
                     self.placeholder(n, name, index)
@@ -212,6 +230,13 @@ class TfConverter:
             for k, v in enumerate(self.outputs[n.name]):
                 self.values[f"{n.name}:{k}"] = v
         self.check_input_shapes(index)
+
+    def unused_placeholders(self) -> set[str]:
+        """Placeholders TensorFlow's control-flow lowering leaves behind (unused_control_flow_input*): no
+        consumer, not a model input."""
+        consumed = {self.split(i)[0] for n in self.gd.node for i in n.input}
+        return {n.name for n in self.gd.node if n.op == "Placeholder" and n.name not in consumed
+                and n.name.startswith("unused_control_flow_input")}
 
     def placeholder(self, n: tf.NodeDef, name: str, index: int) -> None:
         dt = dtype_name(n.attr["dtype"].type)
@@ -249,7 +274,8 @@ class TfConverter:
         consumed = {split_input(i)[0] for n in self.gd.node for i in n.input}
         outs, names = [], []
         for n in self.gd.node:
-            if n.name in consumed or n.op in NO_OUTPUT_OPS or n.op in ("Placeholder", "Const"):
+            if n.name in consumed or n.op in NO_OUTPUT_OPS or n.op in ("Placeholder", "Const") \
+                    or n.name not in self.outputs:
                 continue
             for k, v in enumerate(self.outputs[n.name]):
                 outs.append(v)
