@@ -19,6 +19,7 @@ from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
 from . import functions  # noqa: F401  (registers the control-flow and library-call adapters)
 from .functions import resolve_function_ref
+from .functionalize import functionalize
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
 
 NO_OUTPUT_OPS = {"NoOp"}
@@ -287,6 +288,7 @@ class TfConverter:
 
 def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC", path: str = "",
                soc: SocSpec | None = None):
+    graph_def = functionalize(graph_def, path or "graph")     # v1 loops -> While + library functions
     conv = TfConverter(graph_def, input_shapes, input_format, path, soc)
     conv.check_supported()
     conv.convert()
