@@ -1,0 +1,84 @@
+"""TensorFlow control flow and library functions (issue 15): Keras LSTM, GRU and bidirectional LSTM frozen
+both ways (v1: lowered Enter/Exit/Merge/Switch/NextIteration/LoopCond frames; v2: one functional While with
+TensorList ops) match TensorFlow's outputs; convolutions inside a library function called through
+StatefulPartitionedCall; bad v1 frames and unsupported ops inside functions are E-coded errors.
+The fixtures come from models/make_tf_rnn.py (TensorFlow, dev only)."""
+import numpy as np
+import pytest
+
+from atc_py.engines import task_types as tt
+from atc_py.errors import AtcError
+from atc_py.frontend.tensorflow.functionalize import functionalize
+from atc_py.proto import tf_graph_pb2 as tf
+from runner.loader import load_model
+from runner.sim.host import Simulation
+
+from .conftest import MODELS, compile_om
+
+RNN = MODELS / "tf_rnn"
+
+
+def _run(tmp_path, pb, x):
+    path = tmp_path / "m.om"
+    path.write_bytes(compile_om(pb, **{"ge.frameworkType": "3"}))
+    m = load_model(str(path))
+    outs, stats = Simulation(m).run([x])
+    assert not stats.hazards
+    return m, outs
+
+
+@pytest.mark.parametrize("form", ["v1", "v2"])
+@pytest.mark.parametrize("name", ["lstm", "gru", "bilstm"])
+def test_keras_recurrent_layers_match_tensorflow(tmp_path, name, form):
+    data = np.load(RNN / f"{name}.npz")
+    m, outs = _run(tmp_path, RNN / f"{name}.{form}.pb", data["x"])
+    np.testing.assert_allclose(outs[0], data["y"], rtol=1e-5, atol=1e-5)
+    loops = sum(t.type == tt.LABEL_GOTO_EX for t in m.tasks)
+    assert loops == (2 if name == "bilstm" else 1)          # each layer is one label loop on the device
+
+
+def test_v1_frames_become_functional_while_loops():
+    gd = tf.GraphDef.FromString((RNN / "lstm.v1.pb").read_bytes())
+    assert any(n.op == "LoopCond" for n in gd.node)
+    out = functionalize(gd)
+    ops = {n.op for n in out.node}
+    assert "While" in ops and not ops & {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond"}
+    assert len(out.library.function) == 2
+
+
+def test_convolutions_in_a_library_function(tmp_path):
+    gd = tf.GraphDef.FromString((RNN / "calls.pb").read_bytes())
+    assert any(n.op in ("PartitionedCall", "StatefulPartitionedCall") for n in gd.node)
+    data = np.load(RNN / "calls.npz")
+    m, outs = _run(tmp_path, RNN / "calls.pb", data["x"])
+    assert sum(op.type == "Conv2D" for op in m.ops.values()) == 2
+    np.testing.assert_allclose(outs[0], data["y"], rtol=1e-5, atol=1e-5)
+
+
+def _bad_frame(tmp_path, drop_loop_cond: bool):
+    gd = tf.GraphDef.FromString((RNN / "gru.v1.pb").read_bytes())
+    if drop_loop_cond:      # the frame's cycle no longer has its LoopCond: not a loop
+        lc = next(n for n in gd.node if n.op == "LoopCond")
+        lc.op = "Identity"
+    path = tmp_path / "bad.pb"
+    path.write_bytes(gd.SerializeToString())
+    with pytest.raises(AtcError) as exc:
+        compile_om(path, **{"ge.frameworkType": "3"})
+    return exc.value
+
+
+def test_a_cycle_in_a_v1_frame_that_is_not_a_loop(tmp_path):
+    err = _bad_frame(tmp_path, True)
+    assert err.code == "E10041" and "LoopCond" in str(err) and "node" in str(err)
+
+
+def test_unsupported_op_inside_a_library_function_is_named(tmp_path):
+    gd = tf.GraphDef.FromString((RNN / "lstm.v2.pb").read_bytes())
+    body = next(f for f in gd.library.function if "body" in f.signature.name)
+    node = next(n for n in body.node_def if n.op == "Tanh")
+    node.op = "NoSuchTfOp"
+    path = tmp_path / "bad.pb"
+    path.write_bytes(gd.SerializeToString())
+    with pytest.raises(AtcError) as exc:
+        compile_om(path, **{"ge.frameworkType": "3"})
+    assert exc.value.code == "E19010" and f"{body.signature.name}/{node.name}" in str(exc.value)
