@@ -359,7 +359,7 @@ def fuse_static(graph: Graph, options: dict, st: _Stages) -> int:
     compile): --static_model_ops_lower_limit counts the graph's own ops."""
     if not parse_optimization_switch(options.get("optimization_switch", "")).get("elementwise_fusion", True):
         return 0
-    return st.run("elementwise_fusion", fuse_elementwise, graph)
+    return sum(st.run("elementwise_fusion", fuse_elementwise, g) for g in all_graphs(graph))   # bodies too
 
 
 def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages):
