@@ -335,3 +335,45 @@ def test_hostile_label_tasks_are_rejected_before_running(tmp_path):
         t = mtd.task.add(type=tt.STREAM_ACTIVE)
         t.stream_active.op_index = _first(mtd, tt.LABEL_SET).label_set.op_index
     assert "StreamActive" in _mutate(tmp_path, stream, "h")
+
+
+def test_nested_loops_and_an_if_inside_a_loop_body(tmp_path):
+    """Outer Loop (13) over an inner Loop (14) and an If on the inner result: labels of every level in one
+    stream's task list, each region's switch right before its branches."""
+    inner = h.make_graph([h.make_node("Identity", ["c2"], ["co2"]), h.make_node("Mul", ["w", "k"], ["m"]),
+                          h.make_node("Add", ["m", "x"], ["wo"])], "inner",
+                         [_vi("j", T.INT64, []), _vi("c2", T.BOOL, []), _vi("w", T.FLOAT, [3])],
+                         [_vi("co2", T.BOOL, []), _vi("wo", T.FLOAT, [3])])
+    then = h.make_graph([h.make_node("Sub", ["vi", "one"], ["t"])], "then", [], [_vi("t", T.FLOAT, [3])])
+    els = h.make_graph([h.make_node("Add", ["vi", "one"], ["e"])], "else", [], [_vi("e", T.FLOAT, [3])])
+    outer = h.make_graph([h.make_node("Identity", ["c"], ["co"]), h.make_node("Loop", ["N4", "", "v"], ["vi"], body=inner),
+                          h.make_node("ReduceSum", ["vi"], ["s"], keepdims=0), h.make_node("Greater", ["s", "five"], ["g"]),
+                          h.make_node("If", ["g"], ["vo"], then_branch=then, else_branch=els)], "outer",
+                         [_vi("i", T.INT64, []), _vi("c", T.BOOL, []), _vi("v", T.FLOAT, [3])],
+                         [_vi("co", T.BOOL, []), _vi("vo", T.FLOAT, [3])])
+    inits = [h.make_tensor("N3", T.INT64, [], [13]), h.make_tensor("N4", T.INT64, [], [14]),
+             h.make_tensor("k", T.FLOAT, [], [0.9]), h.make_tensor("one", T.FLOAT, [], [1.0]),
+             h.make_tensor("five", T.FLOAT, [], [5.0])]
+    model = _model([h.make_node("Loop", ["N3", "", "x"], ["y"], body=outer)], [_vi("x", T.FLOAT, [3])],
+                   [_vi("y", T.FLOAT, [3])], inits)
+    m = _load(tmp_path, model)
+    assert _types(m)[tt.LABEL_SWITCH_BY_INDEX] == 3 and m.label_num == 9
+    x = np.array([0.1, 0.5, -0.3], np.float32)
+    outs, stats = Simulation(m).run([x])
+    np.testing.assert_allclose(outs[0], _ort(model, {"x": x})[0], rtol=1e-5)
+    assert sum(r.type == "LABEL_GOTO_EX" and r.name.startswith("Loop_1") for r in stats.records) == 13 * 14
+
+
+def test_a_loop_whose_carried_shape_grows_runs_in_the_host_executor(tmp_path):
+    body = h.make_graph([h.make_node("Identity", ["c"], ["co"]), h.make_node("Slice", ["v", "s0", "s1"], ["p"]),
+                         h.make_node("Concat", ["v", "p"], ["vo"], axis=0)], "grow",
+                        [_vi("i", T.INT64, []), _vi("c", T.BOOL, []), _vi("v", T.FLOAT, [None])],
+                        [_vi("co", T.BOOL, []), _vi("vo", T.FLOAT, [None])])
+    model = _model([h.make_node("Loop", ["M", "", "x"], ["y"], body=body)], [_vi("x", T.FLOAT, [2])],
+                   [_vi("y", T.FLOAT, [None])], [h.make_tensor("M", T.INT64, [], [12]),
+                                                 h.make_tensor("s0", T.INT64, [1], [0]), h.make_tensor("s1", T.INT64, [1], [1])])
+    m = _load(tmp_path, model)
+    x = np.array([1, 2], np.float32)
+    outs, stats = Simulation(m).run([x])
+    np.testing.assert_allclose(outs[0], _ort(model, {"x": x})[0])
+    assert outs[0].shape == (14,) and stats.syncs == 13      # 12 iterations and the exit test

@@ -201,10 +201,16 @@ def region_nodes(node: Node) -> list[Node]:
         Case().branches(node)
     out: list[Node] = []
     for sub in subs:
+        owned: dict[str, list[Node]] = {}
         for n in sub.nodes:
+            if LABEL_OWNER in n.attrs:
+                owned.setdefault(n.attrs[LABEL_OWNER], []).append(n)
+        for n in sub.nodes:
+            if LABEL_OWNER in n.attrs:
+                continue           # opens its owner's region, below
             out.append(n)
             if n.subgraphs:
-                out.extend(region_nodes(n))
+                out.extend(owned.get(n.name, []) + region_nodes(n))
     return out
 
 
