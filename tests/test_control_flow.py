@@ -377,3 +377,77 @@ def test_a_loop_whose_carried_shape_grows_runs_in_the_host_executor(tmp_path):
     outs, stats = Simulation(m).run([x])
     np.testing.assert_allclose(outs[0], _ort(model, {"x": x})[0])
     assert outs[0].shape == (14,) and stats.syncs == 13      # 12 iterations and the exit test
+
+
+def _edited(tmp_path, model, fn, name):
+    """Compile, edit TASK_INFO / MODEL_DEF with fn, reseal, load (validation included)."""
+    from atc_py.om import OmModel, write_om
+    from atc_py.om import partitions as pt
+    from atc_py.om.attrs import set_attr
+    from atc_py.proto import ge_ir_pb2
+    m = read_om(compile_om(model)).models[0]
+    parts = {t: m.get(t) for t in pt.STATIC_ORDER if m.get(t)}
+    mtd = task_pb2.ModelTaskDef.FromString(parts[pt.TASK_INFO])
+    md = ge_ir_pb2.ModelDef.FromString(parts[pt.MODEL_DEF])
+    fn(mtd, md, set_attr)
+    parts[pt.TASK_INFO], parts[pt.MODEL_DEF] = mtd.SerializeToString(), md.SerializeToString()
+    path = tmp_path / f"{name}.om"
+    path.write_bytes(write_om([OmModel([(t, parts[t]) for t in pt.STATIC_ORDER if parts.get(t)])], name).tobytes())
+    return load_model(str(path))
+
+
+def _add_stream(md, set_attr) -> int:
+    """One more stream; its id."""
+    from atc_py.om.attrs import from_attr
+    n = from_attr(md.attr["stream_num"])
+    set_attr(md.attr["stream_num"], n + 1)
+    return n
+
+
+def test_stream_active_starts_a_stream_that_waits_until_then(tmp_path):
+    """A stream some STREAM_ACTIVE names is not started by the model execute; the STREAM_ACTIVE runs it from its
+    head (aclrtActiveStream: in parallel with the activating stream)."""
+    def activate(mtd, md, set_attr):
+        new = _add_stream(md, set_attr)
+        sa = next(op for g in md.graph for op in g.op if op.type == "StreamActive")
+        t = mtd.task.add(type=tt.STREAM_ACTIVE, stream_id=0)
+        t.stream_active.op_index, t.stream_active.active_stream_id = sa.id, new
+        mtd.task.add(type=tt.NOP, stream_id=new)
+    x, c = np.ones((2, 3), np.float32), np.array(True)
+    m = _edited(tmp_path, if_model(), activate, "active")
+    stats = Simulation(m).run([x, c])[1]
+    act = next(r for r in stats.records if r.type == "STREAM_ACTIVE")
+    nop = next(r for r in stats.records if r.type == "NOP")
+    assert nop.stream == m.stream_num - 1 and nop.start >= act.end
+
+
+def test_stream_switch_hands_over_to_its_stream_when_the_condition_holds(tmp_path):
+    """STREAM_SWITCH compares two int32 values in device memory (here the If's predicate with itself): EQUAL
+    holds, so the new stream runs and the switching stream stops (its Mul kernel never runs); NOT_EQUAL does not."""
+    def switch(mtd, md, set_attr, cond):
+        new = _add_stream(md, set_attr)
+        root = md.graph[0]
+        idx = next(op for op in root.op if op.name.endswith("SwitchIndex"))
+        op = root.op.add(name="sw", type="StreamSwitch", id=max(o.id for g in md.graph for o in g.op) + 1)
+        op.input.extend([f"{idx.name}:0", f"{idx.name}:0"])
+        op.input_i.extend([idx.output_i[0], idx.output_i[0]])
+        op.input_desc.add().CopyFrom(idx.output_desc[0])
+        op.input_desc.add().CopyFrom(idx.output_desc[0])
+        set_attr(op.attr["switch_condition"], cond)
+        mul = next(o.id for o in root.op if o.type == "Mul")
+        last = next(k for k, t in enumerate(mtd.task) if t.HasField("kernel") and t.kernel.context.op_index == mul
+                    or t.HasField("kernel_with_handle") and t.kernel_with_handle.context.op_index == mul)
+        tasks = list(mtd.task)
+        sw = task_pb2.TaskDef(type=tt.STREAM_SWITCH, stream_id=tasks[last].stream_id)
+        sw.stream_switch.op_index, sw.stream_switch.true_stream_id = op.id, new
+        tasks.insert(last, sw)
+        tasks.append(task_pb2.TaskDef(type=tt.NOP, stream_id=new))
+        del mtd.task[:]
+        mtd.task.extend(tasks)
+    x, c = np.ones((2, 3), np.float32), np.array(True)
+    taken = Simulation(_edited(tmp_path, if_model(), lambda a, b, s: switch(a, b, s, 0), "eq")).run([x, c])[1]
+    kinds = [r.type for r in taken.records]
+    assert "NOP" in kinds and kinds.index("NOP") > kinds.index("STREAM_SWITCH")
+    assert not any(r.op_type == "Mul" for r in taken.records)
+    kept = Simulation(_edited(tmp_path, if_model(), lambda a, b, s: switch(a, b, s, 1), "ne")).run([x, c])[1]
+    assert "NOP" not in [r.type for r in kept.records] and any(r.op_type == "Mul" for r in kept.records)
