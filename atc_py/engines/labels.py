@@ -137,6 +137,7 @@ class LabelMaker:
             if _needs_copy_in(node, k):
                 v = node.inputs[k]
                 c = _rts(g, f"{node.name}/CopyIn{k}", "MemcpyAsync", [v], out_descs=[v.desc])
+                c.attrs[LABEL_OWNER] = node.name   # runs on the loop's stream, first thing of its region
                 g.set_input(node, k, c.outputs[0])
                 g.nodes.remove(c)
                 g.nodes.insert(g.nodes.index(node), c)

@@ -204,8 +204,11 @@ class _Planner:
         self.order = {n.name: k for k, n in enumerate(graph.nodes)}
         self.outputs_at_end: list[Value] = []
         self.aliases_of_outputs: dict[int, list[Value]] = {}
+        self.run_as = {n.name: n.attrs["_label_owner"] for n in graph.nodes if "_label_owner" in n.attrs}
 
     def hb(self, a: str, b: str) -> bool:
+        # a control node's own copies (engines/labels.py) run at its place in its stream
+        a, b = self.run_as.get(a, a), self.run_as.get(b, b)
         if self.sp is None or a not in self.sp.stream_of or b not in self.sp.stream_of:
             return self.order[a] <= self.order[b]  # one stream: task order is execution order
         return self.sp.happens_before(a, b)

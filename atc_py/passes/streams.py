@@ -48,7 +48,7 @@ def task_producers(node: Node) -> list[Node]:
         spec = get_op(p.op_type)
         if p.op_type in ("Data", "Const"):
             continue
-        if spec.no_task:
+        if spec.no_task or "_label_owner" in p.attrs:   # views; a control node's own copies run in its region
             stack += [v.producer for v in p.inputs if v is not None and v.producer is not None]
             continue
         out.append(p)
