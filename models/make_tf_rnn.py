@@ -4,7 +4,7 @@ writes models/tf_rnn/<name>.<form>.pb (form v1: lowered Enter/Exit/Merge/Switch/
 v2: one functional While with TensorList ops), plus <name>.npz with the input `x` and TensorFlow's output
 `y`. Weights are random (fixed seeds); the files are a few KB each.
 
-Also writes calls.pb: a small convolutional model whose convolutions sit in a library function called through
+Also writes cond.{v1,v2}.pb (tf.cond on a runtime predicate) and calls.pb: a small convolutional model whose convolutions sit in a library function called through
 StatefulPartitionedCall (as ConvNeXt / RegNet SavedModels freeze with aggressive_inlining off).
 """
 from __future__ import annotations
@@ -70,6 +70,21 @@ def calls() -> None:
     np.savez(OUT / "calls.npz", x=x, y=y * 2.0)
 
 
+def cond() -> None:
+    """tf.cond on a runtime predicate, frozen both ways (v1: Switch/Merge; v2: StatelessIf), and its outputs
+    for an input that takes each branch."""
+    w = tf.constant([[0.5, -1.0, 2.0]])
+
+    def f(x):
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(x) * w, lambda: tf.tanh(x) - 1.0)
+    spec = tf.TensorSpec((2, 3), tf.float32, name="x")
+    for form, lower in (("v2", False), ("v1", True)):
+        (OUT / f"cond.{form}.pb").write_bytes(_freeze(f, spec, lower))
+    rng = np.random.default_rng(11)
+    xp, xn = np.abs(rng.standard_normal((2, 3))).astype(np.float32), -np.abs(rng.standard_normal((2, 3))).astype(np.float32)
+    np.savez(OUT / "cond.npz", x_then=xp, y_then=f(xp).numpy(), x_else=xn, y_else=f(xn).numpy())
+
+
 def main() -> None:
     OUT.mkdir(exist_ok=True)
     for k, name in enumerate(("lstm", "gru", "bilstm")):
@@ -77,6 +92,8 @@ def main() -> None:
         print(f"wrote models/tf_rnn/{name}.v1.pb, {name}.v2.pb, {name}.npz")
     calls()
     print("wrote models/tf_rnn/calls.pb, calls.npz")
+    cond()
+    print("wrote models/tf_rnn/cond.v1.pb, cond.v2.pb, cond.npz")
 
 
 if __name__ == "__main__":

@@ -82,3 +82,24 @@ def test_unsupported_op_inside_a_library_function_is_named(tmp_path):
     with pytest.raises(AtcError) as exc:
         compile_om(path, **{"ge.frameworkType": "3"})
     assert exc.value.code == "E19010" and f"{body.signature.name}/{node.name}" in str(exc.value)
+
+
+@pytest.mark.parametrize("form", ["v1", "v2"])
+def test_tf_cond_with_a_runtime_predicate_takes_each_branch(tmp_path, form):
+    """tf.cond frozen as Switch/Merge (v1, rebuilt into If) or StatelessIf (v2): both branches match TF."""
+    data = np.load(RNN / "cond.npz")
+    path = tmp_path / "c.om"
+    path.write_bytes(compile_om(RNN / f"cond.{form}.pb", **{"ge.frameworkType": "3"}))
+    m = load_model(str(path))
+    assert sum(t.type == tt.LABEL_SWITCH_BY_INDEX for t in m.tasks) == 1
+    for side in ("then", "else"):
+        outs, stats = Simulation(m).run([data[f"x_{side}"]])
+        np.testing.assert_allclose(outs[0], data[f"y_{side}"], rtol=1e-5, atol=1e-6)
+        assert not stats.hazards
+
+
+def test_v1_cond_becomes_an_if():
+    gd = tf.GraphDef.FromString((RNN / "cond.v1.pb").read_bytes())
+    assert any(n.op == "Merge" for n in gd.node)
+    ops = {n.op for n in functionalize(gd).node}
+    assert "If" in ops and not ops & {"Switch", "Merge"}

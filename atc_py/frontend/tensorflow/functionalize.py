@@ -69,10 +69,16 @@ class _Frames:
 
 
 def functionalize(gd: tf.GraphDef, path: str = "graph") -> tf.GraphDef:
-    """A GraphDef without Enter/Exit/Merge/Switch/NextIteration/LoopCond loops (unchanged if it has none)."""
-    if not any(n.op in ("Enter", "NextIteration", "LoopCond") for n in gd.node):
+    """A GraphDef without v1 control flow: conds (Switch/Merge) become If, then loops become While (unchanged
+    if it has none)."""
+    if not any(n.op in ("Enter", "NextIteration", "LoopCond", "Merge") for n in gd.node):
         return gd
     gd = tf.GraphDef.FromString(gd.SerializeToString())
+    for count in range(MAX_FRAMES):
+        group = _innermost_cond(_Frames(gd, path))
+        if group is None:
+            break
+        gd = _rewrite_cond(_Frames(gd, path), group, count)
     for count in range(MAX_FRAMES):
         fr = _Frames(gd, path)
         frame = fr.innermost()
@@ -83,6 +89,53 @@ def functionalize(gd: tf.GraphDef, path: str = "graph") -> tf.GraphDef:
     if left:
         raise AtcError("E10041", path=path, reason=f"node {left[0]}: v1 control flow that is not a loop")
     return gd
+
+
+def _function(fr: _Frames, fname: str, args: list[str], outputs: list[str], arg_of: dict[tuple[str, int], str],
+              inside, what: str) -> tf.FunctionDef:
+    """A library function of the nodes `outputs` need, back to the values `arg_of` maps to arguments (an
+    Enter's output counts for its port 0); constants are copied in; refs in function form. `inside(name)`:
+    may the body read that node (else: E10041 '... reads X, which enters {what}')."""
+    def arg_for(src: str, k: int) -> str | None:
+        if (src, k) in arg_of:
+            return arg_of[(src, k)]
+        node = fr.by_name.get(src)
+        return arg_of.get((src, 0)) if node is not None and node.op == "Enter" else None
+
+    fn = tf.FunctionDef()
+    fn.signature.name = fname
+    for a in args:
+        fn.signature.input_arg.add(name=a)
+    need, q, seen = [], deque(_ref(o)[0] for o in outputs if arg_for(*_ref(o)[:2]) is None), set()
+    while q:
+        n = q.popleft()
+        if n in seen:
+            continue
+        seen.add(n)
+        node = fr.by_name.get(n)
+        if node is None:
+            raise fr.fail(n, "is read by control flow but is not in the graph")
+        need.append(node)
+        for i in node.input:
+            src, k, ctrl = _ref(i)
+            if ctrl or arg_for(src, k) is not None:
+                continue
+            if not inside(src) and fr.by_name.get(src, tf.NodeDef()).op != "Const":
+                raise fr.fail(node.name, f"reads {src}, which enters {what}")
+            q.append(src)
+    for node in need:
+        c = fn.node_def.add()
+        c.CopyFrom(node)
+        del c.input[:]
+        for i in node.input:
+            src, k, ctrl = _ref(i)
+            if not ctrl:
+                c.input.append(arg_for(src, k) or f"{src}:output:{k}")
+    for k, o in enumerate(outputs):
+        fn.signature.output_arg.add(name=f"out{k}")
+        src, idx, _ = _ref(o)
+        fn.ret[f"out{k}"] = arg_for(src, idx) or f"{src}:output:{idx}"
+    return fn
 
 
 def _rewrite(fr: _Frames, frame: str, count: int) -> tf.GraphDef:
@@ -116,57 +169,15 @@ def _rewrite(fr: _Frames, frame: str, count: int) -> tf.GraphDef:
     tag = frame.replace("/", "_") or f"frame{count}"
     args = [f"v{k}" for k in range(len(vars_))] + [f"inv{k}" for k in range(len(invariants))]
 
-    def body_fn(fname: str, outputs: list[str], arg_of: dict[tuple[str, int], str]) -> tf.FunctionDef:
-        """The nodes `outputs` need, back to the args; refs in function form."""
-        def arg_for(src: str, k: int) -> str | None:
-            if (src, k) in arg_of:
-                return arg_of[(src, k)]
-            node = fr.by_name.get(src)
-            return arg_of.get((src, 0)) if node is not None and node.op == "Enter" else None
-
-        fn = tf.FunctionDef()
-        fn.signature.name = fname
-        for a in args:
-            fn.signature.input_arg.add(name=a)
-        need, q, seen = [], deque(_ref(o)[0] for o in outputs), set()
-        while q:
-            n = q.popleft()
-            if n in seen:
-                continue
-            seen.add(n)
-            node = fr.by_name.get(n)
-            if node is None:
-                raise fr.fail(n, "is read inside the loop but not in the graph")
-            need.append(node)
-            for i in node.input:
-                src, k, ctrl = _ref(i)
-                if ctrl or arg_for(src, k) is not None:
-                    continue
-                if src not in names and fr.by_name.get(src, tf.NodeDef()).op != "Const":
-                    raise fr.fail(node.name, f"reads {src}, which enters the loop without an Enter")
-                q.append(src)
-        for node in need:
-            c = fn.node_def.add()
-            c.CopyFrom(node)
-            del c.input[:]
-            for i in node.input:
-                src, k, ctrl = _ref(i)
-                if ctrl:
-                    continue
-                c.input.append(arg_for(src, k) or f"{src}:output:{k}")
-        for k, o in enumerate(outputs):
-            fn.signature.output_arg.add(name=f"out{k}")
-            src, idx, _ = _ref(o)
-            fn.ret[f"out{k}"] = arg_for(src, idx) or f"{src}:output:{idx}"
-        return fn
-
     inv_arg = {(e.name, 0): f"inv{k}" for k, e in enumerate(invariants)}
     cond_args = {(m.name, 0): f"v{k}" for k, (_, m, _, _, _) in enumerate(vars_)} | inv_arg
     body_args = {(sw.name, 1): f"v{k}" for k, (_, _, sw, _, _) in enumerate(vars_)} | inv_arg
     pred = [i for i in loop_cond.input if not i.startswith("^")][0]
-    cond = body_fn(f"{tag}_cond_{count}", [pred], cond_args)
-    body = body_fn(f"{tag}_body_{count}", [[i for i in n.input if not i.startswith("^")][0]
-                                           for _, _, _, n, _ in vars_], body_args)
+    inside = lambda src: src in names   # noqa: E731
+    cond = _function(fr, f"{tag}_cond_{count}", args, [pred], cond_args, inside, "the loop without an Enter")
+    body = _function(fr, f"{tag}_body_{count}", args, [[i for i in n.input if not i.startswith("^")][0]
+                                                        for _, _, _, n, _ in vars_], body_args, inside,
+                     "the loop without an Enter")
     for k in range(len(invariants)):        # invariants pass through the body unchanged
         body.signature.output_arg.add(name=f"inv_out{k}")
         body.ret[f"inv_out{k}"] = f"inv{k}"
@@ -197,4 +208,114 @@ def _rewrite(fr: _Frames, frame: str, count: int) -> tf.GraphDef:
                     raise fr.fail(n.name, f"reads {src} inside loop {frame!r} without an Exit")
             else:
                 c.input.append(i)
+    return new
+
+
+# -- conds: Switch(x, pred) ... Merge(then, else) -> If ----------------------------------------------------------
+def _is_loop_merge(fr: _Frames, m: tf.NodeDef) -> bool:
+    return any(fr.by_name.get(_ref(i)[0], tf.NodeDef()).op in ("NextIteration", "Enter") for i in m.input)
+
+
+def _reach(fr: _Frames, start: str) -> tuple[set[str], set[tuple[str, int]]]:
+    """Nodes backward from `start` up to Switch outputs: (nodes passed, (switch, port) reached)."""
+    nodes, ports, q = set(), set(), deque([start])
+    while q:
+        ref = q.popleft()
+        src, k, _ = _ref(ref)
+        node = fr.by_name.get(src)
+        if node is None or (src in nodes and node.op != "Switch"):
+            continue
+        if node.op == "Switch":
+            ports.add((src, k))
+            continue
+        nodes.add(src)
+        q.extend(i for i in node.input if not i.startswith("^"))
+    return nodes, ports
+
+
+def _innermost_cond(fr: _Frames):
+    """(pred ref, [(merge, then input, else input)], then nodes, else nodes) of a cond with no Merge inside."""
+    groups: dict[str, list] = {}
+    for m in fr.gd.node:
+        if m.op != "Merge" or _is_loop_merge(fr, m):
+            continue
+        ins = [i for i in m.input if not i.startswith("^")]
+        if len(ins) != 2:
+            raise fr.fail(m.name, f"a cond Merge joins two branches, this one {len(ins)}")
+        sides = [_reach(fr, i) for i in ins]
+        switches = {sw for _, ports in sides for sw, _ in ports}
+        preds = {[i for i in fr.by_name[sw].input if not i.startswith("^")][1] for sw in switches}
+        if len(preds) != 1:
+            raise fr.fail(m.name, "a Merge whose branches come from Switches on different predicates (or none)")
+        p1 = [bool(ports) and all(port == 1 for _, port in ports) for _, ports in sides]
+        p0 = [bool(ports) and all(port == 0 for _, port in ports) for _, ports in sides]
+        if p1[0] and p0[1]:
+            then_i, else_i, order = ins[0], ins[1], (0, 1)
+        elif p1[1] and p0[0]:
+            then_i, else_i, order = ins[1], ins[0], (1, 0)
+        else:
+            raise fr.fail(m.name, "its inputs do not come one from each side of the Switches (not a cond)")
+        groups.setdefault(preds.pop(), []).append((m, then_i, else_i, sides[order[0]][0], sides[order[1]][0]))
+    for pred, ms in sorted(groups.items()):
+        inner = set().union(*(t | e for _, _, _, t, e in ms))
+        if not any(fr.by_name[n].op == "Merge" for n in inner):
+            return pred, ms
+    return None
+
+
+def _rewrite_cond(fr: _Frames, group, count: int) -> tf.GraphDef:
+    gd = fr.gd
+    pred, merges = group
+    then_nodes = set().union(*(t for _, _, _, t, _ in merges))
+    else_nodes = set().union(*(e for _, _, _, _, e in merges))
+    switches = sorted(n.name for n in gd.node if n.op == "Switch"
+                      and [i for i in n.input if not i.startswith("^")][1:2] == [pred]
+                      and [i for i in n.input if not i.startswith("^")][0] != pred)
+    args = [f"a{k}" for k in range(len(switches))]
+    tag = f"{merges[0][0].name.replace('/', '_')}_{count}"
+    then = _function(fr, f"{tag}_then", args, [t for _, t, _, _, _ in merges],
+                     {(sw, 1): a for sw, a in zip(switches, args)}, lambda s: s in then_nodes, "the branch without a Switch")
+    els = _function(fr, f"{tag}_else", args, [e for _, _, e, _, _ in merges],
+                    {(sw, 0): a for sw, a in zip(switches, args)}, lambda s: s in else_nodes, "the branch without a Switch")
+    gd.library.function.extend([then, els])
+    name = f"{tag}_if"
+    node = tf.NodeDef(name=name, op="If")
+    node.input.extend([pred] + [[i for i in fr.by_name[sw].input if not i.startswith("^")][0] for sw in switches])
+    node.attr["then_branch"].func.name = then.signature.name
+    node.attr["else_branch"].func.name = els.signature.name
+    out_of = {m.name: k for k, (m, _, _, _, _) in enumerate(merges)}
+    removed = then_nodes | else_nodes | set(switches) | set(out_of) | {
+        n.name for n in gd.node if n.op == "Switch" and [i for i in n.input if not i.startswith("^")] == [pred, pred]}
+    changed = True
+    while changed:       # what only the removed nodes fed (the pivots, their NoOps) goes too
+        changed = False
+        for n in gd.node:
+            if n.name in removed:
+                continue
+            srcs = [_ref(i)[0] for i in n.input]
+            if srcs and all(x in removed and x not in out_of for x in srcs):
+                removed.add(n.name)
+                changed = True
+    new = tf.GraphDef(library=gd.library, versions=gd.versions)
+    placed = False
+    for n in gd.node:
+        if n.name in removed:
+            if not placed and n.name in out_of:
+                new.node.add().CopyFrom(node)
+                placed = True
+            continue
+        c = new.node.add()
+        c.CopyFrom(n)
+        del c.input[:]
+        for i in n.input:
+            src, k, ctrl = _ref(i)
+            if src in out_of:
+                c.input.append(f"^{name}" if ctrl else f"{name}:{out_of[src]}")
+            elif src in removed:
+                if not ctrl:
+                    raise fr.fail(n.name, f"reads {src} inside a cond without its Merge")
+            else:
+                c.input.append(i)
+    if not placed:
+        new.node.add().CopyFrom(node)
     return new
