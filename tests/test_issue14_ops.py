@@ -289,7 +289,8 @@ def test_an_unsupported_op_inside_a_flexattention_modifier_is_named():
                           ir_version=10)
     with pytest.raises(AtcError) as e:
         atc_py.build(m, ORIGIN)
-    assert e.value.code == "E14001" and "score_mod uses ImageDecoder" in str(e.value)
+    # the one E19010 names ops inside subgraphs (issue 15 / issue 14 item 6), with the path to them
+    assert e.value.code == "E19010" and "FlexAttention_0/score_mod/ImageDecoder" in str(e.value)
 
 
 # -- hostile attribute values (what a crafted .om can carry past om-run's type checks) --------------------------
