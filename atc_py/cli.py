@@ -117,6 +117,8 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "keep_dtype": v("keep_dtype"), "modify_mixlist": v("modify_mixlist"),
         "op_select_implmode": v("op_select_implmode"), "optypelist_for_implmode": v("optypelist_for_implmode"),
         "fusion_switch_file": v("fusion_switch_file"),
+        "ge.dynamicBatchSize": v("dynamic_batch_size"), "ge.dynamicImageSize": v("dynamic_image_size"),
+        "ge.dynamicDims": v("dynamic_dims"), "_input_shape_range_given": "1" if v("input_shape_range") else "",
     }
 
 

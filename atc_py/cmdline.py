@@ -44,6 +44,9 @@ FLAGS = {f.name: f for f in [
     Flag("input_shape", "str", "", 'Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"; '
                                    'a dim may be -1 or a range lo~hi (a dynamic-shape model)'),
     Flag("input_shape_range", "str", "", 'Older spelling of shape ranges: "input_name1:[1~8,3,224,224];input_name2:[-1,128]"'),
+    Flag("dynamic_batch_size", "str", "", 'Gears of the batch size (N of the -1 inputs in --input_shape), e.g. "1,2,4,8"'),
+    Flag("dynamic_image_size", "str", "", 'Gears of the image size (H, W of the -1 inputs), e.g. "224,224;448,448"'),
+    Flag("dynamic_dims", "str", "", 'Gears of the -1 dims of --input_shape in order, e.g. "1,128;4,256"'),
     Flag("out_nodes", "str", "", 'Output nodes designated by users. E.g.: "node_name1:0;node_name1:1;node_name2:0"'),
     Flag("om", "str", "", "The model file to be converted to json (mode 1) or displayed (mode 6)"),
     Flag("json", "str", "", "The output json file path&name which is converted from a model"),

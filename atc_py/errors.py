@@ -11,6 +11,25 @@ TEMPLATES: dict[str, str] = {
     "E10005": "Value {value} for parameter --{parameter} is invalid. The value must be either true or false.",
     "E10006": "Value {value} for parameter --{parameter} is invalid. The value must be either 1 or 0.",
     "E10007": "--{parameter} is required. The value must be {support}.",
+    "E10009": "--dynamic_batch_size, --dynamic_image_size, --input_shape_range, and --dynamic_dims are mutually "
+              "exclusive.",
+    "E10018": "Value {shape} for shape {index} is invalid. When --dynamic_batch_size is included, only batch size N "
+              "can be -1 in --input_shape.",
+    "E10019": "When --dynamic_image_size is included, only the height and width axes can be -1 in --input_shape.",
+    "E10020": "Value {dynamic_image_size} for parameter --dynamic_image_size is invalid.",
+    "E10031": "--dynamic_batch_size is included, but none of the nodes specified in --input_shape has a batch size "
+              "equaling -1.",
+    "E10035": "--dynamic_batch_size, --dynamic_image_size, or --dynamic_dims has {shapesize} profiles, which is less "
+              "than the minimum {minshapesize}.",
+    "E10036": "--dynamic_batch_size, --dynamic_image_size, or --dynamic_dims has {shapesize} profiles, which is greater "
+              "than the maximum {maxshapesize}.",
+    "E10037": "The profiles configured in --dynamic_batch_size, --dynamic_image_size, or --dynamic_dims have "
+              "inconsistent dimension counts. A profile has {shapesize1} dimensions while another has {shapesize2} "
+              "dimensions.",
+    "E10038": "Dimension size {dim} is invalid. The value must be greater than 0.",
+    "E10039": "The --dynamic_batch_size, --dynamic_image_size, or --dynamic_dims argument have duplicate profiles.",
+    "E10040": "As the --dynamic_batch_size, --dynamic_image_size, or --dynamic_dims argument is included, the "
+              "corresponding nodes specified in --input_shape must have -1 axes and cannot have '~'.",
     "E10010": "Value {value} for parameter --log is invalid.",
     "E10011": "Value {value} for parameter --input_shape is invalid. Shape values must be positive integers. "
               "The error value in the shape is {result}.",

@@ -27,7 +27,7 @@ from .ir.graph import Graph, all_graphs, all_nodes
 from .om import OmModel, write_om
 from .om.container import OmImage
 from .om import partitions as pt
-from .om.inout_info import IoDesc, build_inout
+from .om.inout_info import IoDesc, build_inout, gear_blocks
 from .om.modeldef import model_def
 from .ops import get_op
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
@@ -39,6 +39,8 @@ from .passes.output_type import apply_output_type
 from .passes.precision import MixList, apply_precision, check_precision_mode
 from .precision_options import fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode, record
 from .passes.aipp import feed_fp16, insert_aipp
+from .gears import GearSpec, parse_gears
+from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts
 from .plugins import load_plugins
@@ -108,18 +110,23 @@ def _lower_limit(options: dict[str, str]) -> int:
     return value
 
 
-def frontend(model, options: dict[str, str], st: _Stages, soc=None) -> Graph:
-    load_plugins(options.get("op_plugin", ""))
-    # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
-    shapes = parse_input_shape(options.get("input_shape", ""), options.get("input_shape_allow_empty") == "1")
+def _load(model, options: dict[str, str], st: _Stages):
+    """The framework's model in memory: (framework, proto, external weights, path)."""
+    path = model if isinstance(model, str) else ""
     if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
-        proto = st.run("load", load_tf, model) if isinstance(model, str) else model
-        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC",
-                             model if isinstance(model, str) else "", soc)
+        return FRAMEWORK_TF, (st.run("load", load_tf, model) if path else model), {}, path
+    proto, weights = st.run("load", load_onnx_lazy, model) if path else (model, {})
+    return FRAMEWORK_ONNX, proto, weights, path
+
+
+def _convert(loaded, options: dict[str, str], input_shape: str, st: _Stages, soc) -> Graph:
+    framework, proto, weights, path = loaded
+    # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
+    shapes = parse_input_shape(input_shape, options.get("input_shape_allow_empty") == "1")
+    if framework == FRAMEWORK_TF:
+        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC", path, soc)
     else:
-        proto, weights = st.run("load", load_onnx_lazy, model) if isinstance(model, str) else (model, {})
-        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, model if isinstance(model, str) else "",
-                             fold_size_limit(options), soc)
+        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, fold_size_limit(options), soc)
     apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
                     info["values"])
     apply_attr_config(graph, options.get("op_attr_config", ""))
@@ -127,6 +134,27 @@ def frontend(model, options: dict[str, str], st: _Stages, soc=None) -> Graph:
     graph.counters["aipp_inserted"] = insert_aipp(graph, options.get("insert_op_conf", ""))
     feed_fp16(graph, input_fp16_nodes(options.get("input_fp16_nodes", "")))
     return graph
+
+
+def _copy(loaded):
+    """Each gear converts its own copy of the framework model (a converter may annotate the proto it reads)."""
+    framework, proto, weights, path = loaded
+    dup = type(proto)()
+    dup.CopyFrom(proto)
+    return framework, dup, weights, path
+
+
+def frontend(model, options: dict[str, str], st: _Stages, soc=None, gears: GearSpec | None = None) -> Graph:
+    """The model as a Graph. With gears, the model is converted once per gear (each at static shapes) and the
+    gear graphs become the branches of GE's multi-batch Case (passes/multi_batch.py)."""
+    load_plugins(options.get("op_plugin", ""))
+    loaded = _load(model, options, st)
+    text = options.get("input_shape", "")
+    if gears is None:
+        return _convert(loaded, options, text, st, soc)
+    shapes = parse_input_shape(text)
+    graphs = [_convert(_copy(loaded), options, gears.input_shape_text(shapes, g), st, soc) for g in gears.gears]
+    return st.run("multi_batch", assemble, graphs, gears)
 
 
 def _input_format(graph: Graph, fmt: str) -> None:
@@ -196,6 +224,7 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
 
 def _model_attrs(soc, framework: str, options: dict, streams: int, events: int, labels: int = 0) -> dict:
     return {"stream_num": streams, "event_num": events, "label_num": labels, "batch_num": 0,
+            **options.get("_gear_attrs", {}),
             "_sink_decisions": options.get("_sink_decisions", []),
             "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
             "precision_mode": options.get("_precision_mode", "force_fp16"), **record(options),
@@ -205,15 +234,23 @@ def _model_attrs(soc, framework: str, options: dict, streams: int, events: int, 
 def _keep_dtype(graph: Graph, path: str) -> frozenset:
     """--keep_dtype: the named nodes and every node of the listed op types keep their model dtype."""
     names, types = keep_dtype(path)
-    present = {n.name for n in graph.nodes}
+    nodes = all_nodes(graph)
+    present = {_gear_free(n.name): n.name for n in nodes}
     keep = set()
     for name in names:
         safe = name.replace("/", "_").replace(":", "_")
         if name not in present and safe not in present:
             raise AtcError("E10016", opname=name, parameter="keep_dtype")
-        keep.add(name if name in present else safe)
-    keep |= {n.name for n in graph.nodes if n.op_type in set(types)}
+        base = name if name in present else safe
+        keep |= {n.name for n in nodes if _gear_free(n.name) == base}
+    keep |= {n.name for n in nodes if n.op_type in set(types)}
     return frozenset(keep)
+
+
+def _gear_free(name: str) -> str:
+    """A node's name in the model (a gear's copy carries GE's _ascend_mbatch_batch_<i> suffix)."""
+    head, sep, tail = name.rpartition(BRANCH_SUFFIX)
+    return head if sep and tail.isdigit() else name
 
 
 def _ids(graph: Graph) -> dict[str, int]:
@@ -267,7 +304,9 @@ def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
     else:
         net = graph.net_output
         vals = list(zip(net.attrs.get("output_names", [v.name for v in net.inputs]), net.inputs))
-    return [IoDesc(name, v.desc.shape, dtype_by_name(v.desc.dtype).cpp, v.desc.format,
+    # a gear model's input shows its --input_shape dims (-1 where the gears differ), sized for the largest gear
+    return [IoDesc(name, tuple(v.producer.attrs.get(ORIGIN_DIMS, v.desc.shape)) if inputs else v.desc.shape,
+                   dtype_by_name(v.desc.dtype).cpp, v.desc.format,
                    v.desc.nbytes if v.desc.known else 0)  # unknown: sized when the model runs
             for name, v in vals]
 
@@ -293,13 +332,16 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                        "prefetched before its UPDATE (debug only, never deploy it)")
     limit = _lower_limit(options)
     st = _Stages(log)
-    graph = frontend(model, options, st, soc)
+    gears = parse_gears(options, parse_input_shape(options.get("input_shape", ""),
+                                                   options.get("input_shape_allow_empty") == "1"),
+                        options.get("input_format", "") or ("NHWC" if framework == FRAMEWORK_TF else "NCHW"))
+    graph = frontend(model, options, st, soc, gears)
     precision = check_precision_mode(precision_mode(options))
     options["_precision_mode"] = precision   # recorded in the .om: om-run's default tolerance follows it
     mix, mix_doc = modify_mixlist(options.get("modify_mixlist", ""), precision)
     keep = _keep_dtype(graph, options.get("keep_dtype", ""))
     impl, impl_types = implmode(options)
-    for node in graph.nodes:
+    for node in all_nodes(graph):
         if impl and (impl.endswith("_for_all") or node.op_type in impl_types):
             node.attrs["_op_impl_mode"] = impl.replace("_for_all", "")
     switches = {**fusion_switches(options.get("fusion_switch_file", ""), log),
@@ -309,11 +351,17 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                     if options.get("fusion_switch_file") else ""})
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, switches, precision, options.get("output_type", ""), late, fold_limit, mix, keep)
+    if gears is not None:
+        options["_gear_attrs"] = gear_attrs(graph, gears)
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
     for d in decisions:
         log("info", d.line())
     part = st.run("partition", partition, graph, limit)
+    if gears is not None and part is not None:
+        raise AtcError("E10055", reason="a gear of --dynamic_batch_size / --dynamic_image_size / --dynamic_dims has "
+                                        "ops whose shapes depend on values (a dynamic-shape partition); atc-py builds "
+                                        "gears of static models only")
     name = options.get("om_name", graph.name)
     options["_sink_decisions"] = [d.line() for d in decisions]
     if part is None:
@@ -321,7 +369,8 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
         parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
-        parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False))
+        parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False),
+                                                 gear_blocks(options.get("_gear_attrs", {})))
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:

@@ -21,6 +21,7 @@ from .host.session import check_inputs
 from atc_py.atomic_write import make_output_dir, write_atomic
 
 from .io import load_expected, write_outputs
+from .gears import BUILT_WITH, read_gears
 from .msame_inputs import Batch, input_batches, input_shapes, parse_dym_shape
 from .loader import DeviceModel, RootModel, load_model
 from .sim.host import Simulation
@@ -69,12 +70,13 @@ def _needs_values(model) -> bool:
 
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
              tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
-             max_loop_iterations: int | None = None):
+             max_loop_iterations: int | None = None, transfer_bytes=None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
     runs timing only."""
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
                      tiling_cache=tiling_cache, host_threads=host_threads, max_loop_iterations=max_loop_iterations)
+    sim.transfer_bytes = transfer_bytes
     loops, outputs, walls = [], None, []
     for k in range(loop):
         t0 = time.perf_counter()
@@ -236,28 +238,52 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
     click.echo(f"[INFO] open device {extras.device} success")
     click.echo(f"[INFO] load model {path} success")
     print_model(model)
-    _gear_flags(model, extras)
+    gears = read_gears(model, path)
+    if gears is None:
+        _gear_flags(model, extras)
     prof = RuntimeProfile.load(sim_config)
-    dym = parse_dym_shape(extras.dym_shape, model) if extras.dym_shape else {}
+    user = model
+    gear = None
+    if gears is not None:
+        click.echo(f"[INFO] gears ({BUILT_WITH[gears.kind]}): {gears.listing}")
+        user = gears.view(model, None)
+        dym = parse_dym_shape(extras.dym_shape, user) if extras.dym_shape else {}
+        gear = gears.from_flags(extras, dym, model)
+        if gear is None and not input_spec:
+            gear = gears.largest(model)
+        user = gears.view(model, gear) if gear is not None else user
+        dym = {}
+    else:
+        dym = parse_dym_shape(extras.dym_shape, model) if extras.dym_shape else {}
     tol = default_tolerance(model)
     rtol, atol = (tol if rtol is None else rtol), (tol if atol is None else atol)
     if no_compute and not _needs_values(model):
         batches = [Batch(None, None)]
         shapes = input_shapes(model, dym)
     else:
-        batches = input_batches(model, input_spec, seed, dym)
+        batches = input_batches(user, input_spec, seed, dym)
         shapes = None
         if not input_spec:
             click.echo(f"[INFO] inputs: random (seed {seed})")
     ok = True
     for batch in batches:
-        if batch.arrays is not None:
-            check_inputs(model, batch.arrays)
+        arrays, transfer = batch.arrays, None
+        if gears is not None:
+            g = gear if gear is not None else gears.from_arrays(arrays, model)
+            user = gears.view(model, g)
+            check_inputs(user, arrays)
+            click.echo(f"[INFO] gear {g}: {gears.label(g)}")
+            arrays = gears.device_inputs(model, g, arrays)
+            transfer = gears.transfer_bytes(model, g)
+        if arrays is not None:
+            check_inputs(model, arrays)
         if batch.stem:
             click.echo(f"[INFO] start to process file: {batch.stem}")
-        outputs, loops, walls = simulate(model, prof, batch.arrays, loop, not no_compute, allow_hazards,
+        outputs, loops, walls = simulate(model, prof, arrays, loop, not no_compute, allow_hazards,
                                          tiling_cache == "on", int(host_threads), shapes, timed=True,
-                                         max_loop_iterations=extras.max_loop_iterations)
+                                         max_loop_iterations=extras.max_loop_iterations, transfer_bytes=transfer)
+        if gears is not None and outputs is not None:
+            outputs = gears.gear_outputs(g, outputs)
         for wall in walls:
             click.echo(f"Inference time: {wall * 1e3:.3f}ms (wall clock of the simulation)")
         click.echo(f"Inference average time: {sum(walls) / len(walls) * 1e3:.6f} ms")
@@ -275,17 +301,17 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
                 click.echo(f"[INFO] wrote {p}")
         if outputs is None:
             continue
-        _check_output_size(model, outputs, extras.output_size)
-        for io, arr in zip(model.outputs, outputs):
+        _check_output_size(user, outputs, extras.output_size)
+        for io, arr in zip(user.outputs, outputs):
             a = arr.astype(np.float64) if arr.size else np.zeros(1)
             click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
                        f"max {a.max():.6g} mean {a.mean():.6g}")
         if output_dir:
-            for p in write_outputs(model, outputs, output_dir, outfmt.upper(), batch.stem):
+            for p in write_outputs(user, outputs, output_dir, outfmt.upper(), batch.stem):
                 click.echo(f"[INFO] wrote {p}")
             click.echo("[INFO] output data success")
         if expected:
-            ok &= compare(model, outputs, load_expected(model, expected), rtol, atol)
+            ok &= compare(user, outputs, load_expected(user, expected), rtol, atol)
     if not ok:
         raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
     click.echo("[INFO] om-run finished successfully")

@@ -52,5 +52,25 @@ step "custom_op: a custom operator package ($PLUGIN) whose tiling sinks to the A
   --tiling_schedule_optimize=1 --op_plugin="$PLUGIN"
 "$BIN/om-run" --model out/custom_op.om --input models/custom_op.inputs.npz --op_plugin "$PLUGIN"
 
+step "gears: a vision model fed uint8 RGB through AIPP, --dynamic_batch_size 1,2,4, every gear against onnxruntime"
+"$BIN/python" models/make_gear_models.py out/gears     # inputs + onnxruntime's outputs at every gear
+"$BIN/atc-py" --model models/gears/vision_net.onnx --framework=5 --output=out/vision_gears --soc_version="$SOC" \
+  --input_shape="image:-1,3,224,224" --dynamic_batch_size="1,2,4" --insert_op_conf=models/gears/vision_aipp.cfg
+for b in 1 2 4; do
+  "$BIN/om-run" --model out/vision_gears.om --dymBatch $b --input "out/gears/vision_net.b$b.inputs.npz" \
+    --expected "out/gears/vision_net.b$b.expected.npz" | grep -E "gear [0-9]|loop 1|compare"
+done
+
+step "gears: a BERT encoder (token ids + mask) with --dynamic_dims over (batch, seq), every gear against onnxruntime"
+"$BIN/atc-py" --model models/gears/bert_tiny.onnx --framework=5 --output=out/bert_gears --soc_version="$SOC" \
+  --input_shape="input_ids:-1,-1;attention_mask:-1,-1" --dynamic_dims="1,16,1,16;2,32,2,32;4,64,4,64"
+for g in 1,16 2,32 4,64; do
+  b=${g%,*}; s=${g#*,}
+  "$BIN/om-run" --model out/bert_gears.om --dymDims "input_ids:$b,$s;attention_mask:$b,$s" \
+    --input "out/gears/bert_tiny.b${b}s$s.inputs.npz" --expected "out/gears/bert_tiny.b${b}s$s.expected.npz" \
+    | grep -E "gear [0-9]|loop 1|compare"
+done
+"$BIN/atc-py" --mode=6 --om=out/bert_gears.om | grep -E "^input|^output|gear"
+
 step "om-sweep: every sample x 2 SoCs x tiling sink x precision (sweep.yaml) -> table + report"
 "$BIN/om-sweep" run sweep.yaml -o out/sweep

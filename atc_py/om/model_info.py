@@ -27,9 +27,35 @@ def _n(a: dict, key: str) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
-def _shape(d) -> str:
+def _shape(d, dims=None) -> str:
     name = ge.DataType.Name(d.dtype) if d.dtype in ge.DataType.values() else f"DT_{d.dtype}"
-    return f"{name}[{','.join(map(str, d.shape.dim))}] {d.layout}".strip()
+    dims = dims if isinstance(dims, list) and len(dims) == len(d.shape.dim) else d.shape.dim
+    return f"{name}[{','.join(map(str, dims))}] {d.layout}".strip()
+
+
+GEAR_KINDS = {1: "dynamic batch (--dynamic_batch_size)", 2: "dynamic image size (--dynamic_image_size)",
+              3: "dynamic dims (--dynamic_dims)"}
+
+
+def _gear_lines(a: dict) -> list[str]:
+    """A gear model's gears and, per gear, the shapes its branch reads and writes (display only: a damaged
+    attribute shows as such)."""
+    import json
+    kind, info = a.get("mbatch_dynamic_type"), a.get("all_gears_info")
+    if kind not in GEAR_KINDS or not isinstance(info, str):
+        return []
+    gears = info.split(";")
+    lines = [f"gears    : {GEAR_KINDS[kind]}, {len(gears)} gears {info[:400]}; the gear is chosen through input "
+             "ascend_mbatch_shape_data (om-run --dymBatch / --dymHW / --dymDims)"]
+    try:
+        ins, outs = json.loads(a.get("_mbatch_input_shapes", "")), json.loads(a.get("_mbatch_output_shapes", ""))
+        for k, (i, o) in enumerate(zip(ins[:100], outs[:100])):
+            lines.append(f"  gear {k:<3}: {gears[k] if k < len(gears) else '?'}: inputs "
+                         f"{' '.join('[' + ','.join(map(str, s)) + ']' for s in i)} -> outputs "
+                         f"{' '.join('[' + ','.join(map(str, s)) + ']' for s in o)}")
+    except (ValueError, TypeError):
+        lines.append("  (per-gear shapes unreadable)")
+    return lines
 
 
 def _model_lines(label: str, m, md, mtd, a) -> list[str]:
@@ -58,7 +84,7 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     per_stream = Counter(t.stream_id for t in mtd.task)
     lines.append("  per stream: " + ", ".join(f"stream {s}: {n}" for s, n in sorted(per_stream.items())))
     engines = Counter(f"{from_attr(op.attr['_ge_attr_op_kernel_lib_name'])}/{from_attr(op.attr['_cube_vector_core_type'])}"
-                      for op in g.op if "_ge_attr_op_kernel_lib_name" in op.attr)
+                      for sub in md.graph for op in sub.op if "_ge_attr_op_kernel_lib_name" in op.attr)  # subgraphs too
     lines.append("  ops      : " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())))
     return lines
 
@@ -82,13 +108,15 @@ def model_info(om: OmFile) -> str:
     g = md.graph[0] if md.graph else ge.GraphDef()
     for op in g.op:
         if op.type == "Data":
+            dims = from_attr(op.attr["_mbatch_origin_input_dims"]) if "_mbatch_origin_input_dims" in op.attr else None
             for d in op.output_desc[:1]:
-                lines.append(f"input    : {d.name or op.name} {_shape(d)} ({d.size} B)")
+                lines.append(f"input    : {d.name or op.name} {_shape(d, dims)} ({d.size} B)")
     for op in g.op:
         if op.type == "NetOutput":
             for k, d in enumerate(op.input_desc):
                 name = d.name or (op.input[k] if k < len(op.input) else f"output {k}")
                 lines.append(f"output   : {name} {_shape(d)} ({d.size} B)")
+    lines += _gear_lines(a)
     for k, m in enumerate(om.models):
         sub_md, sub_mtd, sub_a = (md, mtd, a) if k == 0 else _parse(m)
         lines += _model_lines("root" if len(om.models) > 1 and k == 0 else f"model {k}", m, sub_md, sub_mtd, sub_a)

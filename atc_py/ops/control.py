@@ -19,6 +19,7 @@ UNKNOWN_RANK = (-2,)
 MAX_WHILE_SHAPE_ROUNDS = 4   # rounds of "body output shapes generalise the carried shapes" before giving up
 SCAN_OUTPUTS = "_scan_output_num"    # While: trailing body outputs stacked per iteration (ONNX Loop scan outputs)
 TRIP_COUNT = "_trip_count"           # While: iterations known at compile time (-1: unknown)
+MBATCH_NODE = "mbatch-inserted-node"  # Case: the gears of a multi-batch model (each branch keeps its shapes)
 
 
 def merge_desc(a: TensorDesc, b: TensorDesc) -> TensorDesc:
@@ -70,6 +71,8 @@ class BranchOp(ControlOp):
         subs = self.branches(node)
         if not subs:
             raise OpError("it has no branch subgraphs")
+        if node.attrs.get(MBATCH_NODE):
+            return _gear_infer(node, subs)
         args = [v.desc for v in node.inputs[1:]]
         results = [(g, infer_sub(g, args)) for g in subs]
         first_g, first = results[0]
@@ -83,6 +86,33 @@ class BranchOp(ControlOp):
         for _, outs in results[1:]:
             merged = [merge_desc(a, b) for a, b in zip(merged, outs)]
         return merged
+
+
+def _gear_infer(node: Node, subs: list[Graph]) -> list[TensorDesc]:
+    """The multi-batch Case (passes/multi_batch.py): each branch keeps its gear's input shapes, reading the
+    front of the Case's inputs (sized for the largest gear); the outputs are sized for the largest gear too."""
+    from ..passes.infer import infer_graph
+    args = [v.desc for v in node.inputs[1:]]
+    results = []
+    for g in subs:
+        for d in g.data_nodes:
+            k = int(d.attrs["index"])
+            if k >= len(args):
+                raise OpError(f"subgraph {g.name} reads input {k}, the node passes {len(args)}")
+            mine = d.outputs[0].desc
+            if mine.dtype != args[k].dtype or (mine.known and args[k].known and mine.nbytes > args[k].nbytes):
+                raise OpError(f"gear {g.name} reads input {k} as {mine.dtype}{list(mine.shape)}, more than the "
+                              f"{args[k].dtype}{list(args[k].shape)} it is given")
+        infer_graph(g)
+        results.append([v.desc for v in g.net_output.inputs])
+    first = results[0]
+    for g, outs in zip(subs[1:], results[1:]):
+        if len(outs) != len(first) or any(a.dtype != b.dtype or len(a.shape) != len(b.shape)
+                                          for a, b in zip(first, outs)):
+            raise OpError(f"gear {g.name} gives outputs {[(d.dtype, list(d.shape)) for d in outs]}, gear "
+                          f"{subs[0].name} {[(d.dtype, list(d.shape)) for d in first]}")
+    return [TensorDesc(tuple(max(o[k].shape[a] for o in results) for a in range(len(d.shape))), d.dtype, d.format,
+                       d.origin_format) for k, d in enumerate(first)]
 
 
 @register

@@ -112,6 +112,8 @@ class Simulation:
         self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
         self.cache: set = set()
         self.l2 = L2Cache(self.soc.l2_size)        # what the L2 holds outlives one execution (--loop)
+        # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
+        self.transfer_bytes: tuple[list[int], list[int]] | None = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
 
     def program(self, m: DeviceModel) -> Program:
@@ -146,8 +148,9 @@ class Simulation:
             outs = self.run_root(m, inputs, t)
         t = max(self.stage_free + [self.device_free, t])
         t = self.host("main", "StreamSync", t, self.prof.stream_sync_ns, wait_from=max(self.stage_free + [0]))
-        for io, desc in zip(m.outputs, self.out_descs):
-            dur = _copy_ns(desc.nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
+        sizes = self.transfer_bytes[1] if self.transfer_bytes else [d.nbytes for d in self.out_descs]
+        for io, nbytes in zip(m.outputs, sizes):
+            dur = _copy_ns(nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
             t = self.host("main", f"D2H {io.name}", t, dur)
             self.stats.d2h_ns += dur
         s = self.stats
@@ -177,8 +180,9 @@ class Simulation:
 
     def h2d(self, m: ModelBase, inputs) -> int:
         t = 0
-        for io, desc in zip(m.inputs, self.in_descs):
-            dur = _copy_ns(desc.nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
+        sizes = self.transfer_bytes[0] if self.transfer_bytes else [d.nbytes for d in self.in_descs]
+        for io, nbytes in zip(m.inputs, sizes):
+            dur = _copy_ns(nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
             t = self.host("main", f"H2D {io.name}", t, dur)
             self.stats.h2d_ns += dur
         self.stage_free = [t, t, t]
