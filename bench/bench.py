@@ -136,8 +136,8 @@ def simulator_throughput(d: str) -> None:
     g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 64])],
                           [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [16, 64])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    # elementwise_fusion off: it would make the chain one kernel; this measures the scheduler on a long stream
-    options = {"ge.socVersion": SOC, "optimization_switch": "elementwise_fusion:off"}
+    # autofuse off: it would make the chain one kernel; this measures the scheduler on a long stream
+    options = {"ge.socVersion": SOC, "optimization_switch": "autofuse:off"}
     model = load_om(d, "chain", atc_py.build(m, options).om)
     t0 = time.perf_counter()
     sim = Simulation(model, compute=False)

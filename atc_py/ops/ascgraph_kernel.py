@@ -1,0 +1,321 @@
+"""The AscBackend kernel: an ImplGraph interpreted tile by tile, and its cost from the same ImplGraph.
+
+The loop nest is the schedule's (autofuse/schedule.py): for every block, for every tile of the block, the
+nodes run in order on numpy arrays over the vectorized axes (rows of the tile x the reduce axes); nodes the
+schedule hoisted out of the tile loop run once per block. Loads gather the tile's rows of an input from
+global memory, Stores write them back; nothing else touches global memory. All loop bounds come from the
+tiling data the kernel was launched with (size and tiling variables), checked against the tensors it got.
+
+Numbers: each node computes as the GE op its AscIR type names does (ascir.py). Elementwise work is exact;
+a reduction adds along its axes moved last and made contiguous (pairwise summation, as SoftmaxV2, LayerNorm
+and a reduction over trailing axes do), so fused results equal the unfused ones bit for bit, except a
+reduction over a non-trailing axis, which the unfused ReduceSumD/MeanD add in another order (within a few
+ulp of the row sum: the tolerance documented in README).
+
+Cost (Work, per launch, costed like any kernel by ops/cost.py): bytes the Loads and Stores move (gathered
+rows, a hoisted input once per block, spilled tensors written and read back in GM workspace), vector element
+operations of every node, and whether MTE and vector work overlap (double-buffered queues, tiling key 0).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from functools import cached_property
+
+import numpy as np
+
+from ..autofuse import ascir
+from ..autofuse.graph import AscGraph, AscGraphError, AscNode, check_contract
+from ..autofuse.schedule import DOUBLE, KEYS, SPILL, Nest, variants
+from ..autofuse.serialize import from_graph_def, to_graph_def
+from ..autofuse.expr import ExprError
+from ..autofuse.tiling import (TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes,
+                               tiling_struct)
+from ..platform.soc import SocSpec
+from ..proto import ge_ir_pb2 as ge
+from .base import OpError, Work, ceil_div
+
+
+MAX_DIM = (1 << 31) - 1
+MAX_ELEMENTS = 1 << 34      # elements of a loop nest (16 Gi: beyond any device memory)
+
+
+class AscKernel:
+    """One AscBackend's graphs, checked once, with what its tiling, kernel and cost need."""
+
+    def __init__(self, hint: AscGraph, impl: AscGraph):
+        if impl.attrs.get("tiling_key") != DOUBLE:
+            raise AscGraphError(f"graph {impl.name!r}", "tiling_key", f"the recorded ImplGraph is tiling key "
+                                f"{DOUBLE}, not {impl.attrs.get('tiling_key')}")
+        check_contract(hint, impl)
+        Nest.of(impl, hint)
+        self.hint, self.impl = hint, impl
+        self.impls = variants(impl)
+        self.nests = [Nest.of(g, hint) for g in self.impls]
+        if len({(n.tile_var, n.block_var, tuple(n.par)) for n in self.nests}) != 1:
+            raise AscGraphError(f"graph {hint.name!r}", "ascgraph_impl", "the ImplGraphs split different axes")
+        self.struct = tiling_struct(hint, impl)
+        self.n_inputs, self.n_outputs = len(hint.data_nodes), len(hint.output_nodes)
+
+    @cached_property
+    def digest(self) -> str:
+        h = hashlib.sha256(to_graph_def(self.hint).SerializeToString(deterministic=True))
+        h.update(to_graph_def(self.impl).SerializeToString(deterministic=True))
+        return h.hexdigest()[:16]
+
+    # -- shapes and tiling ------------------------------------------------------------------------------------
+    def bind(self, shapes) -> dict[str, int]:
+        """Size variables from input shapes; the iteration space they give is bounded (a file's graph may size
+        its axes with any expression of them)."""
+        try:
+            env = bind_sizes(self.hint, [tuple(s) for s in shapes])
+            space = 1
+            for ax in self.hint.axes:
+                n = ax.size.eval(env)
+                if not 0 <= n <= MAX_DIM:
+                    raise TilingError(f"axis {ax.name} = {ax.size} = {n} is out of range")
+                space *= n
+            if space > MAX_ELEMENTS:
+                raise TilingError(f"the loop nest covers {space} elements (limit {MAX_ELEMENTS})")
+        except (TilingError, ExprError) as exc:
+            raise OpError(f"AscGraph {self.hint.name}: {exc}") from None
+        return env
+
+    def check_launch(self, values: dict, key: int, block_dim: int, shapes, out_shapes, soc: SocSpec) -> None:
+        """What om-run checks of a launch read from a file: the tiling data agrees with the tensors, the tiles
+        cover the work exactly once per block, the tiling key's buffers fit the SoC's UB."""
+        if not 0 <= key < len(self.impls):
+            raise OpError(f"tiling key {key} is not one of {list(KEYS)}")
+        env = self.bind(shapes)
+        outs = [s for s, _ in self.out_shapes(env)]
+        if [tuple(s) for s in out_shapes] != outs:
+            raise OpError(f"output shapes {[list(s) for s in out_shapes]} are not the graph's {[list(s) for s in outs]}")
+        for name, v in env.items():
+            if values.get(name) != v:
+                raise OpError(f"tiling data says {name} = {values.get(name)}, the inputs give {v}")
+        nest = self.nests[key]
+        if not nest.split:
+            if block_dim != 1:
+                raise OpError(f"block_dim {block_dim}: a graph without parallel axes runs on one core")
+            tile_env = env
+        else:
+            tile, per_block = values.get(nest.tile_var, 0), values.get(nest.block_var, 0)
+            rows = math.prod(self.impls[key].axes[a].size.eval(env) for a in nest.par)
+            if not 1 <= tile <= max(rows, 1) or not 1 <= per_block:
+                raise OpError(f"tiling variables {nest.tile_var} = {tile}, {nest.block_var} = {per_block} for "
+                              f"{rows} rows")
+            tiles = ceil_div(rows, tile)
+            if not (block_dim - 1) * per_block < tiles <= block_dim * per_block:
+                raise OpError(f"block_dim {block_dim} x {per_block} tiles does not cover the {tiles} tiles")
+            tile_env = {**env, nest.tile_var: tile, nest.block_var: per_block}
+        ub, _ = footprint(self.impls[key], tile_env)
+        if key != SPILL and ub > soc.ub_size:
+            raise OpError(f"tiling key {key} with these tiles needs {ub} B of UB; {soc.soc_version} has {soc.ub_size}")
+
+    def out_shapes(self, env: dict[str, int]):
+        return output_shapes(self.hint, env)
+
+    def plan(self, shapes, soc: SocSpec) -> TilingPlan:
+        env = self.bind(shapes)
+        return auto_tiling(self.hint, self.impls, env, soc.ub_size, soc.vector_cores, self.nests[0])
+
+    def tiling_values(self, plan: TilingPlan) -> bytes:
+        return self.struct.pack(**{n: plan.values.get(n, 1) for n in self.struct.names})
+
+    # -- the kernel --------------------------------------------------------------------------------------------
+    def run(self, values: dict, key: int, block_dim: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        if not 0 <= key < len(self.impls):
+            raise OpError(f"tiling key {key} is not one of the kernel's {list(KEYS)}")
+        impl, nest = self.impls[key], self.nests[key]
+        env = {n: int(values[n]) for n in self.struct.names}
+        shapes = [tuple(x.shape) for x in inputs]
+        want = self.bind(shapes)
+        for name, v in want.items():
+            if env.get(name) != v:
+                raise OpError(f"tiling data says {name} = {env.get(name)}, the inputs give {v}")
+        return _Run(self, impl, nest, env, block_dim, inputs).outputs
+
+    # -- the cost ----------------------------------------------------------------------------------------------
+    def work(self, plan: TilingPlan) -> Work:
+        impl, nest = self.impls[plan.key], self.nests[plan.key]
+        env = plan.values
+        rows, tiles, blocks = plan.rows, ceil_div(plan.rows, plan.tile), plan.block_dim
+        moved = 0
+        vec: list[tuple[int, int]] = []        # (element ops, itemsize)
+        for n in impl.nodes:
+            kind = n.ir.kind
+            if kind in (ascir.DATA, ascir.OUTPUT, ascir.SCALAR):
+                continue
+            t = n.input_attr(0) if kind == ascir.STORE else n.y
+            local = n.inputs[0][0].y if kind == ascir.STORE else n.y
+            per_row = _vec_elems(local, nest, env)
+            times = blocks if nest.is_hoisted(n) else (rows if nest.along_m(local) else tiles)
+            elems = per_row * times
+            size = int(np.dtype(t.dtype).itemsize)
+            if kind in (ascir.LOAD, ascir.STORE):
+                moved += elems * size
+                continue
+            if kind == ascir.REDUCE:
+                elems = _vec_elems(n.input_attr(0), nest, env) * times
+            vec.append((n.ir.ops_per_elem * elems, size))
+            if plan.key == SPILL:
+                moved += 2 * elems * size       # written to and read back from GM workspace
+        widest = max([s for _, s in vec] or [4])
+        ops = sum(o * s for o, s in vec) // widest
+        return Work(vector_ops=ops, bytes=moved, dtype={1: "int8", 2: "float16", 4: "float32", 8: "int64"}[widest],
+                    pipelined=plan.key == DOUBLE)
+
+
+def _vec_elems(t, nest: Nest, env) -> int:
+    """Elements of one row of a tile of t (its reduce-axis repeats)."""
+    n = 1
+    for a, r in zip(t.axis, t.repeats):
+        if a in nest.red:
+            n *= r.eval(env)
+    return n
+
+
+class _Run:
+    """One launch: inputs arranged as (rows, reduce axes...), the loop nest, outputs arranged back."""
+
+    def __init__(self, k: AscKernel, impl: AscGraph, nest: Nest, env: dict, block_dim: int, inputs):
+        self.k, self.impl, self.nest, self.env = k, impl, nest, env
+        axes = impl.axes
+        self.rows = math.prod(axes[a].size.eval(env) for a in nest.par) if nest.par else 1
+        self.red_ext = [axes[a].size.eval(env) for a in nest.red]
+        if nest.split:
+            tile, per_block = env[nest.tile_var], env[nest.block_var]
+            if tile < 1 or per_block < 1:
+                raise OpError(f"tiling variables {nest.tile_var} = {tile}, {nest.block_var} = {per_block}")
+        else:
+            tile, per_block = 1, 1
+        tiles = ceil_div(self.rows, tile)
+        if block_dim < 1 or (block_dim - 1) * per_block >= tiles or block_dim * per_block < tiles:
+            raise OpError(f"block_dim {block_dim} x {per_block} tiles per block does not cover the {tiles} tiles "
+                          "of the launch")
+        self.arrays = {id(d): self.gather(d, x) for d, x in zip(impl.data_nodes, inputs)}
+        self.outs = {}
+        for o in impl.output_nodes:
+            store = o.inputs[0][0]
+            local = store.inputs[0][0].y
+            self.outs[id(store)] = np.zeros(self.tile_shape(local, self.rows), store.y.dtype)
+        self.values: dict[int, np.ndarray] = {}
+        hoisted = [n for n in impl.nodes if nest.is_hoisted(n)]
+        inner = [n for n in impl.nodes if n.ir.kind not in (ascir.DATA, ascir.OUTPUT) and not nest.is_hoisted(n)]
+        for b in range(block_dim):
+            self.values = {}
+            for n in hoisted:
+                self.node(n, 0, self.rows)
+            for t in range(per_block):
+                lo = (b * per_block + t) * tile
+                if lo >= self.rows:
+                    break
+                for n in inner:
+                    self.node(n, lo, min(lo + tile, self.rows))
+        self.outputs = [self.scatter(o) for o in impl.output_nodes]
+
+    # -- global memory <-> tiles ---------------------------------------------------------------------------
+    def full_rank(self, t, x: np.ndarray) -> np.ndarray:
+        """A GM tensor (own dims on axes t.axis) as an array over all original axes (1 where absent)."""
+        shape = [1] * len(self.k.hint.axes)
+        for a, r in zip(t.axis, t.repeats):
+            shape[a] = r.eval(self.env)
+        return x.reshape(shape)
+
+    def gather(self, data: AscNode, x: np.ndarray) -> np.ndarray:
+        """(rows or 1, reduce extents...) of an input: the rows a tile's Load reads."""
+        nest, axes = self.nest, self.k.hint.axes
+        full = self.full_rank(data.y, x)
+        arr = full.transpose(nest.par + nest.red)
+        p = arr.shape[:len(nest.par)]
+        if any(d != 1 for d in p):
+            arr = np.broadcast_to(arr, tuple(axes[a].size.eval(self.env) for a in nest.par) + arr.shape[len(p):])
+            return arr.reshape((self.rows,) + arr.shape[len(p):])
+        return arr.reshape((1,) + arr.shape[len(p):])
+
+    def scatter(self, o: AscNode) -> np.ndarray:
+        store = o.inputs[0][0]
+        buf = self.outs[id(store)]
+        nest, axes = self.nest, self.k.hint.axes
+        par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if buf.shape[0] != 1 else (1,) * len(nest.par)
+        arr = buf.reshape(par_ext + buf.shape[1:])
+        inv = np.argsort(nest.par + nest.red)
+        arr = arr.transpose(inv)
+        own = store.y
+        keep = [slice(None) if any(a == b and r != 1 for b, r in zip(own.axis, own.repeats)) else slice(0, 1)
+                for a in range(len(axes))]
+        arr = arr[tuple(keep)]
+        shape = tuple(r.eval(self.env) for r in own.repeats)
+        return np.ascontiguousarray(arr).reshape(shape)
+
+    def tile_shape(self, t, rows: int) -> tuple[int, ...]:
+        lead = rows if self.nest.along_m(t) else 1
+        ext = dict(zip(t.axis, t.repeats))
+        return (lead,) + tuple(ext[a].eval(self.env) for a in self.nest.red)
+
+    # -- one node ------------------------------------------------------------------------------------------
+    def node(self, n: AscNode, lo: int, hi: int) -> None:
+        kind = n.ir.kind
+        ins = [self.values[id(src)] for src, _ in n.inputs] if kind != ascir.LOAD else []
+        if kind == ascir.LOAD:
+            src = self.arrays[id(n.inputs[0][0])]
+            y = np.array(src[lo:hi] if src.shape[0] != 1 else src)      # MTE2: GM -> UB
+        elif kind == ascir.STORE:
+            buf = self.outs[id(n)]
+            if buf.shape[0] == 1:
+                buf[...] = ins[0]
+            else:
+                buf[lo:hi] = ins[0]                                      # MTE3: UB -> GM
+            return
+        elif kind == ascir.SCALAR:
+            y = np.asarray(float(n.attrs["value"]) if n.y.dtype.startswith("float") else int(float(n.attrs["value"])),
+                           n.y.dtype)
+        elif kind == ascir.BROADCAST:
+            y = np.broadcast_to(ins[0], self.tile_shape(n.y, hi - lo))
+        elif kind == ascir.CAST:
+            y = ins[0].astype(n.y.dtype)
+        elif kind == ascir.REDUCE:
+            y = self.reduce(n, ins[0], hi - lo)
+        elif n.type == "Where":
+            y = np.where(*ins)
+        elif n.ir.attrs:
+            y = n.ir.fn(ins[0], dict(n.attrs))
+        else:
+            y = n.ir.fn(*ins)
+        self.values[id(n)] = np.asarray(y).astype(n.y.dtype, copy=False)
+
+    def reduce(self, n: AscNode, x: np.ndarray, rows: int) -> np.ndarray:
+        """The reduced axes moved last and flattened, reduced as one contiguous row (pairwise)."""
+        t_in, t_out = n.input_attr(0), n.y
+        red = self.nest.red
+        axes = [1 + red.index(a) for a, ri, ro in zip(t_in.axis, t_in.repeats, t_out.repeats) if ri != ro]
+        if not axes:
+            raise OpError(f"node {n.name} reduces no axis")
+        keep = [d for d in range(x.ndim) if d not in axes]
+        flat = np.ascontiguousarray(x.transpose(keep + axes)).reshape([x.shape[d] for d in keep] + [-1])
+        y = n.ir.fn(flat, (flat.ndim - 1,), True)
+        return np.asarray(y).astype(n.y.dtype, copy=False).reshape(self.tile_shape(t_out, rows))
+
+
+_CACHE: dict[int, tuple[object, object, AscKernel]] = {}
+
+
+def kernel_for(hint_attr, impl_attr) -> AscKernel:
+    """The checked kernel of an AscBackend's attributes: AscGraph objects (compile time) or the GraphDefs an
+    .om holds (decoded and checked once per message; a Program keeps its messages for every launch)."""
+    if not all(isinstance(a, (AscGraph, ge.GraphDef)) for a in (hint_attr, impl_attr)):
+        raise OpError("attributes ascgraph and ascgraph_impl must be graphs")
+    key = id(hint_attr)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is hint_attr and hit[1] is impl_attr:
+        return hit[2]
+    try:
+        hint = hint_attr if isinstance(hint_attr, AscGraph) else from_graph_def(hint_attr)
+        impl = impl_attr if isinstance(impl_attr, AscGraph) else from_graph_def(impl_attr)
+        k = AscKernel(hint, impl)
+    except AscGraphError as exc:
+        raise OpError(f"AscGraph: {exc}") from None
+    if len(_CACHE) >= 512:
+        _CACHE.clear()
+    _CACHE[key] = (hint_attr, impl_attr, k)
+    return k

@@ -1,0 +1,212 @@
+"""Automatic fusion end to end: the `autofuse` pass builds AscBackend nodes for the patterns models are made of,
+om-run interprets their ImplGraphs, and the numbers equal the unfused graph's (bit for bit in fp32 and fp16
+where the order of operations is the same) with fewer tasks and less simulated device time."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import atc_py
+from atc_py.autofuse.fusion import ORIGIN_NAMES
+from runner.loader import load_model
+from runner.sim.host import Simulation
+from tests.conftest import MODELS
+
+F = TensorProto.FLOAT
+RNG = np.random.default_rng(16)
+FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
+FP16 = {"ge.socVersion": "Ascend910B1"}            # force_fp16, the default
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
+                          [helper.make_tensor_value_info(n, F, None) for n in outputs],
+                          [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def run(tmp_path, m, options, switch="", feeds=None):
+    r = atc_py.build(m, {**options, "optimization_switch": switch})
+    p = tmp_path / f"m{abs(hash(switch))}.om"
+    p.write_bytes(r.om)
+    dm = load_model(str(p))
+    if feeds is None:
+        feeds = [RNG.standard_normal(io.desc.shape).astype(np.float32) for io in dm.inputs]
+    outs, stats = Simulation(dm).run(feeds)
+    return r, outs, stats, feeds
+
+
+def fused_vs_unfused(tmp_path, m, options=FP32, exact=True, also_off=""):
+    """Build with autofuse on and off; same inputs; returns (fused build, stats on, stats off)."""
+    off_switch = ";".join(filter(None, ["autofuse:off", also_off]))
+    r_off, ref, s_off, feeds = run(tmp_path, m, options, off_switch)
+    r_on, got, s_on, _ = run(tmp_path, m, options, also_off, feeds)
+    for a, b in zip(got, ref):
+        if exact:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert r_on.summary["ascbackend_nodes"] + r_on.summary["fused_ascbackend_nodes"] >= 1
+    assert r_off.summary["ascbackend_nodes"] == 0
+    assert s_on.tasks < s_off.tasks and s_on.device_ns < s_off.device_ns
+    return r_on, s_on, s_off
+
+
+def kinds(r):
+    return [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+
+
+def softmax_model(axis=-1):
+    return model([helper.make_node("Div", ["x", "t"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=axis)],
+                 [("x", [2, 4, 16, 24])], ["y"], [("t", 3.0)])
+
+
+@pytest.mark.parametrize("options", [FP32, FP16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_fused_equals_unfused(tmp_path, options, axis):
+    r, _, _ = fused_vs_unfused(tmp_path, softmax_model(axis), options)
+    (node,) = [n for n in r.graph.nodes if n.op_type == "AscBackend"]
+    hint = node.attrs["ascgraph"]
+    assert [n.type for n in hint.nodes if n.type in ("Max", "Exp", "Sum", "Div")] == ["Div", "Max", "Exp", "Sum", "Div"]
+    assert len(node.attrs[ORIGIN_NAMES]) == 2          # the Div and the Softmax it replaced
+
+
+def layernorm_model():
+    d = 48
+    return model([helper.make_node("Add", ["x", "r"], ["h"]),
+                  helper.make_node("LayerNormalization", ["h", "g", "b"], ["y"], axis=-1, epsilon=1e-5)],
+                 [("x", [3, 10, d]), ("r", [3, 10, d])], ["y", "h"],
+                 [("g", RNG.standard_normal(d)), ("b", RNG.standard_normal(d))])
+
+
+@pytest.mark.parametrize("options", [FP32, FP16], ids=["fp32", "fp16"])
+def test_residual_add_and_layernorm_fuse_into_one_kernel(tmp_path, options):
+    r, _, _ = fused_vs_unfused(tmp_path, layernorm_model(), options)
+    assert kinds(r) == ["AscBackend"]        # residual Add + LayerNorm, two outputs (h and y)
+    assert len(r.graph.node(kinds_names(r)[0]).outputs) == 2
+
+
+def kinds_names(r):
+    return [n.name for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
+
+
+def rmsnorm_model():
+    d = 64
+    return model([helper.make_node("Pow", ["x", "two"], ["sq"]),
+                  helper.make_node("ReduceMean", ["sq"], ["ms"], axes=[-1], keepdims=1),
+                  helper.make_node("Add", ["ms", "eps"], ["v"]), helper.make_node("Sqrt", ["v"], ["rms"]),
+                  helper.make_node("Div", ["x", "rms"], ["n"]), helper.make_node("Mul", ["n", "g"], ["y"])],
+                 [("x", [4, 7, d])], ["y"], [("two", 2.0), ("eps", 1e-6), ("g", RNG.standard_normal(d))], opset=17)
+
+
+@pytest.mark.parametrize("options", [FP32, FP16], ids=["fp32", "fp16"])
+def test_rmsnorm_chain_fuses_bit_equal(tmp_path, options):
+    r, _, _ = fused_vs_unfused(tmp_path, rmsnorm_model(), options)
+    assert "AscBackend" in kinds(r) and not {"ReduceMeanD", "Sqrt", "RealDiv"} & set(kinds(r))
+
+
+def gelu_models():
+    erf = model([helper.make_node("Div", ["x", "sqrt2"], ["a"]), helper.make_node("Erf", ["a"], ["e"]),
+                 helper.make_node("Add", ["e", "one"], ["b"]), helper.make_node("Mul", ["x", "b"], ["c"]),
+                 helper.make_node("Mul", ["c", "half"], ["y"])],
+                [("x", [8, 96])], ["y"], [("sqrt2", np.sqrt(2.0)), ("one", 1.0), ("half", 0.5)])
+    tanh = model([helper.make_node("Pow", ["x", "three"], ["p"]), helper.make_node("Mul", ["p", "k"], ["q"]),
+                  helper.make_node("Add", ["x", "q"], ["r"]), helper.make_node("Mul", ["r", "s"], ["t"]),
+                  helper.make_node("Tanh", ["t"], ["u"]), helper.make_node("Add", ["u", "one"], ["v"]),
+                  helper.make_node("Mul", ["x", "half"], ["w"]), helper.make_node("Mul", ["w", "v"], ["y"])],
+                 [("x", [8, 96])], ["y"], [("three", 3.0), ("k", 0.044715), ("s", np.sqrt(2 / np.pi)), ("one", 1.0),
+                                            ("half", 0.5)])
+    op = model([helper.make_node("Gelu", ["x"], ["g"]), helper.make_node("Mul", ["g", "x"], ["y"])],
+               [("x", [8, 96])], ["y"], opset=20)
+    silu = model([helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Mul", ["x", "s"], ["y"])],
+                 [("x", [8, 96])], ["y"])
+    return {"erf": erf, "tanh": tanh, "op": op, "silu": silu}
+
+
+@pytest.mark.parametrize("options", [FP32, FP16], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("name", ["erf", "tanh", "op", "silu"])
+def test_gelu_and_silu_chains_fuse_bit_equal(tmp_path, name, options):
+    r, _, _ = fused_vs_unfused(tmp_path, gelu_models()[name], options)
+    assert [k for k in kinds(r) if k != "Cast"] == ["AscBackend"]
+
+
+def test_bias_and_activation_after_matmul_and_conv(tmp_path):
+    """(A Relu after a bias Add is relu_fusion's: the Add takes it as its epilogue, one op.)"""
+    mm = model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+                helper.make_node("Tanh", ["a"], ["y"])],
+               [("x", [2, 8, 16])], ["y"], [("w", RNG.standard_normal((16, 32))), ("b", RNG.standard_normal(32))])
+    r, _, _ = fused_vs_unfused(tmp_path, mm, also_off="matmul_bias:off")
+    assert kinds(r) == ["BatchMatMulV2", "AscBackend"]       # the cube op keeps its own kernel
+    conv = model([helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Add", ["c", "b"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])],
+                 [("x", [1, 3, 8, 8])], ["y"], [("w", RNG.standard_normal((6, 3, 3, 3))),
+                                                ("b", RNG.standard_normal((1, 6, 1, 1)))])
+    r, _, _ = fused_vs_unfused(tmp_path, conv, also_off="conv_bias:off")
+    assert kinds(r) == ["Conv2D", "AscBackend"]
+
+
+def test_a_reduction_over_a_middle_axis_is_within_the_documented_tolerance(tmp_path):
+    """ReduceSumD over axis 1 adds sequentially in the unfused kernel; the fused kernel adds each row pairwise
+    (reduced axes last): a few ulp apart, not bit-equal."""
+    m = model([helper.make_node("Exp", ["x"], ["e"]),
+               helper.make_node("ReduceSum", ["e", "ax"], ["s"], keepdims=0), helper.make_node("Sqrt", ["s"], ["y"])],
+              [("x", [6, 300, 5])], ["y"], [])
+    m.graph.initializer.append(numpy_helper.from_array(np.array([1], np.int64), "ax"))
+    fused_vs_unfused(tmp_path, m, exact=False)
+
+
+def test_small_transformer_fused_equals_unfused_with_fewer_tasks(tmp_path):
+    for options, groups in ((FP32, 4), (FP16, 5)):     # fp16: LayerNorm 1 takes the Cast to the MatMul's fp16
+        r, s_on, s_off = fused_vs_unfused(tmp_path, str(MODELS / "small_transformer.onnx"), options)
+        assert r.summary["ascbackend_nodes"] == groups and s_on.tasks <= s_off.tasks - 7
+
+
+def test_chains_cross_shared_values_and_broadcasts_but_not_transposes_or_cube_ops():
+    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Tanh", ["s"], ["t"]),
+             helper.make_node("Exp", ["s"], ["e"]), helper.make_node("Add", ["t", "e"], ["a"]),   # s read twice
+             helper.make_node("Add", ["a", "big"], ["b"]),                                       # grows [1,8]->[3,8]
+             helper.make_node("Transpose", ["b"], ["tr"], perm=[1, 0]), helper.make_node("MatMul", ["tr", "w"], ["m"]),
+             helper.make_node("Tanh", ["m"], ["y"])]
+    r = atc_py.build(model(nodes, [("x", [1, 8])], ["y"], [("big", RNG.standard_normal((3, 8))),
+                                                           ("w", RNG.standard_normal((3, 5)))]), FP32)
+    assert kinds(r) == ["AscBackend", "TransposeD", "MatMulV2", "Tanh"]     # a lone op keeps its kernel
+    assert r.summary["autofused_ops"] == 5
+
+
+def test_autofuse_switch_off_keeps_every_op():
+    r = atc_py.build(gelu_models()["silu"], {**FP32, "optimization_switch": "autofuse:off"})
+    assert kinds(r) == ["Sigmoid", "Mul"] and r.summary["ascbackend_nodes"] == 0
+
+
+def test_two_groups_joined_by_a_reshape_become_one_fused_asc_backend(tmp_path):
+    m = model([helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Add", ["e", "c"], ["a"]),
+               helper.make_node("Reshape", ["a", "shape"], ["r"]), helper.make_node("Mul", ["r", "x2"], ["m"]),
+               helper.make_node("Tanh", ["m"], ["y"])],
+              [("x", [4, 16]), ("x2", [8, 8])], ["y"], [("c", RNG.standard_normal(16))])
+    m.graph.initializer.append(numpy_helper.from_array(np.array([8, 8], np.int64), "shape"))
+    r, s_on, _ = fused_vs_unfused(tmp_path, m)
+    assert kinds(r) == ["FusedAscBackend"] and r.summary["fused_ascbackend_nodes"] == 1 and s_on.tasks == 1
+    (node,) = [n for n in r.graph.nodes if n.op_type == "FusedAscBackend"]
+    fg = node.attrs["fused_graph"]
+    assert len(fg.members) == 2 and fg.members[1].in_shapes[0] == (8, 8)
+    assert len(node.attrs[ORIGIN_NAMES]) == 4          # Exp, Add | Mul, Tanh
+
+
+def test_fused_kernels_run_their_tiling_on_the_host_executor_in_dynamic_models(tmp_path):
+    """decoder_step with every op on the host executor (IncreFlashAttention forces a dynamic partition, the
+    lower limit puts the rest with it): AscBackend nodes there are tiled per execution for the shapes met."""
+    with np.load(MODELS / "decoder_step.inputs.npz") as z:
+        feeds = {k: z[k] for k in z.files}
+    res = {}
+    for switch in ("autofuse:off", ""):
+        r = atc_py.build(str(MODELS / "decoder_step.onnx"), {"ge.socVersion": "Ascend910B1",
+                         "ge.exec.static_model_ops_lower_limit": "1000", "optimization_switch": switch})
+        p = tmp_path / "d.om"
+        p.write_bytes(r.om)
+        dm = load_model(str(p))
+        res[switch] = (r, *Simulation(dm).run([feeds[io.name] for io in dm.inputs]))
+    r_on, got, s_on = res[""]
+    _, ref, s_off = res["autofuse:off"]
+    assert r_on.summary["unknown_subgraphs"] == 1 and r_on.summary["known_subgraphs"] == 0
+    assert r_on.summary["ascbackend_nodes"] == 2
+    np.testing.assert_array_equal(got[0], ref[0])
+    assert s_on.host_ns < s_off.host_ns and s_on.tasks < s_off.tasks
