@@ -169,7 +169,9 @@ def test_dump_prints_the_nested_loops():
     assert loops == ["for z0 in range(s0):", "for z1 in range(s1):", "for z2 in range(s2):", "for z3 in range(s3):"]
     cast = next(ln for ln in lines if "cast = Cast" in ln)
     assert cast.startswith(" " * 10) and "dst_type=float16" in cast and "repeats(s0, s1, s2, s3)" in cast
-    assert lines[3].strip().startswith("x = Data(index=0)") and lines[-1].strip().startswith("y = Output(store")
+    assert lines[2:7] == ["  axes :", "    z0(0) ORIGINAL size s0", "    z1(1) ORIGINAL size s1",
+                          "    z2(2) ORIGINAL size s2", "    z3(3) ORIGINAL size s3"]
+    assert lines[7].strip().startswith("x = Data(index=0)") and lines[-1].strip().startswith("y = Output(store")
 
 
 def test_impl_graph_dump_shows_cores_tiles_vectorized_axes_and_buffers():

@@ -210,3 +210,12 @@ def test_fused_kernels_run_their_tiling_on_the_host_executor_in_dynamic_models(t
     assert r_on.summary["ascbackend_nodes"] == 2
     np.testing.assert_array_equal(got[0], ref[0])
     assert s_on.host_ns < s_off.host_ns and s_on.tasks < s_off.tasks
+
+
+def test_mode6_counts_the_fused_nodes_and_the_ops_they_replace(atc, tmp_path):
+    out = tmp_path / "st"
+    code, stdout, _ = atc("--model", str(MODELS / "small_transformer.onnx"), "--framework=5", f"--output={out}",
+                          "--soc_version=Ascend910B1")
+    assert code == 0 and "autofuse: 16 ops into 5 AscBackend node(s), 0 FusedAscBackend" in stdout
+    code, stdout, _ = atc("--mode=6", f"--om={out}.om")
+    assert code == 0 and "autofuse : AscBackend[5], original ops[16]" in stdout

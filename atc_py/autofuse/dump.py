@@ -13,9 +13,16 @@ def _list(xs) -> str:
     return ", ".join(str(x) for x in xs)
 
 
+def _repeat(g: AscGraph, a: int, r) -> str:
+    """A repeat that is its axis's whole (compound) size reads as `axis.size`."""
+    size = g.axes[a].size
+    return f"{g.axes[a].name}.size" if r == size and "(" in str(size) else str(r)
+
+
 def _tensor(g: AscGraph, t: TensorAttr) -> str:
     names = [g.axes[a].name for a in t.axis]
-    text = f"{t.dtype} axis[{_list(names)}] repeats({_list(t.repeats)}) strides({_list(t.strides)})"
+    reps = [_repeat(g, a, r) for a, r in zip(t.axis, t.repeats)]
+    text = f"{t.dtype} axis[{_list(names)}] repeats({_list(reps)}) strides({_list(t.strides)})"
     if t.vectorized_axis:
         vec = [f"{g.axes[a].name}:{s}" for a, s in zip(t.vectorized_axis, t.vectorized_strides)]
         text += f" vectorized{{{_list(vec)}}}"
@@ -45,11 +52,9 @@ def _loops(g: AscGraph, n: AscNode) -> list[int]:
 
 
 def dump(g: AscGraph) -> str:
-    lines = [f"AscGraph {g.name} ({g.type})",
-             f"  sizes: {_list(g.size_vars)}",
-             "  axes : " + _list(f"{a.name}({a.id}) {a.type} size {a.size}" +
-                                 (f" from {{{_list(g.axes[f].name for f in a.from_)}}}" if a.from_ else "")
-                                 for a in g.axes)]
+    lines = [f"AscGraph {g.name} ({g.type})", f"  sizes: {_list(g.size_vars)}", "  axes :"]
+    lines += [f"    {a.name}({a.id}) {a.type} size {a.size}" +
+              (f" from {{{_list(g.axes[f].name for f in a.from_)}}}" if a.from_ else "") for a in g.axes]
     if g.attrs:
         lines.append("  attrs: " + _list(f"{k}={v}" for k, v in sorted(g.attrs.items())))
     io = (ascir.DATA, ascir.OUTPUT)
