@@ -10,6 +10,7 @@ spellings of the same product compare equal; str() is the form the .om stores an
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 MAX_TEXT = 512          # characters of one serialized expression
@@ -245,9 +246,15 @@ _TOKEN = re.compile(r"\s*(?:(\d{1,19})|([A-Za-z_][A-Za-z0-9_]*)|(.))")
 
 
 def parse(text: str) -> Expr:
-    """The inverse of str(); anything else (or beyond the limits) is an ExprError."""
+    """The inverse of str(); anything else (or beyond the limits) is an ExprError. Graphs repeat the same few
+    expressions many times: parsed once each (expressions are immutable)."""
     if not isinstance(text, str) or len(text) > MAX_TEXT:
         raise ExprError(f"expression of {len(text) if isinstance(text, str) else '?'} characters (limit {MAX_TEXT})")
+    return _parse(text)
+
+
+@lru_cache(maxsize=8192)
+def _parse(text: str) -> Expr:
     toks: list[tuple[str, str]] = []
     for m in _TOKEN.finditer(text):
         num, name, ch = m.groups()

@@ -113,6 +113,12 @@ class AscNode:
         return f"AscNode({self.name}: {self.type})"
 
 
+def _copy_tensor(t: TensorAttr) -> TensorAttr:
+    m = t.mem
+    return TensorAttr(t.dtype, list(t.axis), list(t.repeats), list(t.strides), list(t.vectorized_axis),
+                      list(t.vectorized_strides), None if m is None else Mem(**vars(m)))
+
+
 def contiguous_strides(repeats: list[Expr]) -> list[Expr]:
     """Row-major strides of a dense tensor; a repeat of 1 gets stride 0 (it does not advance)."""
     out: list[Expr] = []
@@ -194,6 +200,22 @@ class AscGraph:
     # -- validation, storage, dump -------------------------------------------------------------------------
     def check(self) -> None:
         Checker(self).run()
+
+    def clone(self) -> "AscGraph":
+        """A copy whose tensors and attributes can change without touching this graph (expressions are
+        immutable and shared)."""
+        g = AscGraph(self.name, self.type)
+        g.size_vars = list(self.size_vars)
+        g.axes = [Axis(a.id, a.name, a.size, a.type, a.from_, a.split_peer) for a in self.axes]
+        g.attrs = {k: list(v) if isinstance(v, list) else v for k, v in self.attrs.items()}
+        copies: dict[int, AscNode] = {}
+        for n in self.nodes:
+            c = g.add_node(n.type, n.name, [(copies[id(src)], k) for src, k in n.inputs], n.attrs, n.sched_axis,
+                           [_copy_tensor(t) for t in n.outputs])
+            c.loop_axis = n.loop_axis
+            c.in_views = [_copy_tensor(t) if t is not None else None for t in n.in_views]
+            copies[id(n)] = c
+        return g
 
     def to_graph_def(self):
         """The graph as GE stores a graph attribute (AttrDef.g): see serialize.py."""

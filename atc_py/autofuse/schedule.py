@@ -47,10 +47,9 @@ def schedule(hint: AscGraph) -> AscGraph:
 def variants(impl: AscGraph) -> list[AscGraph]:
     """The ImplGraphs of tiling keys 0, 1, 2: the schedule as recorded, then the same loop nest with single
     buffers and with its tensors in GM workspace (what the tiling falls back to when UB is too small)."""
-    from .serialize import from_graph_def, to_graph_def
     out = [impl]
     for key in KEYS[1:]:
-        v = from_graph_def(to_graph_def(impl))
+        v = impl.clone()
         place_memory(v, key)
         v.attrs["tiling_key"] = key
         out.append(v)

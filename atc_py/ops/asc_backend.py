@@ -81,10 +81,7 @@ class FusedKernel:
 
     def __init__(self, fg: FusedGraph):
         self.fg = fg
-        try:
-            self.members = [AscKernel(m.hint, m.impl) for m in fg.members]
-        except AscGraphError as exc:
-            raise OpError(f"fused graph {fg.name}: {exc}") from None
+        self.members = [kernel_for(m.hint, m.impl) for m in fg.members]
         fields = []
         for j, k in enumerate(self.members):
             fields += [(f"m{j}.key", "Q"), (f"m{j}.block_dim", "Q")] + [(f"m{j}.{n}", "Q") for n in k.struct.names]

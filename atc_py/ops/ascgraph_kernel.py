@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-from functools import cached_property
 
 import numpy as np
 
@@ -57,11 +56,7 @@ class AscKernel:
         self.struct = tiling_struct(hint, impl)
         self.n_inputs, self.n_outputs = len(hint.data_nodes), len(hint.output_nodes)
 
-    @cached_property
-    def digest(self) -> str:
-        h = hashlib.sha256(to_graph_def(self.hint).SerializeToString(deterministic=True))
-        h.update(to_graph_def(self.impl).SerializeToString(deterministic=True))
-        return h.hexdigest()[:16]
+    digest = ""          # set by kernel_for: sha256 of the graphs' content (their names aside)
 
     # -- shapes and tiling ------------------------------------------------------------------------------------
     def bind(self, shapes) -> dict[str, int]:
@@ -78,7 +73,7 @@ class AscKernel:
             if space > MAX_ELEMENTS:
                 raise TilingError(f"the loop nest covers {space} elements (limit {MAX_ELEMENTS})")
         except (TilingError, ExprError) as exc:
-            raise OpError(f"AscGraph {self.hint.name}: {exc}") from None
+            raise OpError(f"AscGraph: {exc}") from None
         return env
 
     def check_launch(self, values: dict, key: int, block_dim: int, shapes, out_shapes, soc: SocSpec) -> None:
@@ -297,25 +292,41 @@ class _Run:
         return np.asarray(y).astype(n.y.dtype, copy=False).reshape(self.tile_shape(t_out, rows))
 
 
-_CACHE: dict[int, tuple[object, object, AscKernel]] = {}
+_BY_ID: dict[int, tuple[object, object, "AscKernel"]] = {}
+_BY_CONTENT: dict[tuple[bytes, bytes], "AscKernel"] = {}
+
+
+def content(g) -> bytes:
+    """A graph's bytes without its name: what its kernel binary depends on (equal structure, one kernel)."""
+    gd = ge.GraphDef()
+    gd.CopyFrom(g if isinstance(g, ge.GraphDef) else to_graph_def(g))
+    gd.ClearField("name")
+    return gd.SerializeToString(deterministic=True)
 
 
 def kernel_for(hint_attr, impl_attr) -> AscKernel:
     """The checked kernel of an AscBackend's attributes: AscGraph objects (compile time) or the GraphDefs an
-    .om holds (decoded and checked once per message; a Program keeps its messages for every launch)."""
+    .om holds. Decoded and checked once per distinct graph (a model has many nodes of one structure), looked up
+    per attribute object after that (a Program keeps its messages for every launch)."""
     if not all(isinstance(a, (AscGraph, ge.GraphDef)) for a in (hint_attr, impl_attr)):
         raise OpError("attributes ascgraph and ascgraph_impl must be graphs")
-    key = id(hint_attr)
-    hit = _CACHE.get(key)
+    hit = _BY_ID.get(id(hint_attr))
     if hit is not None and hit[0] is hint_attr and hit[1] is impl_attr:
         return hit[2]
-    try:
-        hint = hint_attr if isinstance(hint_attr, AscGraph) else from_graph_def(hint_attr)
-        impl = impl_attr if isinstance(impl_attr, AscGraph) else from_graph_def(impl_attr)
-        k = AscKernel(hint, impl)
-    except AscGraphError as exc:
-        raise OpError(f"AscGraph: {exc}") from None
-    if len(_CACHE) >= 512:
-        _CACHE.clear()
-    _CACHE[key] = (hint_attr, impl_attr, k)
+    key = (content(hint_attr), content(impl_attr))
+    k = _BY_CONTENT.get(key)
+    if k is None:
+        try:
+            hint = hint_attr if isinstance(hint_attr, AscGraph) else from_graph_def(hint_attr)
+            impl = impl_attr if isinstance(impl_attr, AscGraph) else from_graph_def(impl_attr)
+            k = AscKernel(hint, impl)
+        except AscGraphError as exc:
+            raise OpError(f"AscGraph: {exc}") from None
+        k.digest = hashlib.sha256(key[0] + b"|" + key[1]).hexdigest()[:16]
+        if len(_BY_CONTENT) >= 1024:
+            _BY_CONTENT.clear()
+        _BY_CONTENT[key] = k
+    if len(_BY_ID) >= 4096:
+        _BY_ID.clear()
+    _BY_ID[id(hint_attr)] = (hint_attr, impl_attr, k)
     return k
