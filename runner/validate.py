@@ -248,6 +248,8 @@ class ModelValidator:
         node.inputs = [Value(f"{op.name}:in{k}", d, None) for k, d in enumerate(ins)]
         try:
             spec.kernel(attrs)
+            if any(d < 0 for td in ins for d in td.shape):   # a dynamic model: shapes are met at run time
+                return
             outs = spec.infer(node)
         except OpError as exc:
             self.fail(f"op {op.name!r} ({op.type}): {exc}")

@@ -7,6 +7,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_py.autofuse.fusion import ORIGIN_NAMES
+from atc_py.errors import AtcError
 from runner.loader import load_model
 from runner.sim.host import Simulation
 from tests.conftest import MODELS
@@ -219,3 +220,45 @@ def test_mode6_counts_the_fused_nodes_and_the_ops_they_replace(atc, tmp_path):
     assert code == 0 and "autofuse: 16 ops into 5 AscBackend node(s), 0 FusedAscBackend" in stdout
     code, stdout, _ = atc("--mode=6", f"--om={out}.om")
     assert code == 0 and "autofuse : AscBackend[5], original ops[16]" in stdout
+
+
+def test_a_model_with_a_dynamic_dim_fuses_and_runs_every_shape(tmp_path):
+    """--input_shape x:-1,8,32: the fused nodes sit in the dynamic subgraph with a size variable for the
+    unknown dim; the host executor tiles them for each shape it meets, with the unfused graph's bits."""
+    d = 32
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["a"]),
+             helper.make_node("Sigmoid", ["a"], ["s"]), helper.make_node("Mul", ["a", "s"], ["y"])]
+    m = model(nodes, [("x", ["N", 8, d])], ["y"], [("g", RNG.standard_normal(d)), ("b", RNG.standard_normal(d)),
+                                                   ("w", RNG.standard_normal((d, d))), ("bias", RNG.standard_normal(d))])
+    sims = {}
+    for switch in ("autofuse:off", ""):
+        r = atc_py.build(m, {**FP16, "input_shape": "x:-1,8,32", "optimization_switch": switch})
+        p = tmp_path / f"d{len(sims)}.om"
+        p.write_bytes(r.om)
+        sims[switch] = (r, Simulation(load_model(str(p))))
+    assert sims[""][0].summary["ascbackend_nodes"] == 2 and sims[""][0].summary["unknown_subgraphs"] == 1
+    for n in (1, 3, 17):
+        x = RNG.standard_normal((n, 8, d)).astype(np.float32)
+        (got,), s_on = sims[""][1].run([x])
+        (ref,), s_off = sims["autofuse:off"][1].run([x])
+        assert got.shape == (n, 8, d) and s_on.tasks < s_off.tasks
+        np.testing.assert_array_equal(got, ref)
+
+
+def test_unknown_dims_an_op_aligns_are_one_size_variable(tmp_path):
+    """Two -1 dims an Add aligns become one size variable: a run where one of them is 1 (numpy would
+    broadcast it) is an error naming the fused node, never a wrong result."""
+    m = model([helper.make_node("Add", ["x", "y"], ["a"]), helper.make_node("Tanh", ["a"], ["z"])],
+              [("x", ["N", 8]), ("y", ["M", 8])], ["z"])
+    r = atc_py.build(m, {**FP32, "input_shape": "x:-1,8;y:-1,8"})
+    assert r.summary["ascbackend_nodes"] == 1
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    sim = Simulation(load_model(str(p)))
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    (z,), _ = sim.run([x, x])
+    np.testing.assert_array_equal(z, np.tanh(x + x))
+    with pytest.raises(AtcError) as e:
+        sim.run([x, x[:1]])
+    assert "E30004" in str(e.value) and "ascbackend" in str(e.value) and "s0" in str(e.value)

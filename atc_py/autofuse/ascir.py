@@ -26,13 +26,14 @@ class IrDef:
     op: str | None = None                           # GE op whose kernel function computes it
     ops_per_elem: int = 1
     out_dtype: str | None = None                    # fixed result dtype (comparisons)
+    with_attrs: bool = False                        # the function takes the node's attributes: fn(x, attrs)
 
     @property
     def fn(self):
         """The op library's numpy function for this type (resolved on use: the ops import autofuse)."""
         from ..ops import get_op
         spec = get_op(self.op)
-        return getattr(spec, "fa", None) or spec.fn
+        return spec.fa if self.with_attrs else spec.fn
 
 
 REGISTRY: dict[str, IrDef] = {}
@@ -64,7 +65,7 @@ for _name, (_op, _ops) in UNARY.items():
 ATTR_UNARY = {"LeakyRelu": ("LeakyRelu", ("negative_slope",), 2), "Elu": ("Elu", ("alpha",), 4),
               "HardSigmoid": ("HardSigmoid", ("alpha", "beta"), 3), "Softplus": ("Softplus", (), 4)}
 for _name, (_op, _attrs, _ops) in ATTR_UNARY.items():
-    _reg(IrDef(_name, ELEWISE, ("x",), {a: "float" for a in _attrs}, op=_op, ops_per_elem=_ops))
+    _reg(IrDef(_name, ELEWISE, ("x",), {a: "float" for a in _attrs}, op=_op, ops_per_elem=_ops, with_attrs=True))
 
 BINARY = {"Add": ("Add", 1, None), "Sub": ("Sub", 1, None), "Mul": ("Mul", 1, None), "Div": ("RealDiv", 2, None),
           "Maximum": ("Maximum", 1, None), "Minimum": ("Minimum", 1, None), "Pow": ("Pow", 4, None),

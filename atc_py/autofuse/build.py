@@ -53,7 +53,8 @@ class HintBuilder:
         self.layout = layout
         self.g = AscGraph(name, HINT)
         r = len(layout.anchor)
-        self.sizes = [self.g.create_size_var(f"s{k}") for k in range(r)]
+        # axis z_k of size s_k; an anchor dim of 1 stays the constant 1 (no tensor iterates it)
+        self.sizes = [ONE if d == 1 else self.g.create_size_var(f"s{k}") for k, d in enumerate(layout.anchor)]
         for k in range(r):
             self.g.create_axis(f"z{k}", self.sizes[k])
         self.loops = list(range(r))

@@ -53,9 +53,8 @@ def fusable(node: Node) -> bool:
     if rule is None or node.control_inputs or node.meta.get("engine", "AICORE") != "AICORE":
         return False
     values = [v for v in node.inputs if v is not None] + node.outputs
-    if any(not v.desc.known or v.desc.dtype not in ascir.DTYPES or not v.desc.shape and v.desc.numel != 1
-           for v in values):
-        return False
+    if any(v.desc.dtype not in ascir.DTYPES or min(v.desc.shape, default=0) < -1 for v in values):
+        return False        # (a dim of -1, unknown until run time, is fine: it becomes a size variable)
     if any(k in node.attrs for k in ("_tiling_sink_op", "_dynamic_tiling_depend_op", "_force_unknown_shape")):
         return False
     return rule.accepts(node)

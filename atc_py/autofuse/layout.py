@@ -6,7 +6,9 @@ anchor axis (in order, no transposition) or is a size-1 dim that broadcasts. `di
 axis of the value's dim j. Maps follow the ops' own semantics: numpy right-alignment for elementwise ops,
 reduced dims kept (keep_dims) or dropped for reductions, same shape for the normalisations. A group whose
 tensors cannot all be placed (a transpose, a reshape, two tensors of the same size in different layouts)
-has no layout and is not fused that way.
+has no layout and is not fused that way. A dim unknown until run time (-1, dynamic models) is placed like a
+known one: two such dims an op aligns are taken to be equal (one size variable), and a run where they are
+not (one of them 1) is an error naming the node, not a wrong result.
 """
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ class Layout:
     dim_map: dict[int, tuple[int, ...]]      # id(Value) -> anchor axis of each of its dims
 
     def present(self, v: Value) -> tuple[bool, ...]:
-        """Per anchor axis: does the value iterate it (its dim there has the anchor's size)?"""
+        """Per anchor axis: does the value iterate it (its dim there has the anchor's size)? An anchor dim of
+        1 is iterated by nothing: every tensor has repeat 1 there (the axis has the constant size 1)."""
         mask = [False] * len(self.anchor)
         for d, a in zip(v.desc.shape, self.dim_map[id(v)]):
-            if d == self.anchor[a]:
+            if d == self.anchor[a] != 1:
                 mask[a] = True
         return tuple(mask)
 
@@ -38,10 +41,18 @@ def _values(nodes: list[Node]):
         yield from n.outputs
 
 
+def _size(v: Value) -> int:
+    """Elements, a dim unknown until run time (-1) counted as larger than any known one."""
+    n = 1
+    for d in v.desc.shape:
+        n *= (1 << 31) if d < 0 else d
+    return n
+
+
 def plan_layout(nodes: list[Node]) -> Layout | None:
     """The group's layout, or None when its tensors do not share one iteration space."""
     vals = {id(v): v for v in _values(nodes)}
-    anchor_v = max(vals.values(), key=lambda v: (v.desc.numel, len(v.desc.shape)))
+    anchor_v = max(vals.values(), key=lambda v: (_size(v), len(v.desc.shape)))
     anchor = tuple(anchor_v.desc.shape)
     if not anchor:
         return None

@@ -273,7 +273,7 @@ class _Run:
             y = self.reduce(n, ins[0], hi - lo)
         elif n.type == "Where":
             y = np.where(*ins)
-        elif n.ir.attrs:
+        elif n.ir.with_attrs:
             y = n.ir.fn(ins[0], dict(n.attrs))
         else:
             y = n.ir.fn(*ins)
