@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..proto import ge_ir_pb2 as ge
 from .graph import AscGraph, AscGraphError
-from .serialize import from_graph_def, to_graph_def
+from .serialize import from_graph_def
 
 MAX_MEMBERS = 64
 Ref = tuple[int, int]      # (member index or -1 for a fused input, output / input index)
@@ -47,8 +47,8 @@ class FusedGraph:
             for shape, (src, k) in zip(m.in_shapes, m.inputs):
                 td = op.input_desc.add()
                 td.shape.dim.extend(shape)
-            op.attr["ascgraph"].g.CopyFrom(to_graph_def(m.hint))
-            op.attr["ascgraph_impl"].g.CopyFrom(to_graph_def(m.impl))
+            op.attr["ascgraph"].g.CopyFrom(m.hint.to_graph_def())
+            op.attr["ascgraph_impl"].g.CopyFrom(m.impl.to_graph_def())
         for k, r in enumerate(self.outputs):
             op = gd.op.add(name=f"output{k}", type="Output", input=[self._ref(r)])
             op.attr["index"].i = k

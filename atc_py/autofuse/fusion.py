@@ -149,7 +149,7 @@ def build_ascbackend(graph: Graph, members: list[Node], layout: Layout, name: st
     impl.check()
     check_contract(hint, impl)
     Nest.of(impl, hint)
-    return hint, impl, b.inputs, outs
+    return hint.freeze(), impl.freeze(), b.inputs, outs
 
 
 def autofuse(graph: Graph) -> FuseStats:

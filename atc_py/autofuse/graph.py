@@ -217,10 +217,21 @@ class AscGraph:
             copies[id(n)] = c
         return g
 
+    def freeze(self) -> "AscGraph":
+        """Promise that the graph no longer changes (the fusion pass's finished graphs): its GraphDef is then
+        built once, however often the .om writer and the kernel cache ask for it."""
+        self._frozen_gd = None
+        self.frozen = True
+        return self
+
     def to_graph_def(self):
         """The graph as GE stores a graph attribute (AttrDef.g): see serialize.py."""
         from .serialize import to_graph_def
-        return to_graph_def(self)
+        if not getattr(self, "frozen", False):
+            return to_graph_def(self)
+        if self._frozen_gd is None:
+            self._frozen_gd = to_graph_def(self)
+        return self._frozen_gd
 
     def dump(self) -> str:
         from .dump import dump

@@ -194,19 +194,22 @@ class _Run:
             store = o.inputs[0][0]
             local = store.inputs[0][0].y
             self.outs[id(store)] = np.zeros(self.tile_shape(local, self.rows), store.y.dtype)
-        self.values: dict[int, np.ndarray] = {}
-        hoisted = [n for n in impl.nodes if nest.is_hoisted(n)]
-        inner = [n for n in impl.nodes if n.ir.kind not in (ascir.DATA, ascir.OUTPUT) and not nest.is_hoisted(n)]
+        slot = {id(n): k for k, n in enumerate(impl.nodes)}
+        hoisted, inner = [], []
+        for n in impl.nodes:
+            if n.ir.kind not in (ascir.DATA, ascir.OUTPUT):
+                (hoisted if nest.is_hoisted(n) else inner).append(self.step(n, slot))
+        vals: list = [None] * len(impl.nodes)
         for b in range(block_dim):
-            self.values = {}
-            for n in hoisted:
-                self.node(n, 0, self.rows)
+            for run in hoisted:
+                run(vals, 0, 1)
             for t in range(per_block):
                 lo = (b * per_block + t) * tile
                 if lo >= self.rows:
                     break
-                for n in inner:
-                    self.node(n, lo, min(lo + tile, self.rows))
+                hi = min(lo + tile, self.rows)
+                for run in inner:
+                    run(vals, lo, hi)
         self.outputs = [self.scatter(o) for o in impl.output_nodes]
 
     # -- global memory <-> tiles ---------------------------------------------------------------------------
@@ -248,48 +251,105 @@ class _Run:
         ext = dict(zip(t.axis, t.repeats))
         return (lead,) + tuple(ext[a].eval(self.env) for a in self.nest.red)
 
-    # -- one node ------------------------------------------------------------------------------------------
-    def node(self, n: AscNode, lo: int, hi: int) -> None:
-        kind = n.ir.kind
-        ins = [self.values[id(src)] for src, _ in n.inputs] if kind != ascir.LOAD else []
+    # -- one node: a step, prepared once per launch --------------------------------------------------------
+    def step(self, n: AscNode, slot: dict):
+        """The node as a function of (values, lo, hi): what it reads, computes and where its result goes."""
+        kind, dst, dt = n.ir.kind, slot[id(n)], np.dtype(n.y.dtype)
+        src = [slot[id(s)] for s, _ in n.inputs]
         if kind == ascir.LOAD:
-            src = self.arrays[id(n.inputs[0][0])]
-            y = np.array(src[lo:hi] if src.shape[0] != 1 else src)      # MTE2: GM -> UB
-        elif kind == ascir.STORE:
-            buf = self.outs[id(n)]
-            if buf.shape[0] == 1:
-                buf[...] = ins[0]
-            else:
-                buf[lo:hi] = ins[0]                                      # MTE3: UB -> GM
-            return
-        elif kind == ascir.SCALAR:
-            y = np.asarray(float(n.attrs["value"]) if n.y.dtype.startswith("float") else int(float(n.attrs["value"])),
-                           n.y.dtype)
-        elif kind == ascir.BROADCAST:
-            y = np.broadcast_to(ins[0], self.tile_shape(n.y, hi - lo))
-        elif kind == ascir.CAST:
-            y = ins[0].astype(n.y.dtype)
-        elif kind == ascir.REDUCE:
-            y = self.reduce(n, ins[0], hi - lo)
-        elif n.type == "Where":
-            y = np.where(*ins)
-        elif n.ir.with_attrs:
-            y = n.ir.fn(ins[0], dict(n.attrs))
-        else:
-            y = n.ir.fn(*ins)
-        self.values[id(n)] = np.asarray(y).astype(n.y.dtype, copy=False)
+            arr = self.arrays[id(n.inputs[0][0])]
+            if arr.shape[0] == 1:
+                def load_row(v, lo, hi):
+                    v[dst] = arr.copy()                                      # MTE2: GM -> UB
+                return load_row
 
-    def reduce(self, n: AscNode, x: np.ndarray, rows: int) -> np.ndarray:
+            def load(v, lo, hi):
+                v[dst] = arr[lo:hi].copy()                                   # MTE2: GM -> UB
+            return load
+        if kind == ascir.STORE:
+            buf, x = self.outs[id(n)], src[0]
+            if buf.shape[0] == 1:
+                def store_row(v, lo, hi):
+                    buf[...] = v[x]
+                return store_row
+
+            def store(v, lo, hi):
+                buf[lo:hi] = v[x]                                            # MTE3: UB -> GM
+            return store
+        if kind == ascir.SCALAR:
+            text = n.attrs["value"]
+            value = np.asarray(float(text) if dt.kind == "f" else int(float(text)), dt)
+
+            def scalar(v, lo, hi):
+                v[dst] = value
+            return scalar
+        if kind == ascir.BROADCAST:
+            x, rest = src[0], self.tile_shape(n.y, 1)[1:]
+            lead = self.nest.along_m(n.y)
+
+            def broadcast(v, lo, hi):
+                v[dst] = np.broadcast_to(v[x], ((hi - lo) if lead else 1,) + rest)
+            return broadcast
+        if kind == ascir.CAST:
+            x = src[0]
+
+            def cast(v, lo, hi):
+                v[dst] = v[x].astype(dt)
+            return cast
+        if kind == ascir.REDUCE:
+            return self.reduce_step(n, src[0], dst, dt)
+        fn = np.where if n.type == "Where" else _fn(n.ir)
+        if n.ir.with_attrs:
+            attrs = dict(n.attrs)
+
+            def unary_attrs(v, lo, hi):
+                v[dst] = np.asarray(fn(v[src[0]], attrs)).astype(dt, copy=False)
+            return unary_attrs
+        if len(src) == 1:
+            x = src[0]
+
+            def unary(v, lo, hi):
+                v[dst] = np.asarray(fn(v[x])).astype(dt, copy=False)
+            return unary
+        if len(src) == 2:
+            a, b = src
+
+            def binary(v, lo, hi):
+                v[dst] = np.asarray(fn(v[a], v[b])).astype(dt, copy=False)
+            return binary
+
+        def nary(v, lo, hi):
+            v[dst] = np.asarray(fn(*(v[i] for i in src))).astype(dt, copy=False)
+        return nary
+
+    def reduce_step(self, n: AscNode, x: int, dst: int, dt):
         """The reduced axes moved last and flattened, reduced as one contiguous row (pairwise)."""
         t_in, t_out = n.input_attr(0), n.y
         red = self.nest.red
         axes = [1 + red.index(a) for a, ri, ro in zip(t_in.axis, t_in.repeats, t_out.repeats) if ri != ro]
         if not axes:
             raise OpError(f"node {n.name} reduces no axis")
-        keep = [d for d in range(x.ndim) if d not in axes]
-        flat = np.ascontiguousarray(x.transpose(keep + axes)).reshape([x.shape[d] for d in keep] + [-1])
-        y = n.ir.fn(flat, (flat.ndim - 1,), True)
-        return np.asarray(y).astype(n.y.dtype, copy=False).reshape(self.tile_shape(t_out, rows))
+        fn, rest = _fn(n.ir), self.tile_shape(t_out, 1)[1:]
+        lead = self.nest.along_m(t_out)
+
+        def reduce(v, lo, hi):
+            a = v[x]
+            keep = [d for d in range(a.ndim) if d not in axes]
+            flat = np.ascontiguousarray(a.transpose(keep + axes)).reshape([a.shape[d] for d in keep] + [-1])
+            y = fn(flat, (flat.ndim - 1,), True)
+            v[dst] = np.asarray(y).astype(dt, copy=False).reshape(((hi - lo) if lead else 1,) + rest)
+        return reduce
+
+
+_FNS: dict[str, object] = {}
+
+
+def _fn(ir: ascir.IrDef):
+    """An AscIR type's numpy function, resolved once."""
+    f = _FNS.get(ir.name)
+    if f is None:
+        f = _FNS[ir.name] = ir.fn
+    return f
 
 
 _BY_ID: dict[int, tuple[object, object, "AscKernel"]] = {}
@@ -299,7 +359,7 @@ _BY_CONTENT: dict[tuple[bytes, bytes], "AscKernel"] = {}
 def content(g) -> bytes:
     """A graph's bytes without its name: what its kernel binary depends on (equal structure, one kernel)."""
     gd = ge.GraphDef()
-    gd.CopyFrom(g if isinstance(g, ge.GraphDef) else to_graph_def(g))
+    gd.CopyFrom(g if isinstance(g, ge.GraphDef) else g.to_graph_def())
     gd.ClearField("name")
     return gd.SerializeToString(deterministic=True)
 
