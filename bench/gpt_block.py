@@ -32,7 +32,8 @@ def gpt_block(batch: int = 1, seq: int = 64, d: int = 256, heads: int = 4) -> "o
     n = helper.make_node
     nodes = [
         n("LayerNormalization", ["x", "ln1_g", "ln1_b"], ["ln1"], name="ln_1", axis=-1, epsilon=1e-5),
-        n("MatMul", ["ln1", "w_qkv"], ["qkv0"], name="c_attn"), n("Add", ["qkv0", "b_qkv"], ["qkv"], name="c_attn_bias"),
+        n("MatMul", ["ln1", "w_qkv"], ["qkv0"], name="c_attn"),
+        n("Add", ["qkv0", "b_qkv"], ["qkv"], name="c_attn_bias"),
         n("Split", ["qkv", "split"], ["q", "k", "v"], name="qkv_split", axis=-1),
         n("Reshape", ["q", "heads_shape"], ["q2"], name="q_heads"),
         n("Reshape", ["k", "heads_shape"], ["k2"], name="k_heads"),
@@ -54,7 +55,8 @@ def gpt_block(batch: int = 1, seq: int = 64, d: int = 256, heads: int = 4) -> "o
         n("Add", ["f1", "g1"], ["g2"], name="gelu_add"), n("Mul", ["g2", "k_tanh"], ["g3"], name="gelu_mul_s"),
         n("Tanh", ["g3"], ["g4"], name="gelu_tanh"), n("Add", ["g4", "one"], ["g5"], name="gelu_add_1"),
         n("Mul", ["f1", "half"], ["g6"], name="gelu_half"), n("Mul", ["g6", "g5"], ["g7"], name="gelu_out"),
-        n("MatMul", ["g7", "w_proj"], ["p0"], name="mlp_proj"), n("Add", ["p0", "b_proj"], ["p1"], name="mlp_proj_bias"),
+        n("MatMul", ["g7", "w_proj"], ["p0"], name="mlp_proj"),
+        n("Add", ["p0", "b_proj"], ["p1"], name="mlp_proj_bias"),
         n("Add", ["h1", "p1"], ["y"], name="residual_2"),
     ]
     graph = helper.make_graph(nodes, "gpt_block",

@@ -78,7 +78,8 @@ def broadcast_graph(in_repeats=("s0", "1")):
     load = g.add_node("Load", "load", [(data, 0)], {"offset": parse("0")}, loops,
                       [g.tensor("float32", loops, [parse(r) for r in in_repeats])])
     b = g.add_node("Broadcast", "b", [(load, 0)], {}, loops, [g.tensor("float32", loops, [s0, s1])])
-    store = g.add_node("Store", "store", [(b, 0)], {"offset": parse("0")}, loops, [g.tensor("float32", loops, [s0, s1])])
+    store = g.add_node("Store", "store", [(b, 0)], {"offset": parse("0")}, loops,
+                       [g.tensor("float32", loops, [s0, s1])])
     g.add_node("Output", "y", [(store, 0)], {"index": 0}, loops, [g.tensor("float32", loops, [s0, s1])])
     return g
 

@@ -229,8 +229,9 @@ def test_a_model_with_a_dynamic_dim_fuses_and_runs_every_shape(tmp_path):
     nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1),
              helper.make_node("MatMul", ["ln", "w"], ["m"]), helper.make_node("Add", ["m", "bias"], ["a"]),
              helper.make_node("Sigmoid", ["a"], ["s"]), helper.make_node("Mul", ["a", "s"], ["y"])]
-    m = model(nodes, [("x", ["N", 8, d])], ["y"], [("g", RNG.standard_normal(d)), ("b", RNG.standard_normal(d)),
-                                                   ("w", RNG.standard_normal((d, d))), ("bias", RNG.standard_normal(d))])
+    m = model(nodes, [("x", ["N", 8, d])], ["y"],
+              [("g", RNG.standard_normal(d)), ("b", RNG.standard_normal(d)), ("w", RNG.standard_normal((d, d))),
+               ("bias", RNG.standard_normal(d))])
     sims = {}
     for switch in ("autofuse:off", ""):
         r = atc_py.build(m, {**FP16, "input_shape": "x:-1,8,32", "optimization_switch": switch})

@@ -129,7 +129,8 @@ def test_a_graph_the_compiler_builds_wrong_is_an_error_naming_node_and_field(mon
         return out
     monkeypatch.setattr(build_mod.HintBuilder, "bcast", wrong)
     g = helper.make_graph([helper.make_node("Exp", ["x"], ["e"]), helper.make_node("Softmax", ["e"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", F, [2, 8])], [helper.make_tensor_value_info("y", F, None)])
+                          [helper.make_tensor_value_info("x", F, [2, 8])],
+                          [helper.make_tensor_value_info("y", F, None)])
     with pytest.raises(AtcError) as e:
         atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
                      {"ge.socVersion": "Ascend910B1"})

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 
 from ..errors import AtcError
 from ..ir.graph import Graph, Node, Value
-from ..ops import get_op
 from . import ascir
 from .build import HintBuilder, is_scalar_const
 from .fused import FusedGraph, Member

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import ascir
-from .expr import ONE, ZERO, Expr, Sym, ceil_div, product
+from .expr import ONE, Expr, Sym, ceil_div, product
 from .graph import (BLOCK_IN, BLOCK_OUT, GM, IMPL, MERGED, ORIGINAL, TILE_IN, TILE_OUT, UB, AscGraph, AscGraphError,
                     AscNode, Mem, TensorAttr, contiguous_strides)
 

@@ -26,7 +26,7 @@ import numpy as np
 from ..autofuse import ascir
 from ..autofuse.graph import AscGraph, AscGraphError, AscNode, check_contract
 from ..autofuse.schedule import DOUBLE, KEYS, SPILL, Nest, variants
-from ..autofuse.serialize import from_graph_def, to_graph_def
+from ..autofuse.serialize import from_graph_def
 from ..autofuse.expr import ExprError
 from ..autofuse.tiling import (TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes,
                                tiling_struct)
@@ -84,7 +84,8 @@ class AscKernel:
         env = self.bind(shapes)
         outs = [s for s, _ in self.out_shapes(env)]
         if [tuple(s) for s in out_shapes] != outs:
-            raise OpError(f"output shapes {[list(s) for s in out_shapes]} are not the graph's {[list(s) for s in outs]}")
+            raise OpError(f"output shapes {[list(s) for s in out_shapes]} are not the graph's "
+                          f"{[list(s) for s in outs]}")
         for name, v in env.items():
             if values.get(name) != v:
                 raise OpError(f"tiling data says {name} = {values.get(name)}, the inputs give {v}")
