@@ -185,7 +185,7 @@ def as_expr(x) -> Expr:
 
 
 def _order(e: Expr):
-    return (0 if isinstance(e, Num) else 1, str(e))
+    return (0 if isinstance(e, Num) else 1, e._key)
 
 
 def add(*terms: Expr) -> Expr:

@@ -19,6 +19,7 @@ it builds) and om-run (on every graph it reads) run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from . import ascir
@@ -121,13 +122,18 @@ def _copy_tensor(t: TensorAttr) -> TensorAttr:
 
 def contiguous_strides(repeats: list[Expr]) -> list[Expr]:
     """Row-major strides of a dense tensor; a repeat of 1 gets stride 0 (it does not advance)."""
+    return list(_strides(tuple(repeats)))
+
+
+@lru_cache(maxsize=4096)
+def _strides(repeats: tuple[Expr, ...]) -> tuple[Expr, ...]:
     out: list[Expr] = []
     acc: Expr = ONE
     for r in reversed(repeats):
         out.append(ZERO if r == 1 else acc)
         if r != 1:
             acc = acc * r
-    return out[::-1]
+    return tuple(out[::-1])
 
 
 class AscGraph:
