@@ -263,3 +263,15 @@ def test_unknown_dims_an_op_aligns_are_one_size_variable(tmp_path):
     with pytest.raises(AtcError) as e:
         sim.run([x, x[:1]])
     assert "E30004" in str(e.value) and "ascbackend" in str(e.value) and "s0" in str(e.value)
+
+
+def test_groups_of_two_iteration_spaces_joined_directly_become_one_fused_asc_backend(tmp_path):
+    """A column reduction then an op over another space ([4, 8] -> [1, 8] -> added to [8, 8]): no one loop
+    nest holds both groups, one kernel runs the two AscGraphs back to back."""
+    m = model([helper.make_node("Exp", ["x"], ["e"]),
+               helper.make_node("ReduceSum", ["e", "ax"], ["s"], keepdims=1), helper.make_node("Sqrt", ["s"], ["r"]),
+               helper.make_node("Add", ["r", "x2"], ["a"]), helper.make_node("Tanh", ["a"], ["y"])],
+              [("x", [4, 8]), ("x2", [8, 8])], ["y"])
+    m.graph.initializer.append(numpy_helper.from_array(np.array([0], np.int64), "ax"))
+    r, s_on, _ = fused_vs_unfused(tmp_path, m)
+    assert kinds(r) == ["FusedAscBackend"] and s_on.tasks == 1

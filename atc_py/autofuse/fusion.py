@@ -9,8 +9,8 @@ How: producer -> consumer edges are merged greedily in topological order (union 
 are fusable, carry the same compiler attributes, the union stays convex (no path leaves it and comes back,
 so one kernel can run it) and its tensors share one iteration space (layout.py). Groups of two or more ops
 become an AscBackend node (HintGraph from the lowering rules, ImplGraphs from auto schedule); one op alone
-keeps its own kernel. AscBackend nodes joined only through views (Reshape and co.) are then put into one
-FusedAscBackend, whose kernel runs them back to back.
+keeps its own kernel. AscBackend nodes that feed each other (directly or through views: Reshape and co.) but
+could not share an AscGraph are then put into one FusedAscBackend, whose kernel runs them back to back.
 
 Runs per model after partitioning, like GE's automatic fusion per subgraph: dtypes are final and
 --static_model_ops_lower_limit counted the graph's own ops; dynamic subgraphs fuse too (shapes are known at
@@ -213,8 +213,10 @@ def _through_views(v: Value) -> tuple[Node | None, list[Node]]:
 
 
 def fuse_ascbackends(graph: Graph) -> int:
-    """AscBackend A -> views -> AscBackend B (A's value read by nothing else, same compiler attributes) become
-    one FusedAscBackend; chains grow as long as the pattern repeats. Returns the FusedAscBackend nodes made."""
+    """AscBackend A -> (views) -> AscBackend B, A's value read by nothing else and the same compiler attributes
+    (one scope), become one FusedAscBackend: B could not join A's AscGraph (a reshape between them, or
+    tensors of another iteration space) but one kernel can run both. Chains grow as long as the pattern
+    repeats. Returns the FusedAscBackend nodes made."""
     graph.topo_sort()
     order = {id(n): k for k, n in enumerate(graph.nodes)}
     net = graph.net_output
@@ -228,14 +230,14 @@ def fuse_ascbackends(graph: Graph) -> int:
             if any(x is v for x in net.inputs):
                 continue
             nxt, views = _through_views(v)
-            if nxt is None or nxt.op_type != "AscBackend" or not views or _private(nxt) != _private(node) \
-                    or id(nxt) in chain_of:
+            if nxt is None or nxt.op_type != "AscBackend" or _private(nxt) != _private(node) or id(nxt) in chain_of:
                 continue
             chain = chain_of.get(id(node))
             head = order[id(chain[0] if chain else node)]
-            via = id(views[-1].outputs[0])
-            if any(x is not None and id(x) != via and x.producer is not None and order[id(x.producer)] >= head
-                   for x in nxt.inputs):
+            inside = {id(n) for n in (chain or [node])}
+            via = id(views[-1].outputs[0]) if views else id(v)
+            if any(x is not None and id(x) != via and x.producer is not None and id(x.producer) not in inside
+                   and order[id(x.producer)] >= head for x in nxt.inputs):
                 continue      # nxt also reads something computed after the chain began: not one kernel
             if chain is None:
                 chain = [node]
