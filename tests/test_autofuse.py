@@ -68,7 +68,8 @@ def test_softmax_fused_equals_unfused(tmp_path, options, axis):
     (node,) = [n for n in r.graph.nodes if n.op_type == "AscBackend"]
     hint = node.attrs["ascgraph"]
     assert [n.type for n in hint.nodes if n.type in ("Max", "Exp", "Sum", "Div")] == ["Div", "Max", "Exp", "Sum", "Div"]
-    assert len(node.attrs[ORIGIN_NAMES]) == 2          # the Div and the Softmax it replaced
+    names = [x for x in node.attrs[ORIGIN_NAMES] if "_fp16" not in x and "_fp32" not in x]
+    assert len(names) == 2          # the Div and the Softmax (and, in fp16, the casts force_fp16 put around them)
 
 
 def layernorm_model():
@@ -208,7 +209,7 @@ def test_fused_kernels_run_their_tiling_on_the_host_executor_in_dynamic_models(t
     r_on, got, s_on = res[""]
     _, ref, s_off = res["autofuse:off"]
     assert r_on.summary["unknown_subgraphs"] == 1 and r_on.summary["known_subgraphs"] == 0
-    assert r_on.summary["ascbackend_nodes"] == 2
+    assert r_on.summary["ascbackend_nodes"] == 3     # Cast + LayerNorm, residual Add + LayerNorm, Softmax + Cast
     np.testing.assert_array_equal(got[0], ref[0])
     assert s_on.host_ns < s_off.host_ns and s_on.tasks < s_off.tasks
 
@@ -217,9 +218,9 @@ def test_mode6_counts_the_fused_nodes_and_the_ops_they_replace(atc, tmp_path):
     out = tmp_path / "st"
     code, stdout, _ = atc("--model", str(MODELS / "small_transformer.onnx"), "--framework=5", f"--output={out}",
                           "--soc_version=Ascend910B1")
-    assert code == 0 and "autofuse: 16 ops into 5 AscBackend node(s), 0 FusedAscBackend" in stdout
+    assert code == 0 and "autofuse: 14 ops into 5 AscBackend node(s), 0 FusedAscBackend" in stdout
     code, stdout, _ = atc("--mode=6", f"--om={out}.om")
-    assert code == 0 and "autofuse : AscBackend[5], original ops[16]" in stdout
+    assert code == 0 and "autofuse : AscBackend[5], original ops[14]" in stdout
 
 
 def test_a_model_with_a_dynamic_dim_fuses_and_runs_every_shape(tmp_path):

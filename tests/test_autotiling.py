@@ -111,3 +111,26 @@ def test_ub_footprint_counts_double_buffers():
     queues = sum(n.y.mem.size.eval(env) for n in k.impls[DOUBLE].nodes
                  if n.y.mem is not None and n.y.mem.alloc_type == "Queue")
     assert double - single == queues > 0
+
+
+def test_the_cost_counts_a_broadcast_input_by_the_rows_it_reads():
+    """A per-channel bias on [1, 16, 32, 32]: each tile reads a few channels of it, not a gathered copy the
+    size of x; the work is vector ops per element, x in and y out, and the bias (ops/ascgraph_kernel.py)."""
+    from atc_py.ops import get_op
+    from atc_py.ops.execute import tiling_context
+    x = np.zeros((1, 16, 32, 32), np.float32)
+    g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.ones((1, 16, 1, 1), np.float32), "b")])
+    r = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                     {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"})
+    (node,) = [n for n in r.graph.nodes if n.op_type == "AscBackend"]
+    spec = get_op("AscBackend")
+    ctx = tiling_context(spec, [v.desc for v in node.inputs], [v.desc for v in node.outputs], node.attrs,
+                         load_soc("Ascend910B1"))
+    w = spec.work(ctx)
+    assert 2 * x.nbytes < w.bytes < 2 * x.nbytes + 4 * 16 * 48 * 4      # a few channels per tile, 48 tiles
+    assert w.vector_ops >= x.size * (1 + 1 + 4) and w.pipelined       # broadcast, add, sigmoid per element
+    blk = spec.block_work(ctx, 48)
+    assert blk.bytes * 48 >= w.bytes - 4 * 16 * 48 and blk.bytes < w.bytes

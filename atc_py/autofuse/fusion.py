@@ -42,9 +42,14 @@ class FuseStats:
     names: list[str] = field(default_factory=list)
 
 
+NOT_SCOPE = {ORIGIN_NAMES, "_precision_mode"}   # record what was decided per op; they do not separate ops
+
+
 def _private(node: Node) -> dict:
-    """Compiler attributes (_precision_mode, _super_kernel_scope, ...): a group's members share them."""
-    return {k: v for k, v in node.attrs.items() if k.startswith("_") and k != ORIGIN_NAMES}
+    """Compiler and user attributes that scope an op (_super_kernel_scope, --op_attr_config's ...): the members
+    of a group share them. The precision pass's record of its decision does not separate ops (the Casts it
+    inserts have none, the ops it changed have _precision_mode): each node keeps its own dtypes in the graph."""
+    return {k: v for k, v in node.attrs.items() if k.startswith("_") and k not in NOT_SCOPE}
 
 
 def fusable(node: Node) -> bool:
@@ -167,7 +172,9 @@ def autofuse(graph: Graph) -> FuseStats:
     moved: dict[int, Value] = {}                 # id(a group output) -> the fused node's output
     for members, name, hint, impl, ins, outs in built:
         last = members[-1]
-        attrs = {**_private(last), "ascgraph": hint, "ascgraph_impl": impl,
+        modes = [n.attrs["_precision_mode"] for n in members if "_precision_mode" in n.attrs]
+        attrs = {**_private(last), **({"_precision_mode": modes[-1]} if modes else {}), "ascgraph": hint,
+                 "ascgraph_impl": impl,
                  ORIGIN_NAMES: [n.name for n in members]}
         graph._names.discard(name)
         new = graph.add_node(name, "AscBackend", [moved.get(id(v), v) for v in ins], [v.desc for v in outs], attrs)

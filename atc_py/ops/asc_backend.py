@@ -64,6 +64,11 @@ class AscBackend(OpSpec):
         k = self.kernel(ctx.attrs)
         return k.work(k.plan(_shapes(ctx.inputs), ctx.soc))
 
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        """The largest block: its share of whole tiles (the tiling's split, not an even one)."""
+        k = self.kernel(ctx.attrs)
+        return k.work(k.plan(_shapes(ctx.inputs), ctx.soc), block=True)
+
     def check_launch(self, attrs, tiling_data, tiling_key, block_dim, inputs, outputs, soc) -> None:
         k = self.kernel(attrs)
         if len(inputs) != k.n_inputs or len(outputs) != k.n_outputs:
@@ -191,14 +196,19 @@ class FusedAscBackend(OpSpec):
             results.append(k.run(values, int(t[f"m{j}.key"]), int(t[f"m{j}.block_dim"]), xs))
         return [results[src][i] for src, i in fk.fg.outputs]
 
-    def work(self, ctx: TilingContext) -> Work:
+    def work(self, ctx: TilingContext, block: bool = False) -> Work:
+        """Members run one after another: their works add (each member's largest block for block_work)."""
         _, plans = self._plans(ctx)
-        works = [k.work(plan) for _, k, plan in plans]
+        works = [k.work(plan, block) for _, k, plan in plans]
         widest = max(np.dtype(w.dtype).itemsize for w in works)
         ops = sum(w.vector_ops * np.dtype(w.dtype).itemsize for w in works) // widest
         return Work(vector_ops=ops, bytes=sum(w.bytes for w in works),
                     dtype={1: "int8", 2: "float16", 4: "float32", 8: "int64"}[widest],
+                    vector_class="norm" if any(w.vector_class == "norm" for w in works) else "elementwise",
                     pipelined=all(w.pipelined for w in works))
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        return self.work(ctx, block=True)
 
     def check_launch(self, attrs, tiling_data, tiling_key, block_dim, inputs, outputs, soc) -> None:
         fk = self.kernel(attrs)

@@ -132,10 +132,14 @@ class AscKernel:
         return _Run(self, impl, nest, env, block_dim, inputs).outputs
 
     # -- the cost ----------------------------------------------------------------------------------------------
-    def work(self, plan: TilingPlan) -> Work:
+    def work(self, plan: TilingPlan, block: bool = False) -> Work:
+        """The launch's work, or (block=True) its largest block's: a whole share of tiles, the hoisted nodes once."""
         impl, nest = self.impls[plan.key], self.nests[plan.key]
         env = plan.values
         rows, tiles, blocks = plan.rows, ceil_div(plan.rows, plan.tile), plan.block_dim
+        if block:
+            per_block = ceil_div(tiles, max(1, blocks))
+            rows, tiles, blocks = min(rows, per_block * plan.tile), min(tiles, per_block), 1
         moved = 0
         vec: list[tuple[int, int]] = []        # (element ops, itemsize)
         for n in impl.nodes:
@@ -148,6 +152,11 @@ class AscKernel:
             times = blocks if nest.is_hoisted(n) else (rows if nest.along_m(local) else tiles)
             elems = per_row * times
             size = int(np.dtype(t.dtype).itemsize)
+            if kind == ascir.LOAD and nest.along_m(local):
+                distinct = _distinct_rows(n.inputs[0][0].y, nest, impl, env, plan.tile)
+                if distinct < plan.tile:                 # the rows read are broadcast to the tile on chip
+                    vec.append((elems, size))
+                elems = per_row * min(rows, tiles * distinct)
             if kind in (ascir.LOAD, ascir.STORE):
                 moved += elems * size
                 continue
@@ -158,8 +167,24 @@ class AscKernel:
                 moved += 2 * elems * size       # written to and read back from GM workspace
         widest = max([s for _, s in vec] or [4])
         ops = sum(o * s for o, s in vec) // widest
+        norm = any(n.ir.kind == ascir.REDUCE for n in impl.nodes)   # dependent passes per row: max, exp, sum...
         return Work(vector_ops=ops, bytes=moved, dtype={1: "int8", 2: "float16", 4: "float32", 8: "int64"}[widest],
-                    pipelined=plan.key == DOUBLE)
+                    vector_class="norm" if norm else "elementwise", pipelined=plan.key == DOUBLE)
+
+
+def _distinct_rows(gm, nest: Nest, impl: AscGraph, env, tile: int) -> int:
+    """Rows of an input one tile reads from global memory: a tile is `tile` consecutive rows of the merged
+    parallel axes; an input that does not iterate the innermost of them (a per-channel scale over C of
+    [N, C, H, W]) changes only every `inner` rows, so its tile is about tile / inner + 1 distinct rows (the
+    Load broadcasts them on chip)."""
+    present = {a for a, r in zip(gm.axis, gm.repeats) if r != 1}
+    sizes = [impl.axes[a].size.eval(env) for a in nest.par]
+    last = max((k for k, a in enumerate(nest.par) if a in present), default=-1)
+    if last == len(nest.par) - 1:
+        return tile
+    inner = math.prod(sizes[last + 1:])
+    distinct = math.prod(n for a, n in zip(nest.par, sizes) if a in present)
+    return max(1, min(tile, ceil_div(tile, inner) + 1, distinct))
 
 
 def _vec_elems(t, nest: Nest, env) -> int:
