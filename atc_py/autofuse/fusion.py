@@ -8,13 +8,13 @@ keep their own kernels; their epilogues (relu_fusion's fused Relu, matmul_bias) 
 How: producer -> consumer edges are merged greedily in topological order (union of groups) when both ends
 are fusable, carry the same compiler attributes, the union stays convex (no path leaves it and comes back,
 so one kernel can run it) and its tensors share one iteration space (layout.py). Groups of two or more ops
-become an AscBackend node (HintGraph from the lowering rules, ImplGraphs from auto schedule); one op alone
+become an AscBackend node (HintGraph from the lowering rules, ImplGraph from auto schedule); one op alone
 keeps its own kernel. AscBackend nodes that feed each other (directly or through views: Reshape and co.) but
 could not share an AscGraph are then put into one FusedAscBackend, whose kernel runs them back to back.
 
 Runs per model after partitioning, like GE's automatic fusion per subgraph: dtypes are final and
---static_model_ops_lower_limit counted the graph's own ops; dynamic subgraphs fuse too (shapes are known at
-build time; the host executor runs the fused node's tiling for the shapes it meets).
+--static_model_ops_lower_limit counted the graph's own ops; dynamic subgraphs fuse too (a dim unknown until run
+time is a size variable; the host executor runs the fused node's tiling for the shapes it meets).
 """
 from __future__ import annotations
 
@@ -53,6 +53,8 @@ def _private(node: Node) -> dict:
 
 
 def fusable(node: Node) -> bool:
+    """An AI Core op with a lowering rule that accepts it, dtypes an AscGraph holds, no control edges, no
+    tiling that depends on values (those keep their own kernels and tiling tasks)."""
     rule = RULES.get(node.op_type)
     if rule is None or node.control_inputs or node.meta.get("engine", "AICORE") != "AICORE":
         return False
