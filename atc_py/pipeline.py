@@ -317,8 +317,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     name = options.get("om_name", graph.name)
     options["_sink_decisions"] = [d.line() for d in decisions]
     fused = FuseStats()
+    autofuse_on = switches.get("autofuse", True)
     if part is None:
-        fuse_model(graph, options, st, fused)
+        fuse_model(graph, autofuse_on, st, fused)
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
         parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
@@ -326,7 +327,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
-        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st, fused)
+        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st, fused, autofuse_on)
     stats.update({"autofused_ops": fused.ops_fused, "ascbackend_nodes": fused.asc_backend,
                   "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
@@ -357,11 +358,13 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     return BuildResult(om, summary, graph)
 
 
-def fuse_model(graph: Graph, options: dict, st: _Stages, total: FuseStats) -> None:
+def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> None:
     """Automatic fusion per model, after partitioning (as GE fuses per subgraph compile):
     --static_model_ops_lower_limit counts the graph's own ops; control-flow bodies fuse too. Dynamic subgraphs
-    fuse too: the host executor runs each fused node's tiling for the shapes it meets."""
-    if not parse_optimization_switch(options.get("optimization_switch", "")).get("autofuse", True):
+    fuse too (a dim unknown until run time is a size variable): the host executor runs each fused node's
+    tiling for the shapes it meets. `enabled`: the autofuse switch (--optimization_switch, or
+    --fusion_switch_file's TbeElemwiseFusion)."""
+    if not enabled:
         return
     for g in all_graphs(graph):   # bodies of If / While / Case too
         s = st.run(f"autofuse {g.name}", autofuse, g)
@@ -371,7 +374,7 @@ def fuse_model(graph: Graph, options: dict, st: _Stages, total: FuseStats) -> No
 
 
 def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages,
-                       fused: FuseStats):
+                       fused: FuseStats, autofuse_on: bool):
     root_plan = MemoryPlan()
     root_attrs = _model_attrs(soc, framework, options, 0, 0)
     root_attrs["_dynamic_shape_partitioned"] = True
@@ -380,7 +383,7 @@ def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, op
                          pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
     statics, dynamics = [], []
     for sub in part.subgraphs:
-        fuse_model(sub.graph, options, st, fused)
+        fuse_model(sub.graph, autofuse_on, st, fused)
         if sub.known:
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), soc, options)
             statics.append(sm)

@@ -276,3 +276,11 @@ def test_groups_of_two_iteration_spaces_joined_directly_become_one_fused_asc_bac
     m.graph.initializer.append(numpy_helper.from_array(np.array([0], np.int64), "ax"))
     r, s_on, _ = fused_vs_unfused(tmp_path, m)
     assert kinds(r) == ["FusedAscBackend"] and s_on.tasks == 1
+
+
+def test_ge_ub_elementwise_fusion_switch_turns_autofuse_off(tmp_path):
+    """--fusion_switch_file's UBFusion TbeElemwiseFusion (GE's elementwise UB fusion) maps onto autofuse."""
+    f = tmp_path / "fusion.json"
+    f.write_text('{"Switch": {"UBFusion": {"TbeElemwiseFusion": "off"}}}')
+    r = atc_py.build(gelu_models()["silu"], {**FP32, "fusion_switch_file": str(f)})
+    assert kinds(r) == ["Sigmoid", "Mul"] and r.summary["ascbackend_nodes"] == 0
