@@ -134,7 +134,7 @@ def test_bf16_precision_modes(tmp_path, mode):
     from runner.loader import load_model
     from runner.sim.host import Simulation
     m = conv_model()
-    res = atc_py.build(m, {**SOC, "ge.exec.precision_mode": mode})
+    res = atc_py.build(m, {**APART, "ge.exec.precision_mode": mode})
     from atc_py.ops import get_op
     got = dtypes(res)
     follows = mode.startswith("allow_mix") and "bfloat16" in get_op("Sigmoid").dtypes   # gray ops whose kernel takes bf16

@@ -57,7 +57,8 @@ UNARY = {"Abs": ("Abs", 1), "Exp": ("Exp", 2), "Ln": ("Log", 3), "Sqrt": ("Sqrt"
          "Reciprocal": ("Reciprocal", 2), "Erf": ("Erf", 8), "Tanh": ("Tanh", 5), "Relu": ("Relu", 1),
          "Neg": ("Neg", 1), "Sigmoid": ("Sigmoid", 4), "Sign": ("Sign", 2), "Floor": ("Floor", 1),
          "Ceil": ("Ceil", 1), "Square": ("Square", 1), "Gelu": ("Gelu", 10), "Relu6": ("Relu6", 2),
-         "Softsign": ("Softsign", 3), "HardSwish": ("HardSwish", 4), "LogicalNot": ("LogicalNot", 1)}
+         "Softsign": ("Softsign", 3), "HardSwish": ("HardSwish", 4), "LogicalNot": ("LogicalNot", 1),
+         "Sin": ("Sin", 10), "Cos": ("Cos", 10), "Round": ("Round", 2)}
 for _name, (_op, _ops) in UNARY.items():
     _reg(IrDef(_name, ELEWISE, ("x",), op=_op, ops_per_elem=_ops))
 
@@ -71,7 +72,8 @@ BINARY = {"Add": ("Add", 1, None), "Sub": ("Sub", 1, None), "Mul": ("Mul", 1, No
           "Maximum": ("Maximum", 1, None), "Minimum": ("Minimum", 1, None), "Pow": ("Pow", 4, None),
           "Eq": ("Equal", 1, "bool"), "Ne": ("NotEqual", 1, "bool"), "Lt": ("Less", 1, "bool"),
           "Le": ("LessEqual", 1, "bool"), "Gt": ("Greater", 1, "bool"), "Ge": ("GreaterEqual", 1, "bool"),
-          "LogicalAnd": ("LogicalAnd", 1, "bool"), "LogicalOr": ("LogicalOr", 1, "bool")}
+          "LogicalAnd": ("LogicalAnd", 1, "bool"), "LogicalOr": ("LogicalOr", 1, "bool"),
+          "FloorDiv": ("FloorDiv", 2, None), "FloorMod": ("FloorMod", 2, None)}
 for _name, (_op, _ops, _dt) in BINARY.items():
     _reg(IrDef(_name, ELEWISE, ("x1", "x2"), op=_op, ops_per_elem=_ops, out_dtype=_dt))
 _reg(IrDef("Where", ELEWISE, ("x1", "x2", "x3"), op="Select"))

@@ -3,7 +3,8 @@ nest (`propagate`, used by layout.py) and the AscIR nodes that compute it (`lowe
 
 Side by side per op as jax keeps its primitive rules. Every rule computes what the op's own kernel computes,
 in the same order and dtypes (SoftmaxV2: max, sub, exp, sum, div in the input dtype; LayerNorm: in float32,
-mean, centre, square, mean, + epsilon, sqrt, divide, * gamma, + beta), so fusion does not change the numbers.
+mean, centre, square, mean, + epsilon, sqrt, divide, * gamma, + beta; RmsNorm: square, mean, + epsilon, sqrt,
+reciprocal, scale, * gamma), so fusion does not change the numbers.
 """
 from __future__ import annotations
 
@@ -220,15 +221,42 @@ class LayerNormRule(SameShape):
         b.bind(n.outputs[2], var)
 
 
+class RmsNormRule(SameShape):
+    """RmsNorm (ONNX RMSNormalization) as its kernel computes it, in float32: 1 / sqrt(mean(x * x) + epsilon),
+    x times that, times gamma; the second output is that factor (rstd)."""
+
+    def lower(self, b, n) -> None:
+        from ..ops import get_op
+        spec = get_op("RmsNorm")
+        x, g = n.inputs[0], n.inputs[1]
+        axis = spec._axis(n.attrs, x.desc.shape, g.desc.shape)
+        dims = b.layout.dim_map[id(x)]
+        red = {dims[j] for j in range(axis, len(dims))}
+        f32 = "float32"
+        xf = b.cast(b.ref(x), f32)
+        ms = b.reduce("Mean", b.elementwise("Mul", [xf, xf], f32), red)
+        eps = float(np.float32(spec.attr(n.attrs, "epsilon")))
+        rstd = b.elementwise("Reciprocal", [b.elementwise("Sqrt", [b.elementwise("Add", [ms, b.scalar(eps, f32)], f32)],
+                                                          f32)], f32)
+        y = b.elementwise("Mul", [b.elementwise("Mul", [xf, rstd], f32), b.cast(b.ref(g), f32)], f32)
+        b.bind(n.outputs[0], b.cast(y, n.outputs[0].desc.dtype))
+        b.bind(n.outputs[1], rstd)
+
+    def accepts(self, n) -> bool:
+        return n.inputs[0].desc.dtype in ("float32", "float16")
+
+
 UNARY = {"Abs": "Abs", "Exp": "Exp", "Log": "Ln", "Sqrt": "Sqrt", "Rsqrt": "Rsqrt", "Reciprocal": "Reciprocal",
          "Erf": "Erf", "Tanh": "Tanh", "Relu": "Relu", "Neg": "Neg", "Sigmoid": "Sigmoid", "Sign": "Sign",
          "Floor": "Floor", "Ceil": "Ceil", "Square": "Square", "Gelu": "Gelu", "Relu6": "Relu6",
-         "Softsign": "Softsign", "HardSwish": "HardSwish", "LogicalNot": "LogicalNot"}
+         "Softsign": "Softsign", "HardSwish": "HardSwish", "LogicalNot": "LogicalNot", "Sin": "Sin", "Cos": "Cos",
+         "Round": "Round"}
 ATTR_UNARY = {"LeakyRelu": ("negative_slope",), "Elu": ("alpha",), "HardSigmoid": ("alpha", "beta"),
               "Softplus": ()}
 BINARY = {"Add": "Add", "Sub": "Sub", "Mul": "Mul", "RealDiv": "Div", "Maximum": "Maximum", "Minimum": "Minimum",
           "Pow": "Pow", "Equal": "Eq", "NotEqual": "Ne", "Less": "Lt", "LessEqual": "Le", "Greater": "Gt",
-          "GreaterEqual": "Ge", "LogicalAnd": "LogicalAnd", "LogicalOr": "LogicalOr", "Select": "Where"}
+          "GreaterEqual": "Ge", "LogicalAnd": "LogicalAnd", "LogicalOr": "LogicalOr", "Select": "Where",
+          "FloorDiv": "FloorDiv", "FloorMod": "FloorMod"}
 REDUCE = {"ReduceSumD": "Sum", "ReduceMeanD": "Mean", "ReduceMaxD": "Max", "ReduceMinD": "Min",
           "ReduceProdD": "Prod"}
 
@@ -241,3 +269,4 @@ RULES["Expand"] = ExpandRule()
 RULES["SoftmaxV2"] = Softmax(log=False)
 RULES["LogSoftmaxV2"] = Softmax(log=True)
 RULES["LayerNorm"] = LayerNormRule()
+RULES["RmsNorm"] = RmsNormRule()
