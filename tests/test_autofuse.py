@@ -305,3 +305,26 @@ def test_rotary_style_trig_chain_fuses_bit_equal(tmp_path):
               [("p", [16, 1]), ("x", [16, 32])], ["y"], [("f", RNG.standard_normal((1, 32)))])
     r, _, _ = fused_vs_unfused(tmp_path, m)
     assert kinds(r) == ["AscBackend"]
+
+
+def test_control_flow_bodies_fuse_too(tmp_path):
+    """An If whose branches are elementwise chains: each body gets its AscBackend, both branches run with the
+    unfused bits."""
+    def branch(name, op):
+        return helper.make_graph([helper.make_node("Sigmoid", ["x"], [f"{name}_s"]),
+                                  helper.make_node(op, ["x", f"{name}_s"], [f"{name}_y"])],
+                                 name, [], [helper.make_tensor_value_info(f"{name}_y", F, [4, 8])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["t"], keepdims=0), helper.make_node("Greater", ["t", "z"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=branch("a", "Mul"), else_branch=branch("b", "Add"))]
+    m = model(nodes, [("x", [4, 8])], ["y"], [("z", 0.0)])
+    sims = {}
+    for switch in ("autofuse:off", ""):
+        r = atc_py.build(m, {**FP32, "optimization_switch": switch})
+        p = tmp_path / f"cf{len(sims)}.om"
+        p.write_bytes(r.om)
+        sims[switch] = (r, Simulation(load_model(str(p))))
+    assert sims[""][0].summary["ascbackend_nodes"] >= 2 and sims[""][0].summary["tasks"] < \
+        sims["autofuse:off"][0].summary["tasks"]
+    for sign in (1.0, -1.0):
+        x = (np.abs(RNG.standard_normal((4, 8))) * sign).astype(np.float32)
+        np.testing.assert_array_equal(sims[""][1].run([x])[0][0], sims["autofuse:off"][1].run([x])[0][0])
