@@ -35,6 +35,7 @@ from .cmdline import FRAMEWORK_SUPPORT
 from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape,
                       parse_optimization_switch, parse_out_nodes)
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
+from .autofuse.fusion import FuseStats, autofuse
 from .passes.output_type import apply_output_type
 from .passes.precision import MixList, apply_precision, check_precision_mode
 from .precision_options import fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode, record
@@ -47,7 +48,6 @@ from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
 from .passes.control_flow import select_branches, unroll_loops
 from .passes.cse import eliminate_common_subexpressions
-from .passes.elementwise_fusion import fuse_elementwise
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
 from .passes.infer import infer_graph
@@ -364,8 +364,10 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                                         "gears of static models only")
     name = options.get("om_name", graph.name)
     options["_sink_decisions"] = [d.line() for d in decisions]
+    fused = FuseStats()
+    autofuse_on = switches.get("autofuse", True)
     if part is None:
-        stats["elementwise_fused"] = fuse_static(graph, options, st)
+        fuse_model(graph, autofuse_on, st, fused)
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
         parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
@@ -374,7 +376,9 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
-        om, statics, dynamics, stats["elementwise_fused"] = _build_partitioned(part, name, soc, framework, options, st)
+        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st, fused, autofuse_on)
+    stats.update({"autofused_ops": fused.ops_fused, "ascbackend_nodes": fused.asc_backend,
+                  "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
     tasks = [t for sm in statics for t in sm.tasks]
     from .engines.task_types import TASK_TYPE_NAMES
@@ -403,29 +407,37 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
     return BuildResult(om, summary, graph)
 
 
-def fuse_static(graph: Graph, options: dict, st: _Stages) -> int:
-    """Elementwise chains fuse per static model, after partitioning (as GE's UB fusion runs per subgraph
-    compile): --static_model_ops_lower_limit counts the graph's own ops."""
-    if not parse_optimization_switch(options.get("optimization_switch", "")).get("elementwise_fusion", True):
-        return 0
-    return sum(st.run("elementwise_fusion", fuse_elementwise, g) for g in all_graphs(graph))   # bodies too
+def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> None:
+    """Automatic fusion per model, after partitioning (as GE fuses per subgraph compile):
+    --static_model_ops_lower_limit counts the graph's own ops; control-flow bodies fuse too. Dynamic subgraphs
+    fuse too (a dim unknown until run time is a size variable): the host executor runs each fused node's
+    tiling for the shapes it meets. `enabled`: the autofuse switch (--optimization_switch, or
+    --fusion_switch_file's TbeElemwiseFusion)."""
+    if not enabled:
+        return
+    for g in all_graphs(graph):   # bodies of If / While / Case too
+        s = st.run(f"autofuse {g.name}", autofuse, g)
+        total.ops_fused += s.ops_fused
+        total.asc_backend += s.asc_backend
+        total.fused_asc_backend += s.fused_asc_backend
 
 
-def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages):
+def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages,
+                       fused: FuseStats, autofuse_on: bool):
     root_plan = MemoryPlan()
     root_attrs = _model_attrs(soc, framework, options, 0, 0)
     root_attrs["_dynamic_shape_partitioned"] = True
     root_md = model_def(part.root, _ids(part.root), root_plan, root_attrs, {}, name)
     models = [_om_model({pt.MODEL_INOUT_INFO: build_inout(_io_descs(part.root, True), _io_descs(part.root, False)),
                          pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
-    statics, dynamics, fused = [], [], 0
+    statics, dynamics = [], []
     for sub in part.subgraphs:
+        fuse_model(sub.graph, autofuse_on, st, fused)
         if sub.known:
-            fused += fuse_static(sub.graph, options, st)
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), soc, options)
             statics.append(sm)
             models.append(_om_model(static_partitions(sm, sub.name, soc, framework, options)))
         else:
             dynamics.append(sub.name)
             models.append(_om_model(dynamic_partitions(sub.graph, sub.name, soc, framework, options)))
-    return write_om(models, name, is_unknown=True), statics, dynamics, fused
+    return write_om(models, name, is_unknown=True), statics, dynamics

@@ -27,7 +27,7 @@ FUSION_PASSES = {
                     "MatMulBiasAddFusionPass": "matmul_bias", "TransposeTransposeFusionPass": "transpose_cancel",
                     "ConstantFoldingPass": "fold", "CommonSubexpressionEliminationPass": "cse"},
     "UBFusion": {"TbeConvElemwiseReluFusion": "conv_add_fusion", "TbeConvReluFusion": "relu_fusion",
-                 "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "elementwise_fusion"},
+                 "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "autofuse"},
 }
 
 

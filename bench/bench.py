@@ -5,7 +5,8 @@
    floor, and the light ResNet-50;
 3. simulator throughput: timing-only simulation of a long task stream (tasks per second of wall time);
 4. simulated latency of the decoder sample with and without tiling sink per SoC (simulated, not wall time);
-5. compile speed on the light ResNet-50 and a >= 100 MB transformer (bench/compile_speed.py).
+5. compile speed on the light ResNet-50 and a >= 100 MB transformer (bench/compile_speed.py);
+6. automatic fusion on and off on the sample transformer and a GPT-style block (bench/fusion_bench.py).
 
 Wall times are the best of several repetitions: this VM's noise is one-sided (other tenants only slow a run
 down, by up to 2x), and both sides of every ratio are measured the same way. Nothing here is asserted.
@@ -25,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
-from bench import compile_speed  # noqa: E402  (bench/compile_speed.py, this folder)
+from bench import compile_speed, fusion_bench  # noqa: E402  (bench/compile_speed.py, this folder)
 from bench.numpy_floor import SmallCnnNumpy  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
@@ -136,8 +137,8 @@ def simulator_throughput(d: str) -> None:
     g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [16, 64])],
                           [helper.make_tensor_value_info(cur, TensorProto.FLOAT, [16, 64])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    # elementwise_fusion off: it would make the chain one kernel; this measures the scheduler on a long stream
-    options = {"ge.socVersion": SOC, "optimization_switch": "elementwise_fusion:off"}
+    # autofuse off: it would make the chain one kernel; this measures the scheduler on a long stream
+    options = {"ge.socVersion": SOC, "optimization_switch": "autofuse:off"}
     model = load_om(d, "chain", atc_py.build(m, options).om)
     t0 = time.perf_counter()
     sim = Simulation(model, compute=False)
@@ -216,6 +217,7 @@ def main() -> None:
         simulator_throughput(d)
         memory_planning()
         decoder_sink(d)
+        fusion_bench.run()
         compile_speed.run(pathlib.Path(d))
 
 

@@ -21,9 +21,10 @@ from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
 from atc_py.engines.args import _ITEM
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_from_proto
+from atc_py.ir.graph import Node, TensorDesc, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.base import REQUIRED
+from atc_py.ops.base import REQUIRED, OpError
 from atc_py.platform import load_soc
 
 from . import limits
@@ -36,6 +37,7 @@ SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL,
                    tt.NOP, tt.EVENT_RECORD, tt.EVENT_WAIT, tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX,
                    tt.STREAM_ACTIVE, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC}
 CONTROL_SUBGRAPHS = {"If": (2, 2), "While": (2, 2), "Case": (1, 4096)}   # subgraphs a control op owns
+GENERATED = ("AscBackend", "FusedAscBackend")   # kernels whose computation is a graph attribute (seed 002)
 ARG_ITEM = re.compile(r"(i|o|ws)(\d{1,6})\*?|t|tiling_context(\.tiling_data|\.tiling_key|\.block_dim)?|"
                       r"\*op_type|event_addr\d{1,6}\*|")
 
@@ -185,7 +187,9 @@ class ModelValidator:
                 and len(op.output_desc) != len(spec.outputs):
             self.fail(f"op {op.name!r} ({op.type}) has {len(op.output_desc)} outputs; {op.type} has "
                       f"{len(spec.outputs)}")
-        self.attrs(op, spec)
+        values = self.attrs(op, spec)
+        if op.type in GENERATED:
+            self.generated(op, spec, values)
         if op.type == "Data":
             if "index" not in op.attr or not _int(from_attr(op.attr["index"])):
                 self.fail(f"Data op {op.name!r} has no integer attribute index")
@@ -233,6 +237,26 @@ class ModelValidator:
         bd = values.get("tvm_blockdim")
         if bd is not None and not 1 <= bd <= limits.MAX_BLOCK_DIM:
             self.fail(f"op {op.name!r} ({op.type}) tvm_blockdim {bd} is out of range [1, {limits.MAX_BLOCK_DIM}]")
+        return values
+
+    def generated(self, op, spec, values: dict) -> None:
+        """An AscBackend / FusedAscBackend: its graphs decode and pass every AscGraph rule (the error names the
+        graph's node and field), and they compute the op's outputs from its inputs (shapes and dtypes)."""
+        attrs = {k: v for k, v in values.items() if not k.startswith("_")}
+        ins = [desc_from_proto_checked(td) for td in op.input_desc]
+        node = Node(op.name, op.type, attrs)
+        node.inputs = [Value(f"{op.name}:in{k}", d, None) for k, d in enumerate(ins)]
+        try:
+            spec.kernel(attrs)
+            if any(d < 0 for td in ins for d in td.shape):   # a dynamic model: shapes are met at run time
+                return
+            outs = spec.infer(node)
+        except OpError as exc:
+            self.fail(f"op {op.name!r} ({op.type}): {exc}")
+        got = [(tuple(td.shape.dim), dtype_from_proto(td.dtype).name) for td in op.output_desc]
+        want = [(tuple(d.shape), d.dtype) for d in outs]
+        if got != want:
+            self.fail(f"op {op.name!r} ({op.type}) outputs {got} are not what its graph computes: {want}")
 
     @staticmethod
     def _nbytes(td) -> int:
@@ -561,9 +585,22 @@ class StaticValidator(ModelValidator):
         return items
 
     def tiling_data(self, op, data: bytes) -> None:
-        st = get_op(op.type).tiling_struct
-        if st is not None and len(data) < st.size:
-            self.fail(f"the tiling data of op {op.name!r} has {len(data)} bytes, its kernel reads {st.size}")
+        spec = get_op(op.type)
+        attrs = {k: from_attr(a) for k, a in op.attr.items() if not k.startswith("_")}
+        try:
+            size = spec.tiling_data_size(attrs)
+        except OpError as exc:
+            self.fail(f"op {op.name!r} ({op.type}): {exc}")
+        if len(data) < size:
+            self.fail(f"the tiling data of op {op.name!r} has {len(data)} bytes, its kernel reads {size}")
+        if op.type in GENERATED:   # the launch as the simulator will run it: block_dim and key from the attributes
+            key = from_attr(op.attr["_tiling_key"]) if "_tiling_key" in op.attr else 0
+            bd = from_attr(op.attr["tvm_blockdim"]) if "tvm_blockdim" in op.attr else 1
+            try:
+                spec.check_launch(attrs, data, key, bd, [desc_from_proto_checked(td) for td in op.input_desc],
+                                  [desc_from_proto_checked(td) for td in op.output_desc], self.soc)
+            except OpError as exc:
+                self.fail(f"op {op.name!r} ({op.type}) launch: {exc}")
 
     def addresses(self, op, addrs: dict[str, int]) -> None:
         present = [i for i, s in enumerate(op.input) if s]
@@ -652,6 +689,12 @@ class RootValidator(ModelValidator):
                                   f"{io.name!r} of subgraph {sub.name!r}")
                 for k, io in enumerate(sub.outputs):
                     descs[f"{op.name}:{k}"] = (tuple(io.desc.shape), io.desc.dtype)
+
+
+def desc_from_proto_checked(td) -> TensorDesc:
+    """A descriptor desc() already checked (dtype, rank, dims)."""
+    dt = dtype_from_proto(td.dtype)
+    return TensorDesc(tuple(td.shape.dim), dt.name, td.layout or "ND", td.layout or "ND")
 
 
 def _desc_key(td) -> tuple:

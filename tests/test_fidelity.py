@@ -108,7 +108,8 @@ def test_l2_boundary_is_continuous(tmp_path):
     sizes = [int(cap * f) // 4 // 1024 * 1024 for f in fs]
     times = []
     for n in sizes:
-        second = kernels(simulate(compile_model(relu_chain(n), soc, tmp_path, f"c{n}")))[-1]
+        second = kernels(simulate(compile_model(relu_chain(n), soc, tmp_path, f"c{n}",
+                                                optimization_switch="autofuse:off")))[-1]   # two kernels
         times.append(second.end - second.start)
     assert times == sorted(times)
     for k in (1, 4):   # 0.2 % more bytes across either boundary: 0.2 % more time, not a jump

@@ -33,3 +33,34 @@ def test_golden(name, soc, sink, update_golden):
         path.write_text(text)
     assert path.exists(), f"{path} is missing: run `make golden`"
     assert text == path.read_text(), f"{path.name} changed: review, then `make golden`"
+
+
+def _gelu_head():
+    """A GELU (sigmoid form) and a tanh head: one AscBackend node."""
+    from onnx import TensorProto, helper, numpy_helper
+    import numpy as np
+    nodes = [helper.make_node("Mul", ["x", "k"], ["s"], name="gelu_scale"),
+             helper.make_node("Sigmoid", ["s"], ["g"], name="gelu_sigmoid"),
+             helper.make_node("Mul", ["x", "g"], ["h"], name="gelu_mul"),
+             helper.make_node("Tanh", ["h"], ["y"], name="head_tanh")]
+    g = helper.make_graph(nodes, "gelu_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])],
+                          [numpy_helper.from_array(np.asarray(1.702, np.float32), "k")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_golden_ascbackend_node(update_golden):
+    """The --mode=1 JSON of one AscBackend node: its HintGraph (`ascgraph`) and ImplGraph (`ascgraph_impl`)
+    as GE writes graph attributes (AttrDef.g)."""
+    om = read_om(compile_om(_gelu_head()))
+    doc = om_file_to_json(om)
+    (node,) = [op for op in doc["graph"][0]["op"] if op["type"] == "AscBackend"]
+    attrs = {a["key"]: a["value"] for a in node["attr"]}
+    graph_type = {k: next(a["value"]["s"] for a in attrs[k]["g"]["attr"] if a["key"] == "graph_type")
+                  for k in ("ascgraph", "ascgraph_impl")}
+    assert graph_type == {"ascgraph": "HintGraph", "ascgraph_impl": "ImplGraph"}
+    text = json.dumps(node, indent=1) + "\n"
+    path = GOLDEN / "ascbackend_node.json"
+    if update_golden:
+        path.write_text(text)
+    assert text == path.read_text(), f"{path.name} changed: review, then `make golden`"

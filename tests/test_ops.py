@@ -4,7 +4,7 @@ import pytest
 
 from atc_py.ir.graph import Graph, TensorDesc
 from atc_py.ops import all_ops, get_op
-from atc_py.ops.base import OpError, TilingResult
+from atc_py.ops.base import OpSpec, OpError, TilingResult
 from atc_py.ops.cost import block_cost
 from atc_py.ops.execute import launch, run_op, tiling_context
 from atc_py.platform import load_soc
@@ -180,7 +180,8 @@ def test_every_task_op_has_tiling_kernel_and_cost():
     for name, spec in all_ops().items():
         if spec.no_task or spec.task_kind in ("control", "rts"):   # plumbing, control flow, runtime tasks
             continue
-        assert spec.tiling_struct is not None, name
+        # a generated kernel (AscBackend) derives its TilingData layout from its graph: decode_tiling says how
+        assert spec.tiling_struct is not None or type(spec).decode_tiling is not OpSpec.decode_tiling, name
         assert spec.engine in ("AICORE", "AICPU") and spec.core_type in ("AIC", "AIV", "MIX"), name
 
 

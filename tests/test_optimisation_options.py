@@ -1,6 +1,5 @@
 """Graph optimisation passes (numbers unchanged, tasks reduced, each switchable with --optimization_switch),
 --precision_mode dtypes, --output_type, --input_format, --input_shape / --out_nodes errors."""
-import json
 
 import numpy as np
 import onnxruntime as ort
@@ -124,7 +123,7 @@ def test_force_fp16_runs_vector_only_graphs_in_fp16(tmp_path):
     computes in fp16 between one Cast in and one Cast out."""
     m = model([helper.make_node("Softmax", ["x"], ["s"], axis=-1), helper.make_node("Add", ["s", "k"], ["y"])],
               [("x", [4, 16])], ["y"], [("k", RNG.standard_normal((4, 16)))])
-    r = atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
+    r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "optimization_switch": "autofuse:off"})   # ops apart
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds == ["Cast", "SoftmaxV2", "Add", "Cast"] and r.summary["fp16_vector_ops"] == 2
     ops = op_descs(r.om)
@@ -195,9 +194,9 @@ CONV = model([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Rel
 def test_precision_modes_set_cube_dtypes(tmp_path, mode, conv_in, conv_out, relu, casts):
     """GE DataType proto: 1 = DT_FLOAT, 2 = DT_FLOAT16. Cube inputs fp16 (the weight cast folds into an fp16
     constant), accumulation fp32; vector ops (Relu) run fp16 under force_fp16 (the Cast back moves after
-    them), fp32 otherwise. relu_fusion is off so that the Relu stays an op of its own."""
+    them), fp32 otherwise. relu_fusion and autofuse are off so that the Relu stays an op of its own."""
     r = atc_py.build(CONV, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode,
-                            "optimization_switch": "relu_fusion:off"})
+                            "optimization_switch": "relu_fusion:off;autofuse:off"})
     ops = op_descs(r.om)
     conv = ops["Conv2D"]
     assert conv.input_desc[0].dtype == conv_in and conv.input_desc[1].dtype == conv_in
@@ -226,14 +225,14 @@ def test_force_fp16_runs_the_chain_between_cube_ops_in_fp16_with_casts_only_at_t
                ("s", RNG.uniform(0.5, 1.5, 4)), ("b", RNG.standard_normal(4)), ("mu", RNG.standard_normal(4)),
                ("var", RNG.uniform(0.5, 1.5, 4)), ("k", RNG.standard_normal((1, 3, 1, 1)))])
     r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16",
-                         "optimization_switch": "relu_fusion:off;conv_bias:off"})   # keep the vector ops apart
+                         "optimization_switch": "relu_fusion:off;conv_bias:off;autofuse:off"})   # ops apart
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
     assert kinds == ["Cast", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast"]
     assert all(d.dtype == 2 for name, op in op_descs(r.om).items() if name in ("Relu", "MaxPoolV3", "Add")
                for d in list(op.input_desc) + list(op.output_desc))
     assert r.summary["bn_folded_into_conv"] == 1
     pairs = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "allow_fp32_to_fp16",
-                             "optimization_switch": "relu_fusion:off;conv_bias:off"})
+                             "optimization_switch": "relu_fusion:off;conv_bias:off;autofuse:off"})
     assert sum(n.op_type == "Cast" for n in pairs.graph.nodes) == 4
     x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
     got = simulate(tmp_path, r, [x])[0]
@@ -434,10 +433,10 @@ def test_relu_fuses_into_a_residual_add(tmp_path, op):
              helper.make_node(op, ["a", "b"] + (["x"] if op == "Sum" else []), ["s"]),
              helper.make_node("Relu", ["s"], ["y"])]
     m = model(nodes, [("x", [2, 8])], ["y"])
-    # elementwise_fusion off: it would put the whole graph (Relu, Sigmoid, Add, Relu) into one kernel either way
+    # autofuse off: it would put the whole graph (Relu, Sigmoid, Add, Relu) into one kernel either way
     compare_switch(tmp_path, m, [RNG.standard_normal((2, 8)).astype(np.float32)], "relu_fusion", "relu_fused",
-                   also_off="elementwise_fusion:off")
-    r = atc_py.build(m, {**ORIGIN, "optimization_switch": "elementwise_fusion:off"})
+                   also_off="autofuse:off")
+    r = atc_py.build(m, {**ORIGIN, "optimization_switch": "autofuse:off"})
     assert [n.op_type for n in r.graph.nodes if n.op_type in ("Relu", "Add", "AddN")] == \
         ["Relu", "Add" if op == "Add" else "AddN"]   # the first Relu has no producer to fuse into
 
@@ -461,69 +460,6 @@ def test_batched_matmul_add_becomes_batched_matmul_with_bias(tmp_path):
     compare_switch(tmp_path, m, [RNG.standard_normal((2, 4, 8)).astype(np.float32)], "matmul_bias", "matmul_bias_fused")
     assert [n.op_type for n in atc_py.build(m, ORIGIN).graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] \
         == ["BatchMatMulV2"]
-
-
-# -- elementwise chains -------------------------------------------------------------------------------
-def _gelu_head_model():
-    nodes = [helper.make_node("Mul", ["x", "a"], ["s"]), helper.make_node("Sigmoid", ["s"], ["g"]),
-             helper.make_node("Mul", ["x", "g"], ["h"]), helper.make_node("Tanh", ["h"], ["t"]),
-             helper.make_node("Sub", ["t", "b"], ["y"])]
-    return model(nodes, [("x", [4, 16])], ["y"], [("a", [1.702]), ("b", RNG.standard_normal(16))])
-
-
-@pytest.mark.parametrize("options", [ORIGIN, {"ge.socVersion": "Ascend910B1"}], ids=["fp32", "force_fp16"])
-def test_elementwise_chains_fuse_into_one_kernel_with_the_same_bits(tmp_path, options):
-    m = _gelu_head_model()
-    on = atc_py.build(m, options)
-    off = atc_py.build(m, {**options, "optimization_switch": "elementwise_fusion:off"})
-    assert on.summary["elementwise_fused"] == 4 and off.summary["elementwise_fused"] == 0
-    assert [n.op_type for n in on.graph.nodes if n.op_type in ("Mul", "Sigmoid", "Tanh", "Sub", "FusedElementwise")] \
-        == ["FusedElementwise"]
-    assert on.summary["tasks"] == off.summary["tasks"] - 4
-    x = RNG.standard_normal((4, 16)).astype(np.float32)
-    (a,), s_on = Simulation(load_model(str(_save(tmp_path / "on.om", on)))).run([x])
-    (b,), s_off = Simulation(load_model(str(_save(tmp_path / "off.om", off)))).run([x])
-    np.testing.assert_array_equal(a, b)             # every step as its own kernel computes it
-    assert s_on.device_ns < s_off.device_ns         # one launch, intermediates stay on chip
-
-
-def _save(path, result):
-    path.write_bytes(result.om)
-    return path
-
-
-def test_an_add_with_its_fused_relu_joins_an_elementwise_chain(tmp_path):
-    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Add", ["s", "x"], ["a"]),
-             helper.make_node("Relu", ["a"], ["y"])]
-    m = model(nodes, [("x", [2, 8])], ["y"])
-    r = atc_py.build(m, ORIGIN)
-    (fused,) = [n for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
-    assert fused.op_type == "FusedElementwise" and r.summary["relu_fused"] == 1
-    assert [op for op, _ in json.loads(fused.attrs["program"])] == ["Sigmoid", "Add", "Relu"]
-    x = RNG.standard_normal((2, 8)).astype(np.float32)
-    np.testing.assert_allclose(simulate(tmp_path, r, [x])[0], np.maximum(1 / (1 + np.exp(-x)) + x, 0), rtol=1e-6)
-
-
-def test_elementwise_fusion_stops_at_shared_values_outputs_and_broadcasts():
-    nodes = [helper.make_node("Sigmoid", ["x"], ["s"]), helper.make_node("Tanh", ["s"], ["t"]),
-             helper.make_node("Exp", ["s"], ["e"]),                       # s read twice: s stays a kernel
-             helper.make_node("Add", ["t", "e"], ["y1"]),                 # t, e fuse into the Add
-             helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "big"], ["y2"])]   # grows: no
-    m = model(nodes, [("x", [1, 8])], ["y1", "y2"], [("big", RNG.standard_normal((3, 8)))])
-    r = atc_py.build(m, ORIGIN)
-    kinds = sorted(n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput"))
-    assert kinds == ["Add", "FusedElementwise", "Relu", "Sigmoid"] and r.summary["elementwise_fused"] == 2
-
-
-def test_fused_elementwise_rejects_a_bad_program():
-    from atc_py.ops.base import OpError
-    from atc_py.ops.fused_elementwise import parse_program
-    assert parse_program({"program": '[["Relu", [0]], ["Add", [-1, 1]]]', "step_dtypes": ["float32"] * 2}) == \
-        ([("Relu", [0]), ("Add", [-1, 1])], ["float32", "float32"])
-    for attrs in ({}, {"program": "[", "step_dtypes": []}, {"program": '[["Nope", [0]]]', "step_dtypes": ["float32"]},
-                  {"program": '[["Relu", [0]]]', "step_dtypes": []}):
-        with pytest.raises(OpError):
-            parse_program(attrs)
 
 
 def test_decomposed_batchnorm_folds_into_the_conv(tmp_path):

@@ -19,6 +19,7 @@ from atc_py.proto import ge_ir_pb2 as ge
 
 RNG = np.random.default_rng(29)
 SOC = {"ge.socVersion": "Ascend910B1"}
+APART = {**SOC, "optimization_switch": "autofuse:off"}   # the ops stay nodes of their own (act + sm would fuse)
 
 
 def conv_model():
@@ -50,11 +51,11 @@ def test_input_fp16_nodes_feed_the_input_as_fp16(tmp_path):
 
 
 def test_keep_dtype_keeps_named_nodes_and_op_types_in_fp32(tmp_path):
-    base = dtypes(atc_py.build(conv_model(), SOC))
+    base = dtypes(atc_py.build(conv_model(), APART))
     assert base["act"] == "float16" and base["sm"] == "float16"
     f = tmp_path / "keep.cfg"
     f.write_text("act\nOpType::SoftmaxV2\n")
-    res = atc_py.build(conv_model(), {**SOC, "keep_dtype": str(f)})
+    res = atc_py.build(conv_model(), {**APART, "keep_dtype": str(f)})
     kept = dtypes(res)
     assert kept["act"] == "float32" and kept["sm"] == "float32" and kept["conv"] == "float16"
     assert model_attrs(res)["keep_dtype"] == ["act", "sm"]
@@ -67,15 +68,15 @@ def test_keep_dtype_keeps_named_nodes_and_op_types_in_fp32(tmp_path):
 
 def test_modify_mixlist_edits_allow_mix_precision(tmp_path):
     mix = {"ge.exec.precision_mode": "allow_mix_precision"}
-    assert dtypes(atc_py.build(conv_model(), {**SOC, **mix}))["act"] == "float16"   # gray follows the conv
+    assert dtypes(atc_py.build(conv_model(), {**APART, **mix}))["act"] == "float16"   # gray follows the conv
     f = tmp_path / "mix.json"
     f.write_text(json.dumps({"black-list": {"to-add": ["Sigmoid"]}}))
-    res = atc_py.build(conv_model(), {**SOC, **mix, "modify_mixlist": str(f)})
+    res = atc_py.build(conv_model(), {**APART, **mix, "modify_mixlist": str(f)})
     got = dtypes(res)
     assert got["conv"] == "float16" and got["act"] == "float32"
     assert json.loads(model_attrs(res)["modify_mixlist"]) == {"black-list": {"to-add": ["Sigmoid"]}}
     f.write_text(json.dumps({"white-list": {"to-remove": ["Conv2D"]}}))
-    assert dtypes(atc_py.build(conv_model(), {**SOC, **mix, "modify_mixlist": str(f)}))["conv"] == "float32"
+    assert dtypes(atc_py.build(conv_model(), {**APART, **mix, "modify_mixlist": str(f)}))["conv"] == "float32"
     for bad in ({"blue-list": {}}, {"white-list": {"to-add": "Conv2D"}},
                 {"white-list": {"to-add": ["Relu"]}, "black-list": {"to-add": ["Relu"]}}):
         f.write_text(json.dumps(bad))
@@ -96,7 +97,8 @@ def test_precision_mode_v2(tmp_path):
 
 
 def test_op_select_implmode_is_recorded(tmp_path):
-    res = atc_py.build(conv_model(), {**SOC, "op_select_implmode": "high_precision", "optypelist_for_implmode": "Sigmoid"})
+    res = atc_py.build(conv_model(), {**APART, "op_select_implmode": "high_precision",
+                                      "optypelist_for_implmode": "Sigmoid"})
     assert model_attrs(res)["op_select_implmode"] == "high_precision"
     assert res.graph.node("act").attrs["_op_impl_mode"] == "high_precision" and "_op_impl_mode" not in \
         res.graph.node("sm").attrs
@@ -132,7 +134,7 @@ def test_bf16_precision_modes(tmp_path, mode):
     from runner.loader import load_model
     from runner.sim.host import Simulation
     m = conv_model()
-    res = atc_py.build(m, {**SOC, "ge.exec.precision_mode": mode})
+    res = atc_py.build(m, {**APART, "ge.exec.precision_mode": mode})
     from atc_py.ops import get_op
     got = dtypes(res)
     follows = mode.startswith("allow_mix") and "bfloat16" in get_op("Sigmoid").dtypes   # gray ops whose kernel takes bf16

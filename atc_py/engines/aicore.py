@@ -40,7 +40,9 @@ def kernel_name(node: Node) -> str:
     Conv2D with its Relu is te_conv2d_relu_...)."""
     spec = get_op(node.op_type)
     fused = sorted(k[len("fused_"):] for k, v in node.attrs.items() if k.startswith("fused_") and v is True)
-    sig = "|".join([node.op_type, spec.core_type] + [v.desc.dtype for v in node.inputs if v is not None] + fused)
+    key = spec.kernel_key(node.attrs)   # a generated kernel (AscBackend): its graph
+    sig = "|".join([node.op_type, spec.core_type] + [v.desc.dtype for v in node.inputs if v is not None] + fused +
+                   ([key] if key else []))
     prefix = "cust" if spec.is_custom else "te"
     base = "_".join([node.op_type.lower()] + fused)
     return f"{prefix}_{base}_{hashlib.sha256(sig.encode()).hexdigest()[:16]}"

@@ -1,4 +1,5 @@
-"""Python attribute values <-> ge.proto.AttrDef (typed: bool, int, float, str, lists, TensorDef)."""
+"""Python attribute values <-> ge.proto.AttrDef (typed: bool, int, float, str, lists, TensorDef, graphs: AttrDef.g and
+list.g, as GE stores graph-valued attributes)."""
 from __future__ import annotations
 
 from typing import Any
@@ -18,6 +19,12 @@ def set_attr(a: ge.AttrDef, value: Any) -> None:
     """Fill an (empty) AttrDef in place, e.g. op.attr[key]: building one and copying it in cost twice as much."""
     if isinstance(value, ge.TensorDef):
         a.t.CopyFrom(value)
+    elif hasattr(value, "to_graph_def"):           # a graph-valued attribute (AscGraph, a fused graph)
+        a.g.CopyFrom(value.to_graph_def())
+    elif isinstance(value, (list, tuple)) and value and all(hasattr(x, "to_graph_def") for x in value):
+        a.list.val_type = LV.VT_LIST_GRAPH
+        for x in value:
+            a.list.g.add().CopyFrom(x.to_graph_def())
     elif isinstance(value, bool):
         a.b = value
     elif isinstance(value, int):
@@ -59,8 +66,8 @@ def from_attr(a: ge.AttrDef) -> Any:
         return a.s.decode("utf-8", "replace")
     if kind in ("i", "f", "b", "dt"):
         return getattr(a, kind)
-    if kind == "t":
-        return a.t
+    if kind in ("t", "g"):
+        return getattr(a, kind)
     if kind == "list":
         vt = a.list.val_type
         if vt == LV.VT_LIST_NONE:
@@ -71,5 +78,7 @@ def from_attr(a: ge.AttrDef) -> Any:
             return list(a.list.f)
         if vt == LV.VT_LIST_STRING:
             return [s.decode("utf-8", "replace") for s in a.list.s]
+        if vt == LV.VT_LIST_GRAPH:
+            return list(a.list.g)
         return list(a.list.i)
     return None

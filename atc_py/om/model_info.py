@@ -58,6 +58,19 @@ def _gear_lines(a: dict) -> list[str]:
     return lines
 
 
+def _autofuse_line(g) -> list[str]:
+    """Fused nodes (automatic fusion, seed 002) and how many of the model's ops they replace."""
+    fused = [op for op in g.op if op.type in ("AscBackend", "FusedAscBackend")]
+    if not fused:
+        return []
+    kinds = Counter(op.type for op in fused)
+    names = 0
+    for op in fused:
+        v = from_attr(op.attr["_datadump_original_op_names"]) if "_datadump_original_op_names" in op.attr else None
+        names += len(v) if isinstance(v, list) else 0
+    return ["  autofuse : " + ", ".join(f"{k}[{v}]" for k, v in sorted(kinds.items())) + f", original ops[{names}]"]
+
+
 def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     g = md.graph[0] if md.graph else ge.GraphDef()
     lines = [f"[{label}] {md.name}"]
@@ -65,7 +78,7 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
         ops = Counter(op.type for op in g.op if op.type not in ("Data", "Const", "NetOutput"))
         lines.append(f"  dynamic (host executor): {sum(ops.values())} ops: " +
                      ", ".join(f"{k}[{v}]" for k, v in sorted(ops.items())) + f"; weights {a.get('weight_size', 0)} B")
-        return lines
+        return lines + _autofuse_line(g)
     if any(op.type == "PartitionedCall" for op in g.op):
         for op in g.op:
             if op.type == "PartitionedCall":
@@ -86,7 +99,7 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     engines = Counter(f"{from_attr(op.attr['_ge_attr_op_kernel_lib_name'])}/{from_attr(op.attr['_cube_vector_core_type'])}"
                       for sub in md.graph for op in sub.op if "_ge_attr_op_kernel_lib_name" in op.attr)  # subgraphs too
     lines.append("  ops      : " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())))
-    return lines
+    return lines + _autofuse_line(g)
 
 
 def model_info(om: OmFile) -> str:

@@ -91,7 +91,8 @@ class KernelArgs:
 class Work:
     """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,
     bytes moved between global memory and the cores, and how (ops describe it, the cost model prices it for
-    every kernel alike: atc_py/ops/cost.py and runner/sim)."""
+    every kernel alike: atc_py/ops/cost.py and runner/sim). `pipelined`: the block's data movement overlaps its
+    compute (double-buffered queues); False serialises them."""
 
     fractals: int = 0
     vector_ops: int = 0
@@ -104,6 +105,7 @@ class Work:
     out_elems: int = 0              # output elements written (an epilogue costs one vector op per element)
     reuse_window: int = 0           # bytes the L2 must hold for re-reads (bytes beyond inputs + outputs) to hit;
     #                                 0: the inputs and outputs themselves
+    pipelined: bool = True          # MTE overlaps compute (double-buffered); False: one after the other
 
     def share(self, blocks: int) -> "Work":
         """The largest of `blocks` even parts of this work (each count rounded up)."""
@@ -155,6 +157,23 @@ class OpSpec:
     # -- tiling ----------------------------------------------------------------------------------
     def tiling(self, ctx: TilingContext) -> TilingResult:
         raise NotImplementedError(self.op_type)
+
+    def decode_tiling(self, data: bytes, attrs: dict[str, Any]) -> dict[str, Any]:
+        """The tiling data a kernel is launched with, as named values (the op's declared struct)."""
+        return self.tiling_struct.unpack(data) if self.tiling_struct else {}
+
+    def tiling_data_size(self, attrs: dict[str, Any]) -> int:
+        """Bytes of tiling data the kernel reads (validation of a file's args)."""
+        return self.tiling_struct.size if self.tiling_struct else 0
+
+    def check_launch(self, attrs: dict[str, Any], tiling_data: bytes, tiling_key: int, block_dim: int,
+                     inputs: list[TensorDesc], outputs: list[TensorDesc], soc: SocSpec) -> None:
+        """OpError if a launch as a file describes it could not run as the kernel expects (om-run validates
+        every kernel task with it before running anything). Most kernels take any tiling their struct holds."""
+
+    def kernel_key(self, attrs: dict[str, Any]) -> str:
+        """What besides op type, core type and dtypes selects the kernel binary (a generated kernel's graph)."""
+        return ""
 
     def placeholder_values(self, ctx: TilingContext) -> dict[int, np.ndarray]:
         """Values of the tiling-dependent inputs for the one compile-time host tiling run of a sink op

@@ -44,9 +44,12 @@ class BlockCost:
     mte: int
     head: int
     bytes: int = 0
+    serial: bool = False      # data movement and vector work do not overlap (no double buffering)
 
     @property
     def cycles(self) -> int:
+        if self.serial:
+            return max(self.cube, self.vector + self.mte) + self.head
         return max(self.cube, self.vector, self.mte) + self.head
 
 
@@ -67,7 +70,7 @@ def work_cost(spec: OpSpec, w: Work, soc: SocSpec, params: CostParams | None = N
     eff = float(p.vector_efficiency.get(w.vector_class, p.vector_efficiency.get("default", 1.0)))
     vector = int(w.vector_ops / (vec_per_cycle * eff))
     mte = int(w.bytes / max(1, soc.l2_rate))
-    return BlockCost(cube, vector, mte, p.head_cycles + w.syncs * p.sync_cycles, w.bytes)
+    return BlockCost(cube, vector, mte, p.head_cycles + w.syncs * p.sync_cycles, w.bytes, not w.pipelined)
 
 
 def block_cost(spec: OpSpec, ctx: TilingContext, block_dim: int, soc: SocSpec,

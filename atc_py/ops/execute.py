@@ -18,7 +18,7 @@ def tiling_context(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec,
 def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs: list[TensorDesc],
            inputs: list[np.ndarray | None]) -> list[np.ndarray]:
     """Run the kernel with the tiling it is launched with (it does not re-tile)."""
-    decoded = spec.tiling_struct.unpack(tiling.tiling_data) if spec.tiling_struct else {}
+    decoded = spec.decode_tiling(tiling.tiling_data, attrs)
     args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), list(out_descs))
     outs = spec.compute(args, inputs)
     return [np.asarray(o, order="C") for o in outs]

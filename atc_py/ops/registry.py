@@ -32,8 +32,8 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    from . import (activation, aipp, attention_moe, binary_more, control, conv_nd, conv_pool, elementwise,  # noqa: F401
-                   fused_elementwise, graph_ops, index_ops, map_index, math_unary, matmul, norm, reduce, resize,
+    from . import (activation, aipp, asc_backend, attention_moe, binary_more, control, conv_nd,  # noqa: F401
+                   conv_pool, elementwise, graph_ops, index_ops, map_index, math_unary, matmul, norm, reduce, resize,
                    scan_mask, shape_layout, strings, value_params)
     from . import detection, layout_ops, losses, quant, rnn, sampling, signal, window_ops  # noqa: F401  (issue 14b families)
     from . import (activation_more, attention, bitwise, gather_scatter, math_more, norm_more,  # noqa: F401

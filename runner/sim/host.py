@@ -115,6 +115,7 @@ class Simulation:
         # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
+        self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
 
     def program(self, m: DeviceModel) -> Program:
         if m.name not in self.programs:
@@ -423,7 +424,10 @@ class Simulation:
         else:
             ctx.depend_values = spec.placeholder_values(ctx)
         tiling = spec.tiling(ctx)                                                     # Tiling
-        cache_key = (op.type, tuple((d.shape, d.dtype) for d in ctx.inputs if d is not None), repr(sorted(node.attrs.items())),
+        attrs_key = self.attrs_keys.get(id(op))
+        if attrs_key is None:   # an op's attributes never change: spelled once (graph attributes are long)
+            attrs_key = self.attrs_keys[id(op)] = repr(sorted(node.attrs.items()))
+        cache_key = (op.type, tuple((d.shape, d.dtype) for d in ctx.inputs if d is not None), attrs_key,
                      hashlib.sha256(b"".join(np.asarray(v, order="C").tobytes() for _, v in sorted(ctx.depend_values.items()))).hexdigest())
         hit = self.use_cache and cache_key in self.cache
         self.cache.add(cache_key)
