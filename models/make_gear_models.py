@@ -88,7 +88,7 @@ def bert_tiny() -> onnx.ModelProto:
              _w(rng, "w1", (d, ff), 0.2), _w(rng, "b1", (ff,), 0.1), _w(rng, "w2", (ff, d), 0.2), _w(rng, "b2", (d,), 0.1),
              c(np.ones(d, np.float32), "ln2_g"), c(np.zeros(d, np.float32), "ln2_b"),
              _w(rng, "wp", (d, d), 0.2), _w(rng, "bp", (d,), 0.1),
-             c(np.array([0], np.int64), "i0"), c(np.array([1], np.int64), "i1"), c(np.array([2], np.int64), "i2"),
+             c(np.array([0], np.int64), "i0"), c(np.array([2], np.int64), "i2"),
              c(np.array(0, np.int64), "s0"), c(np.array(1, np.int64), "s1"),
              c(np.array([h, hd], np.int64), "heads"), c(np.array([d], np.int64), "hidden"),
              c(np.array(np.sqrt(hd), np.float32), "scale"), c(np.array(1.0, np.float32), "one"),
