@@ -101,7 +101,8 @@ def slice_spec(shape, starts, ends, axes, steps) -> tuple[tuple[slice, ...], tup
     for a, s, e, st in zip(axes, starts, ends, steps):
         if st == 0:
             raise OpError("slice step 0")
-        sl[a] = slice(*slice(int(s), int(e), st).indices(shape[a]))
+        lo, hi, st = slice(int(s), int(e), st).indices(shape[a])
+        sl[a] = slice(lo, hi if hi >= 0 else None, st)   # indices' stop -1 (walk past 0) is None as a slice
     out = tuple(len(range(*s.indices(d))) for s, d in zip(sl, shape))
     return tuple(sl), out
 
