@@ -336,6 +336,8 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
                                                    options.get("input_shape_allow_empty") == "1"),
                         options.get("input_format", "") or ("NHWC" if framework == FRAMEWORK_TF else "NCHW"))
     graph = frontend(model, options, st, soc, gears)
+    for warning in graph.warnings:
+        log("warning", warning)
     precision = check_precision_mode(precision_mode(options))
     options["_precision_mode"] = precision   # recorded in the .om: om-run's default tolerance follows it
     mix, mix_doc = modify_mixlist(options.get("modify_mixlist", ""), precision)
@@ -401,7 +403,7 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
         "models": 1 if part is None else 1 + len(part.subgraphs),
         "known_subgraphs": len(statics) if part is not None else 0, "unknown_subgraphs": len(dynamics),
         "tiling_sink": summary_line(decisions), "sink_decisions": [d.__dict__ for d in decisions], **stats,
-        "values_at_import": graph.counters.get("values_at_import", 0),
+        "values_at_import": graph.counters.get("values_at_import", 0), "warnings": list(graph.warnings),
         "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
     }
     return BuildResult(om, summary, graph)

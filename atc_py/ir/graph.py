@@ -112,6 +112,7 @@ class Graph:
         self.nodes: list[Node] = []
         self._names: set[str] = namespace._names if namespace is not None else set()
         self.counters: dict[str, int] = {}   # what the frontend did (e.g. values_at_import), for the summary
+        self.warnings: list[str] = []        # what the frontend dropped or assumed: logged as warnings by build
 
     # -- construction -------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:

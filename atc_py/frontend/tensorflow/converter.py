@@ -27,9 +27,11 @@ NO_OUTPUT_OPS = {"NoOp"}
 ATTR_KINDS = {**{k: "i" for k in ("num_split", "axis", "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
                                   "shrink_axis_mask", "N")},
               **{k: "f" for k in ("alpha", "epsilon")},
-              **{k: "b" for k in ("keep_dims", "is_training", "transpose_a", "transpose_b", "adj_x", "adj_y")},
-              **{k: "s" for k in ("mode", "data_format", "padding")},
-              **{k: "type" for k in ("out_type", "output_type", "DstT", "SrcT", "T", "dtype", "Tidx")},
+              **{k: "b" for k in ("keep_dims", "is_training", "transpose_a", "transpose_b", "adj_x", "adj_y",
+                                  "exclusive", "reverse", "align_corners", "half_pixel_centers", "sorted")},
+              **{k: "s" for k in ("mode", "data_format", "padding", "equation")},
+              **{k: "type" for k in ("out_type", "output_type", "DstT", "SrcT", "T", "dtype", "Tidx",
+                                     "index_type")},
               **{k: "list_i" for k in ("squeeze_dims", "explicit_paddings", "strides", "dilations", "ksize")}}
 ATTR_NAMES = {"i": "an int", "f": "a float", "b": "a bool", "s": "a string", "type": "a dtype",
               "list_i": "a list of ints"}
@@ -233,11 +235,15 @@ class TfConverter:
         self.check_input_shapes(index)
 
     def unused_placeholders(self) -> set[str]:
-        """Placeholders TensorFlow's control-flow lowering leaves behind (unused_control_flow_input*): no
-        consumer, not a model input."""
+        """Placeholders nothing reads: not model inputs. TensorFlow's control-flow lowering leaves some behind
+        (unused_control_flow_input*), dropped silently; any other (a training flag, an input the outputs do not
+        need) is named in a warning."""
         consumed = {self.split(i)[0] for n in self.gd.node for i in n.input}
-        return {n.name for n in self.gd.node if n.op == "Placeholder" and n.name not in consumed
-                and n.name.startswith("unused_control_flow_input")}
+        unused = [n.name for n in self.gd.node if n.op == "Placeholder" and n.name not in consumed]
+        for name in unused:
+            if not name.startswith("unused_control_flow_input"):
+                self.graph.warnings.append(f"Placeholder {name} has no consumer: it is not made a model input")
+        return set(unused)
 
     def placeholder(self, n: tf.NodeDef, name: str, index: int) -> None:
         dt = dtype_name(n.attr["dtype"].type)

@@ -168,3 +168,9 @@ def gather_v2(ctx):
 @tf_op("Tile")
 def tile(ctx):
     return ctx.emit("TileD", [ctx.input(0)], {"multiples": ctx.const_ints(1, "multiples")})
+
+
+@tf_op("PlaceholderWithDefault")
+def placeholder_with_default(ctx):
+    """A frozen inference graph feeds nothing into it: the default (its input) is the value."""
+    return identity(ctx)

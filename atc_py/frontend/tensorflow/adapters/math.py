@@ -1,5 +1,8 @@
-"""Elementwise and reduction adapters: arithmetic, activations, Mean/Sum/Max/Min/Prod, ArgMax, Cast."""
+"""Elementwise and reduction adapters: arithmetic, activations, Erfc, SquaredDifference, ClipByValue,
+Mean/Sum/Max/Min/Prod, ArgMax, Cast, Cumsum, Einsum."""
 from __future__ import annotations
+
+import numpy as np
 
 from ..values import dtype_name
 from . import TfAdapterError, tf_op
@@ -75,7 +78,39 @@ def select(ctx):
 
 @tf_op("ClipByValue")
 def clip(ctx):
+    """Scalar constant bounds: one ClipByValue; tensor bounds (TF broadcasts them) or bounds computed at run
+    time: Maximum then Minimum."""
     lo, hi = ctx.const(1), ctx.const(2)
-    if lo is None or hi is None:
-        raise TfAdapterError("clip bounds must be constants")
-    return ctx.emit("ClipByValue", [ctx.input(0)], {"clip_value_min": lo.item(), "clip_value_max": hi.item()})
+    if lo is not None and hi is not None and lo.size == 1 and hi.size == 1 and \
+            len(ctx.input(1).desc.shape) <= len(ctx.input(0).desc.shape) >= len(ctx.input(2).desc.shape):
+        return ctx.emit("ClipByValue", [ctx.input(0)], {"clip_value_min": lo.item(), "clip_value_max": hi.item()})
+    y = ctx.emit("Maximum", [ctx.input(0), ctx.input(1)], suffix="min")[0]
+    return ctx.emit("Minimum", [y, ctx.input(2)])
+
+
+@tf_op("Erfc")
+def erfc(ctx):
+    """1 - erf(x) (Keras' exact GELU freezes to 0.5 * x * erfc(-x / sqrt(2)))."""
+    x = ctx.input(0)
+    e = ctx.emit("Erf", [x], suffix="erf")[0]
+    return ctx.emit("Sub", [ctx.make_const("one", np.ones((), x.desc.dtype)), e])
+
+
+@tf_op("SquaredDifference")
+def squared_difference(ctx):
+    d = ctx.emit("Sub", [ctx.input(0), ctx.input(1)], suffix="diff")[0]
+    return ctx.emit("Square", [d])
+
+
+@tf_op("Cumsum")
+def cumsum(ctx):
+    return ctx.emit("Cumsum", [ctx.input(0), ctx.input(1)], {"exclusive": int(bool(ctx.attr("exclusive", False))),
+                                                           "reverse": int(bool(ctx.attr("reverse", False)))})
+
+
+@tf_op("Einsum")
+def einsum(ctx):
+    eq = ctx.attr("equation")
+    if not isinstance(eq, str) or not eq:
+        raise TfAdapterError("Einsum needs its equation attribute")
+    return ctx.emit("Einsum", [ctx.input(i) for i in range(ctx.n_inputs)], {"equation": eq.replace(" ", "")})

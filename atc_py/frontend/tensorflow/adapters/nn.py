@@ -58,27 +58,36 @@ def pads_for(ctx, in_hw, k_hw, strides, dil, is_nhwc) -> list[int]:
     raise TfAdapterError(f"padding {padding} is not supported")
 
 
+def oihw_filter(ctx, w, depthwise: bool):
+    """The HWIO filter (or depthwise [kh, kw, cin, multiplier]) as GE's OIHW: transposed now when it is a
+    constant, else a TransposeD (+ Reshape) node — a filter computed from constants (Conv1D's ExpandDims of
+    its kernel, bigger than what import folds) is folded by the fold pass, one computed from data runs."""
+    kh, kw, cin, mult = w.desc.shape
+    if w.is_const:
+        a = np.asarray(w.data).transpose(2, 3, 0, 1).reshape(cin * mult, 1, kh, kw) if depthwise \
+            else np.asarray(w.data).transpose(3, 2, 0, 1)
+        return ctx.make_const("filter_oihw", np.ascontiguousarray(a))
+    t = ctx.emit("TransposeD", [w], {"perm": [2, 3, 0, 1] if depthwise else [3, 2, 0, 1]}, suffix="filter_oihw")[0]
+    if depthwise:
+        t = ctx.emit("Reshape", [t, ctx.make_const("filter_shape", np.array([cin * mult, 1, kh, kw], np.int64))],
+                     suffix="filter_dw")[0]
+    return t
+
+
 def _conv(ctx, depthwise: bool):
     is_nhwc = nhwc(ctx)
-    x, w = ctx.input(0), ctx.const(1)
-    if w is None:
-        raise TfAdapterError("the filter must be a constant (frozen graph)")
+    x, w = ctx.input(0), ctx.input(1)
     rank4(x)
-    if w.ndim != 4 or min(w.shape) < 1:
-        raise TfAdapterError(f"the filter must be 4-D HWIO with non-zero dims, got {list(w.shape)}")
-    kh, kw, cin, mult = w.shape
-    if depthwise:   # [kh, kw, cin, multiplier] -> [cin*mult, 1, kh, kw], groups = cin
-        oihw = w.transpose(2, 3, 0, 1).reshape(cin * mult, 1, kh, kw)
-        groups = cin
-    else:           # HWIO -> OIHW; groups from the input channels
-        oihw = w.transpose(3, 2, 0, 1)
-        c = x.desc.shape[3] if is_nhwc else x.desc.shape[1]
-        groups = c // cin
+    if len(w.desc.shape) != 4 or min(w.desc.shape) < 1:
+        raise TfAdapterError(f"the filter must be 4-D HWIO with non-zero dims, got {list(w.desc.shape)}")
+    kh, kw, cin, mult = w.desc.shape
+    c = x.desc.shape[3] if is_nhwc else x.desc.shape[1]
+    groups = cin if depthwise else c // cin     # depthwise: [cin*mult, 1, kh, kw], groups = cin
     xc = to_nchw(ctx, x) if is_nhwc else x
     strides = hw(ctx.attr("strides", [1, 1, 1, 1]), is_nhwc)
     dil = hw(ctx.attr("dilations", [1, 1, 1, 1]), is_nhwc, "dilations")
     pads = pads_for(ctx, xc.desc.shape[2:], [kh, kw], strides, dil, is_nhwc)
-    y = ctx.emit("Conv2D", [xc, ctx.make_const("filter_oihw", np.ascontiguousarray(oihw)), None],
+    y = ctx.emit("Conv2D", [xc, oihw_filter(ctx, w, depthwise), None],
                  {"strides": [1, 1] + strides, "pads": pads, "dilations": [1, 1] + dil, "groups": groups,
                   "data_format": "NCHW"}, suffix="nchw" if is_nhwc else "")[0]
     return to_nhwc(ctx, y) if is_nhwc else [y]
