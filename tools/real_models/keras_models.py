@@ -8,6 +8,9 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+# TensorFlow's oneDNN kernels (on by default on x86) differ from its own reference kernels by up to ~1e-3 on
+# these models (seen on MultiHeadAttention's einsums and grouped convolutions): off, graph and eager agree
+os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -101,7 +104,7 @@ def unet(k):
     u1 = L.UpSampling2D(interpolation="bilinear")(d2)
     u1n = L.UpSampling2D(interpolation="nearest")(L.Conv2D(4, 1)(d2))
     d1 = block(L.Concatenate()([u1, u1n, e1]), 8)
-    return k.Model(inp, L.Conv2D(3, 1, activation="sigmoid")(d1)), [_image(32)]
+    return k.Model(inp, L.Conv2D(3, 1, activation="sigmoid")(d1)), [_image(32, 1.0)]
 
 
 def conv1d_text(k):
@@ -116,8 +119,9 @@ def conv1d_text(k):
         [np.random.default_rng(0).integers(0, VOCAB, (B, 64)).astype(np.int32)]
 
 
-def _image(n: int) -> np.ndarray:
-    return (np.random.default_rng(0).random((B, n, n, 3)) * 255).astype(np.float32)
+def _image(n: int, scale: float = 255.0) -> np.ndarray:
+    """Pixels in [0, 255] for the applications (they rescale inside), [0, 1] for models that do not."""
+    return (np.random.default_rng(0).random((B, n, n, 3)) * scale).astype(np.float32)
 
 
 def _apps(k, name: str):
@@ -204,12 +208,9 @@ def make(flavour: str, base: str, build) -> None:
     gd, in_names, out_names = freeze(model, inputs)
     got = run_graph(gd, in_names, out_names, inputs)
     errs = [rel_err(a, r) for a, r in zip(got, ref)]
-    if max(errs) > 1e-2:
+    if max(errs) > 1e-4:
         print(f"{name}: the frozen graph differs from Keras by {max(errs):.2e}; not written", flush=True)
         return
-    # the reference is TensorFlow running the frozen graph: eager Keras runs grouped convolutions through XLA
-    # (tf-keras' jit-compiled convolution functions), which differs from TF's own kernels by up to ~1e-3
-    ref = got
     g16, o16 = fp16_rounded_graph(gd, out_names)
     emu = run_graph(g16, in_names, o16, inputs)
     ops = sorted({n.op for n in gd.node})
