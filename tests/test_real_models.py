@@ -62,3 +62,21 @@ def test_real_model_matches_framework(name, precision):
     for got, exp in zip(outs, ref):
         assert got.shape == exp.shape
         assert rel_err(got, exp) <= tol, f"{name} {precision}: {rel_err(got, exp):.2e} > {tol:.2e}"
+
+
+def test_slice_walking_back_past_index_zero():
+    """TorchScript's pad reversal (Swin's F.pad): Slice(starts=-1, ends=-INT64_MAX, steps=-1) takes every row,
+    last to first (it came out empty: Python's slice.indices says stop -1, which a slice reads as the end)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    import atc_py
+    c = lambda n, v: numpy_helper.from_array(np.array(v, np.int64), n)  # noqa: E731
+    g = helper.make_graph([helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [c("s", [-1]), c("e", [-(2 ** 63) + 1]), c("a", [0]), c("st", [-1])])
+    r = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
+                     {"ge.socVersion": "Ascend910B1"})
+    assert r.graph.net_output.inputs[0].desc.shape == (4, 2)

@@ -25,8 +25,17 @@ def scatter_nd(ctx):
 
 @tf_op("OneHot")
 def one_hot(ctx):
-    return ctx.emit("OneHot", [ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)],
-                    {"axis": int(ctx.attr("axis", -1))})
+    """TensorFlow gives a negative index an all-off row, where OneHot (ONNX's rule) counts it from the end:
+    negative indices become the type's largest value first, which is out of range for either rule."""
+    idx = ctx.input(0)
+    if idx.desc.dtype not in ("int32", "int64", "uint8"):
+        raise TfAdapterError(f"indices must be uint8, int32 or int64, got {idx.desc.dtype}")
+    if idx.desc.dtype != "uint8":
+        dt = np.dtype(idx.desc.dtype)
+        neg = ctx.emit("Less", [idx, ctx.make_const("zero", np.zeros((), dt))], suffix="negative")[0]
+        idx = ctx.emit("Select", [neg, ctx.make_const("off", np.array(np.iinfo(dt).max, dt)), idx],
+                       suffix="indices")[0]
+    return ctx.emit("OneHot", [idx, ctx.input(1), ctx.input(2), ctx.input(3)], {"axis": int(ctx.attr("axis", -1))})
 
 
 @tf_op("TopKV2")

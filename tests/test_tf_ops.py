@@ -1,0 +1,126 @@
+"""TensorFlow ops of issue 14 (item 4): each small frozen graph in tests/data/tf_ops (written by TensorFlow 2.21
+with tools/real_models/tf_op_cases.py, its outputs saved) compiles and matches TensorFlow; the ops TensorFlow
+folds away when it freezes a tf.function (ClipByValue, ZerosLike/OnesLike) and the frontend's own rules
+(unused Placeholders, a Conv1D filter computed from constants) are checked on GraphDefs built here."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import atc_py
+from atc_py.proto import tf_graph_pb2 as tf
+from runner.loader import load_model
+from runner.sim.host import Simulation
+
+DATA = pathlib.Path(__file__).resolve().parent / "data" / "tf_ops"
+CASES = json.loads((DATA / "manifest.json").read_text())
+OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
+
+
+def run(tmp_path, model, inputs, **opts):
+    r = atc_py.build(model, {**OPTS, **opts})
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    outs, stats = Simulation(load_model(str(p))).run(inputs)
+    assert stats.hazards == []
+    return r, outs
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tf_op_case_matches_tensorflow(tmp_path, name):
+    z = np.load(DATA / f"{name}.npz")
+    ins = [z[f"in_{k}"] for k in range(len(CASES[name]["inputs"]))]
+    exp = [z[k] for k in sorted((k for k in z.files if k.startswith("out_")), key=lambda k: int(k[4:]))]
+    r, outs = run(tmp_path, str(DATA / f"{name}.pb"), ins)
+    assert len(outs) == len(exp)
+    for k, (got, want) in enumerate(zip(outs, exp)):
+        assert got.shape == want.shape, (name, k)
+        assert got.dtype == want.dtype, (name, k)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"{name} output {k}")
+
+
+def test_cases_cover_the_issue_ops():
+    ops = {op for c in CASES.values() for op in c["ops"]}
+    for op in ("Einsum", "Erfc", "Erf", "SquaredDifference", "Range", "Conv2DBackpropInput", "Conv3D",
+               "ResizeBilinear", "ResizeNearestNeighbor", "GatherNd", "ScatterNd", "OneHot", "TopKV2", "Cumsum",
+               "Softplus", "Selu", "Sign", "Floor", "FloorDiv", "FloorMod", "LeakyRelu", "Relu6", "BroadcastTo",
+               "Where", "SelectV2", "StopGradient", "PlaceholderWithDefault", "SpaceToBatchND", "BatchToSpaceND"):
+        assert op in ops, op
+
+
+def test_value_dependent_range_runs_in_the_dynamic_partition(tmp_path):
+    """tf.range(reduce_sum(n)): the length is data: the Range node is unknown-shape, run by the host executor."""
+    r, _ = run(tmp_path, str(DATA / "range_cumsum.pb"),
+               [np.zeros((3, 4), np.float32), np.array([2, 3], np.int32)])
+    assert r.summary["unknown_subgraphs"] >= 1
+
+
+def _node(name, op, inputs=(), **attrs):
+    n = tf.NodeDef(name=name, op=op, input=list(inputs))
+    for k, v in attrs.items():
+        n.attr[k].CopyFrom(v)
+    return n
+
+
+def _const(name, arr):
+    arr = np.asarray(arr)
+    t = tf.TensorProto(dtype={np.float32: tf.DT_FLOAT, np.int32: tf.DT_INT32}[arr.dtype.type],
+                       tensor_shape=tf.TensorShapeProto(dim=[tf.TensorShapeProto.Dim(size=d) for d in arr.shape]),
+                       tensor_content=arr.tobytes())
+    return _node(name, "Const", value=tf.AttrValue(tensor=t), dtype=tf.AttrValue(type=t.dtype))
+
+
+def _placeholder(name, shape, dtype=tf.DT_FLOAT):
+    return _node(name, "Placeholder", dtype=tf.AttrValue(type=dtype),
+                 shape=tf.AttrValue(shape=tf.TensorShapeProto(dim=[tf.TensorShapeProto.Dim(size=d) for d in shape])))
+
+
+def test_clip_by_value_scalar_and_tensor_bounds(tmp_path):
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)
+    lo = np.array([-1, -0.5, 0, 0.5], np.float32)
+    g = tf.GraphDef(node=[_placeholder("x", [3, 4]), _const("a", np.float32(-0.5)), _const("b", np.float32(0.75)),
+                          _const("lo", lo), _const("hi", lo + 1), _node("c1", "ClipByValue", ["x", "a", "b"]),
+                          _node("c2", "ClipByValue", ["x", "lo", "hi"])])
+    r, outs = run(tmp_path, g, [x], optimization_switch="elementwise_fusion:off")
+    np.testing.assert_allclose(outs[0], np.clip(x, -0.5, 0.75))
+    np.testing.assert_allclose(outs[1], np.clip(x, lo, lo + 1))
+    kinds = [n.op_type for n in r.graph.nodes]
+    assert "ClipByValue" in kinds and "Maximum" in kinds and "Minimum" in kinds
+
+
+def test_zeros_like_ones_like_are_constants_of_the_shape(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    g = tf.GraphDef(node=[_placeholder("x", [2, 3]), _node("z", "ZerosLike", ["x"]), _node("o", "OnesLike", ["x"]),
+                          _node("a", "AddV2", ["x", "o"]), _node("b", "Mul", ["x", "z"])])
+    _, outs = run(tmp_path, g, [x])
+    np.testing.assert_array_equal(outs[0], x + 1)
+    np.testing.assert_array_equal(outs[1], np.zeros_like(x))
+
+
+def test_unused_placeholder_is_dropped_with_a_warning(tmp_path):
+    g = tf.GraphDef(node=[_placeholder("x", [2, 3]), _placeholder("training", [], tf.DT_BOOL),
+                          _placeholder("y", [2, 3]), _node("a", "AddV2", ["x", "y"])])
+    x, y = np.ones((2, 3), np.float32), np.full((2, 3), 2, np.float32)
+    r, outs = run(tmp_path, g, [x, y])
+    assert [n.name for n in r.graph.data_nodes] == ["x", "y"]
+    assert r.summary["warnings"] == ["Placeholder training has no consumer: it is not made a model input"]
+    np.testing.assert_array_equal(outs[0], x + y)
+
+
+def test_unused_placeholder_warning_is_logged(atc, tmp_path):
+    g = tf.GraphDef(node=[_placeholder("x", [2]), _placeholder("unused", [2]), _node("n", "Neg", ["x"])])
+    (tmp_path / "g.pb").write_bytes(g.SerializeToString())
+    code, out, _ = atc("--model", str(tmp_path / "g.pb"), "--framework=3", f"--output={tmp_path}/g",
+                       "--soc_version=Ascend910B1", "--log=warning")
+    assert code == 0
+    assert "[WARNING] GE(atc-py): Placeholder unused has no consumer" in out
+
+
+def test_conv1d_filter_through_expand_dims_of_a_big_constant_folds(tmp_path):
+    """The Conv1D kernel (196 KB, more than import folds) reaches Conv2D through ExpandDims: the filter's
+    layout change is a node the fold pass turns into a constant; no filter transform runs on the device."""
+    r, _ = run(tmp_path, str(DATA / "conv1d_big_filter.pb"), [np.zeros((1, 9, 128), np.float32)])
+    conv = next(n for n in r.graph.nodes if n.op_type == "Conv2D")
+    assert conv.inputs[1].is_const
+    assert not any(n.op_type == "TransposeD" and n.inputs[0].desc.shape == (1, 3, 128, 128) for n in r.graph.nodes)
