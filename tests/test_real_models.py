@@ -13,24 +13,10 @@ Error measure: max |om-run - framework| / max |framework| over each output.
 Each fixture compiles once per precision and runs once in om-run; no hazard may be reported."""
 import pytest
 
-from atc_py.frontend.tensorflow.adapters import TF_ADAPTERS
 from tools.real_models.report import FP32_TOL, compile_and_run, fp16_tolerance, load, manifest, rel_err
 
 MANIFEST = manifest()
-# Keras' grouped/depthwise convolutions freeze into library functions called through (Stateful)PartitionedCall:
-# inlining them is TensorFlow control-flow/function work (issue 15), not an operator of this slice
-CALLS = {"PartitionedCall", "StatefulPartitionedCall"}
-
-
-def _marks(entry):
-    if CALLS & set(entry.get("tf_ops", ())) and not CALLS <= set(TF_ADAPTERS):
-        return [pytest.mark.xfail(strict=True, raises=Exception,
-                                  reason="library-function calls ((Stateful)PartitionedCall) come with issue 15")]
-    return []
-
-
-CASES = [pytest.param(name, precision, id=f"{name}-{precision}", marks=_marks(entry))
-         for name, entry in MANIFEST.items() for precision in ("fp32", "fp16")]
+CASES = [pytest.param(name, precision, id=f"{name}-{precision}") for name in MANIFEST for precision in ("fp32", "fp16")]
 
 
 def test_fixture_set_covers_the_issue():

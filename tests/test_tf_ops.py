@@ -82,7 +82,7 @@ def test_clip_by_value_scalar_and_tensor_bounds(tmp_path):
     g = tf.GraphDef(node=[_placeholder("x", [3, 4]), _const("a", np.float32(-0.5)), _const("b", np.float32(0.75)),
                           _const("lo", lo), _const("hi", lo + 1), _node("c1", "ClipByValue", ["x", "a", "b"]),
                           _node("c2", "ClipByValue", ["x", "lo", "hi"])])
-    r, outs = run(tmp_path, g, [x], optimization_switch="elementwise_fusion:off")
+    r, outs = run(tmp_path, g, [x], optimization_switch="autofuse:off")
     np.testing.assert_allclose(outs[0], np.clip(x, -0.5, 0.75))
     np.testing.assert_allclose(outs[1], np.clip(x, lo, lo + 1))
     kinds = [n.op_type for n in r.graph.nodes]
