@@ -124,3 +124,26 @@ def test_conv1d_filter_through_expand_dims_of_a_big_constant_folds(tmp_path):
     conv = next(n for n in r.graph.nodes if n.op_type == "Conv2D")
     assert conv.inputs[1].is_const
     assert not any(n.op_type == "TransposeD" and n.inputs[0].desc.shape == (1, 3, 128, 128) for n in r.graph.nodes)
+
+
+def test_top_k_and_resize_take_values_computed_at_run_time(tmp_path):
+    """TopKV2's k and ResizeBilinear's size fed as inputs: the value-dependent forms (TopK, Resize) read them
+    when the model runs, in the dynamic-shape partition."""
+    x = np.array([[3, 1, 4, 1, 5, 9], [2, 6, 5, 3, 5, 8]], np.float32)
+    img = np.arange(2 * 3 * 4 * 1, dtype=np.float32).reshape(2, 3, 4, 1)
+    g = tf.GraphDef(node=[_placeholder("x", [2, 6]), _placeholder("k", [], tf.DT_INT32),
+                          _placeholder("img", [2, 3, 4, 1]), _placeholder("size", [2], tf.DT_INT32),
+                          _node("t", "TopKV2", ["x", "k"]), _node("r", "ResizeBilinear", ["img", "size"],
+                                                                  align_corners=tf.AttrValue(b=True))])
+    r, outs = run(tmp_path, g, [x, np.array(2, np.int32), img, np.array([5, 7], np.int32)])
+    assert r.summary["unknown_subgraphs"] >= 1
+    np.testing.assert_array_equal(outs[0], [[9, 5], [8, 6]])
+    np.testing.assert_array_equal(outs[1], np.array([[5, 4], [5, 1]], np.int32))
+    ys, xs = np.linspace(0, 2, 5), np.linspace(0, 3, 7)     # align_corners: corners map onto corners
+    want = img[:, :, :, 0]
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, 2), np.minimum(x0 + 1, 3)
+    fy, fx = (ys - y0)[None, :, None], (xs - x0)[None, None, :]
+    top = want[:, y0][:, :, x0] * (1 - fx) + want[:, y0][:, :, x1] * fx
+    bot = want[:, y1][:, :, x0] * (1 - fx) + want[:, y1][:, :, x1] * fx
+    np.testing.assert_allclose(outs[2][..., 0], top * (1 - fy) + bot * fy, rtol=1e-5, atol=1e-5)
