@@ -11,3 +11,5 @@ DEFAULT_FOLD_SIZE_LIMIT = 256 << 20  # bytes of one folded constant (--fold_size
 FOLD_WORK_PER_BYTE = 64            # element operations a fold may spend per byte of the size limit (~16 G ops)
 MAX_CONST_BYTES = 4 << 30          # one constant materialised from a model file (a TF splat, an initializer)
 MAX_SINK_NOPS = 1024               # --debug_sink_nops
+MAX_IMPORT_UNROLL_ITERATIONS = 4096  # an ONNX Loop carrying sequences is unrolled when imported: at most this many
+MAX_IMPORT_UNROLL_NODES = 1 << 16    # iterations, and at most this many IR nodes added by unrolling one Loop

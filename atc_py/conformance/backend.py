@@ -14,28 +14,53 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
+from ..frontend.onnx.boundary import element_name, empty_key, kind
 from ..pipeline import build
 
 DEFAULT_SOC = "Ascend910B1"
 
 
-def _input_names(model: onnx.ModelProto) -> list[str]:
+def _graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     inits = {i.name for i in model.graph.initializer}
-    return [i.name for i in model.graph.input if i.name not in inits]
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def _flatten(info: onnx.ValueInfoProto, x) -> list[tuple[str, np.ndarray]]:
+    """One ONNX input value as the compiled model's inputs (boundary.py): a sequence's elements are `name[k]`,
+    an empty sequence or absent optional is `name[]` with no array."""
+    if isinstance(x, (list, tuple)):
+        items = [(element_name(info.name, k), np.asarray(e)) for k, e in enumerate(x)]
+        return items or [(empty_key(info.name), None)]
+    if x is None:
+        return [(empty_key(info.name), None)]
+    return [(info.name, np.asarray(x))]
+
+
+def _gather(info: onnx.ValueInfoProto, by_name: dict):
+    """One ONNX output from the compiled model's outputs (by name)."""
+    if info.name in by_name:
+        return by_name[info.name]
+    items = []
+    while element_name(info.name, len(items)) in by_name:
+        items.append(by_name[element_name(info.name, len(items))])
+    if items or kind(info) == "sequence_type":
+        return items
+    return None          # an optional compiled empty
 
 
 class AtcBackendRep(BackendRep):
     def __init__(self, model: onnx.ModelProto, soc: str):
         self.model = model
         self.soc = soc
-        self.names = _input_names(model)
-        self._compiled: dict[tuple, object] = {}
+        self.inputs = _graph_inputs(model)
+        self.names = [i.name for i in self.inputs]
+        self._compiled: dict[str, object] = {}
 
-    def _load(self, inputs: list[np.ndarray]):
+    def _load(self, flat: list[tuple[str, np.ndarray]]):
         from runner.loader import load_model
-        key = tuple((np.asarray(x).shape, np.asarray(x).dtype.str) for x in inputs)
+        shapes = ";".join(f"{n}:{','.join(map(str, x.shape)) if x is not None else ''}" for n, x in flat)
+        key = shapes + "|" + ",".join(x.dtype.str for _, x in flat if x is not None)
         if key not in self._compiled:
-            shapes = ";".join(f"{n}:{','.join(map(str, np.asarray(x).shape))}" for n, x in zip(self.names, inputs))
             # the suites check fp32 numbers: keep model dtypes (ATC would default to force_fp16)
             options = {"ge.socVersion": self.soc, "input_shape": shapes, "input_shape_allow_empty": "1",
                        "ge.exec.precision_mode": "must_keep_origin_dtype"}
@@ -55,11 +80,15 @@ class AtcBackendRep(BackendRep):
             inputs = [inputs[n] for n in self.names]
         elif not isinstance(inputs, (list, tuple)):
             inputs = [inputs]
-        inputs = [np.asarray(x) for x in inputs]
-        outs, stats = Simulation(self._load(inputs)).run(inputs)
+        flat = [p for info, x in zip(self.inputs, inputs) for p in _flatten(info, x)]
+        model = self._load(flat)
+        outs, stats = Simulation(model).run([x for _, x in flat if x is not None])
         if stats.hazards:
             raise RuntimeError(f"simulation reported hazards: {stats.hazards}")
-        return tuple(outs)
+        if all(kind(info) == "tensor_type" for info in self.model.graph.output):
+            return tuple(outs)
+        by_name = {io.name: o for io, o in zip(model.outputs, outs)}
+        return tuple(_gather(info, by_name) for info in self.model.graph.output)
 
 
 class AtcBackend(Backend):

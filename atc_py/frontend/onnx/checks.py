@@ -18,6 +18,7 @@ from onnx import TensorProto
 
 from ...errors import AtcError
 from ...limits import MAX_CONST_BYTES, MAX_RANK
+from .boundary import problem as structured_input_problem
 
 DOMAIN_ALIASES = {"ai.onnx": ""}
 _BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, getattr(TensorProto, "FLOAT4E2M1", -1): 4,
@@ -170,8 +171,10 @@ class ModelChecks:
             if not inp.type.HasField("tensor_type"):
                 if inp.name in {t.name for t in self.model.graph.initializer}:
                     continue
-                raise self.fail(f"graph input '{inp.name}' is not a tensor (sequence, map and optional inputs are "
-                                "not supported)")
+                why = structured_input_problem(inp)
+                if why:
+                    raise self.fail(why)
+                continue
             for d in inp.type.tensor_type.shape.dim:
                 if d.HasField("dim_value") and d.dim_value < 0:
                     raise self.fail(f"graph input '{inp.name}' has a negative dimension {d.dim_value}")

@@ -11,7 +11,7 @@ from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options import shape_range_attr
 from ...ops.base import OpError
 from ...passes.infer import infer_node
-from . import adapters  # noqa: F401  (registers the adapters)
+from . import adapters, boundary  # noqa: F401  (importing adapters registers them)
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
 from ..value_fold import fold_at_import
@@ -85,34 +85,41 @@ class OnnxConverter:
 
     def inputs(self) -> None:
         index = 0
-        for k, inp in enumerate(self.model.graph.input):
+        for inp in self.model.graph.input:
             if inp.name in self.initializers:
                 continue  # old-style models list initializers as inputs
-            tt = inp.type.tensor_type
-            unsupported_type(tt.elem_type, f"input '{inp.name}'")
-            dt = dtype_from_onnx(tt.elem_type)
-            if dt is None:
-                raise AtcError("E10041", path=self.model.graph.name,
-                               reason=f"input '{inp.name}' has an unsupported element type {tt.elem_type}")
-            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] \
-                if tt.HasField("shape") else [-1]   # no shape at all: unknown rank, not a scalar
-            key = inp.name if inp.name in self.input_shapes else index
-            shape = self.input_shapes.get(key)
-            if shape is not None:
-                if len(shape) != len(dims) and tt.HasField("shape"):
-                    raise AtcError("E10001", value=",".join(map(str, shape)), parameter="--input_shape",
-                                   reason=f"input '{inp.name}' has rank {len(dims)}, the shape given has rank {len(shape)}")
-                dims = list(shape)
-            attrs = {"index": index, **shape_range_attr(self.input_shapes, key)}
-            if any(d < 0 for d in dims) and "_shape_range" not in attrs:
-                raise AtcError("E10001", value="NULL", parameter="--input_shape",
-                               reason="The shapes of inputs contain -1 in the model. "
-                                      "You may need to set input shape to specify its shape.")
-            fmt = "NCHW" if len(dims) == 4 else "ND"
-            node = self.graph.add_node(_safe(inp.name), "Data", out_descs=[TensorDesc(tuple(dims), dt.name, fmt, fmt)],
-                                       attrs=attrs, out_names=[inp.name])
-            self.values[inp.name] = node.outputs[0]
-            index += 1
+            if boundary.kind(inp) in boundary.STRUCTURED:    # sequences, optionals: their tensors are inputs
+                v, n = boundary.structured_input(self, inp, index)
+            else:
+                key = inp.name if inp.name in self.input_shapes else index
+                v, n = self.tensor_input(inp.name, inp.type.tensor_type, key, index), 1
+            self.values[inp.name] = v
+            index += n
+
+    def tensor_input(self, name: str, tt: onnx.TypeProto.Tensor, key, index: int) -> Value:
+        """The Data node of model input `index` named `name`, its shape from --input_shape[key] or the model."""
+        unsupported_type(tt.elem_type, f"input '{name}'")
+        dt = dtype_from_onnx(tt.elem_type)
+        if dt is None:
+            raise AtcError("E10041", path=self.model.graph.name,
+                           reason=f"input '{name}' has an unsupported element type {tt.elem_type}")
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim] \
+            if tt.HasField("shape") else [-1]   # no shape at all: unknown rank, not a scalar
+        shape = self.input_shapes.get(key)
+        if shape is not None:
+            if len(shape) != len(dims) and tt.HasField("shape"):
+                raise AtcError("E10001", value=",".join(map(str, shape)), parameter="--input_shape",
+                               reason=f"input '{name}' has rank {len(dims)}, the shape given has rank {len(shape)}")
+            dims = list(shape)
+        attrs = {"index": index, **shape_range_attr(self.input_shapes, key)}
+        if any(d < 0 for d in dims) and "_shape_range" not in attrs:
+            raise AtcError("E10001", value="NULL", parameter="--input_shape",
+                           reason="The shapes of inputs contain -1 in the model. "
+                                  "You may need to set input shape to specify its shape.")
+        fmt = "NCHW" if len(dims) == 4 else "ND"
+        node = self.graph.add_node(_safe(name), "Data", out_descs=[TensorDesc(tuple(dims), dt.name, fmt, fmt)],
+                                   attrs=attrs, out_names=[name])
+        return node.outputs[0]
 
     def nodes(self, order: list[int]) -> None:
         for k in order:
@@ -135,9 +142,9 @@ class OnnxConverter:
                     self.values[out_name] = v
 
     def outputs(self) -> None:
-        outs = [self.value(o.name) for o in self.gproto.output]
-        self.graph.add_node(self.graph.unique_name("NetOutput"), "NetOutput", outs, [],
-                            attrs={"output_names": [o.name for o in self.gproto.output]})
+        pairs = [p for o in self.gproto.output for p in boundary.output_leaves(o.name, self.value(o.name))]
+        self.graph.add_node(self.graph.unique_name("NetOutput"), "NetOutput", [v for _, v in pairs], [],
+                            attrs={"output_names": [n for n, _ in pairs]})
 
 
 def _all_nodes(g: onnx.GraphProto, prefix: str = ""):
@@ -200,10 +207,11 @@ def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
     conv.fold_limit = fold_limit
     conv.check_supported()
     inputs = [i.name for i in model.graph.input if i.name not in conv.initializers]
+    structured = {i.name for i in model.graph.input if boundary.kind(i) in boundary.STRUCTURED}
     produced = {o for n in model.graph.node for o in n.output} | {n.name for n in model.graph.node} | \
         set(conv.initializers)
     for key in conv.input_shapes:
-        if isinstance(key, str) and key not in inputs:
+        if isinstance(key, str) and key not in inputs and not boundary.is_own_key(key, structured):
             code = "E10017" if key in produced else "E10016"
             raise AtcError(code, opname=key, parameter="input_shape")
         if isinstance(key, int) and key >= len(inputs):

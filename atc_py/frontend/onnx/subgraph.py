@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import onnx
 
-from ...errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from .checks import check_body
+from .structured import is_structured, leaves, rebuild
 from .converter import OnnxConverter, _safe
 
 
@@ -32,37 +32,39 @@ class BodyConverter(OnnxConverter):
         self.captured: list[Value] = []          # outer Values, in the order of their Data indices
         self._capture_data: dict[int, Value] = {}
 
-    def value(self, name: str) -> Value:
+    def value(self, name: str):
         if name in self.values or name in self.initializers:
             return super().value(name)
         outer = self.parent.value(name)          # the enclosing scope (which may capture it in turn)
         if getattr(self, "inline_mode", False):
             self.values[name] = outer
             return outer
-        if not isinstance(outer, Value):
-            raise AtcError("E10041", path=self.model.graph.name,
-                           reason=f"subgraph {self.gproto.name!r} reads '{name}', a sequence from an enclosing scope "
-                                  "(only tensors can be captured)")
-        if outer.is_const and outer.data is not None:
-            v = self.graph.add_const(self.graph.unique_name(_safe(name)), outer.data)
-        else:
-            v = self._capture_data.get(id(outer))
-            if v is None:
-                d = outer.desc
-                node = self.graph.add_node(self.graph.unique_name(f"{self.graph.name}_{_safe(name)}"), "Data",
-                                           out_descs=[TensorDesc(d.shape, d.dtype, d.format, d.origin_format)],
-                                           attrs={"index": self.capture_base + len(self.captured)})
-                v = node.outputs[0]
-                self._capture_data[id(outer)] = v
-                self.captured.append(outer)
+        # a sequence or optional is captured tensor by tensor (its structure is known when compiling)
+        v = rebuild(outer, iter([self._capture(t, name) for t in leaves(outer)])) if is_structured(outer) \
+            else self._capture(outer, name)
         self.values[name] = v
         return v
 
+    def _capture(self, outer: Value, name: str) -> Value:
+        if outer.is_const and outer.data is not None:
+            return self.graph.add_const(self.graph.unique_name(_safe(name)), outer.data)
+        v = self._capture_data.get(id(outer))
+        if v is None:
+            d = outer.desc
+            node = self.graph.add_node(self.graph.unique_name(f"{self.graph.name}_{_safe(name)}"), "Data",
+                                       out_descs=[TensorDesc(d.shape, d.dtype, d.format, d.origin_format)],
+                                       attrs={"index": self.capture_base + len(self.captured)})
+            v = node.outputs[0]
+            self._capture_data[id(outer)] = v
+            self.captured.append(outer)
+        return v
+
     @classmethod
-    def inline(cls, parent: OnnxConverter, gproto: onnx.GraphProto) -> list:
-        """Convert a body straight into the parent's graph (a branch chosen at import): outer names are the
-        parent's values themselves."""
-        conv = cls(parent, gproto, parent.graph, {}, 0)
+    def inline(cls, parent: OnnxConverter, gproto: onnx.GraphProto, bindings: dict | None = None) -> list:
+        """Convert a body straight into the parent's graph (a branch chosen at import, a SequenceMap element,
+        an unrolled loop iteration): outer names are the parent's values themselves; `bindings` gives the
+        body's inputs."""
+        conv = cls(parent, gproto, parent.graph, dict(bindings or {}), 0)
         conv.inline_mode = True
         return conv.run()
 

@@ -1,12 +1,13 @@
 """If, Loop, Scan -> GE's If and While owning IR subgraphs (subgraph.py converts the bodies).
 
 If: a condition known at import selects its branch right away (value-aware import; its nodes join the
-graph); otherwise If(cond, captures...) with both branches. Loop(M, cond, v...) and Scan become While over
-[i, (M), cond, v..., captures...] (Scan: [i, states..., scan inputs..., captures...]) whose cond subgraph
-computes `i < M and cond` and whose body increments the counter i in device memory. Scan outputs: with a trip
+graph); otherwise If(cond, captures...) with both branches, a sequence or optional output travelling as its
+tensors (both branches must give the same structure: lengths and presence are fixed when compiling).
+Loop(M, cond, v...) and Scan become While over [i, (M), cond, v..., captures...] (Scan: [i, states...,
+scan inputs..., captures...]) whose cond subgraph computes `i < M and cond` and whose body increments the counter i in device memory. Scan outputs: with a trip
 count known at compile time they are accumulators [T, ...] the body writes row i of (InplaceUpdate), so the
 loop stays static; otherwise the While stacks them per iteration (`_scan_output_num`) and, its output
-shapes being unknown, runs in the host executor.
+shapes being unknown, runs in the host executor. A Loop over sequences is unrolled at import (loop_unroll.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from ....ir.graph import Graph, TensorDesc, Value
 from ....ops.control import SCAN_OUTPUTS, TRIP_COUNT
 from ....passes.infer import infer_node
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..structured import leaves, mismatch, rebuild
+from .loop_unroll import needs_unroll, unroll
 
 
 def _sg():
@@ -100,15 +103,19 @@ class If(OnnxOp):
             branch = ctx.attr("then_branch" if bool(np.asarray(known).reshape(-1)[0]) else "else_branch")
             return _sg().BodyConverter.inline(ctx.conv, branch)
         cond = _scalar(ctx.conv, f"{ctx.name}_cond", ctx.input(0))
-        branches, convs, outs = {}, [], []
+        branches, convs, outs, shapes = {}, [], [], []
         for key in ("then_branch", "else_branch"):
             b = _Body(ctx, key)
             values, conv = b.convert(ctx.attr(key), {}, 0)
-            _tensors(values, f"an output of {key}")
             branches[key], convs = b, convs + [conv]
-            outs.append(values)
-        if len(outs[0]) != len(outs[1]):
-            raise AdapterError(f"then_branch gives {len(outs[0])} outputs, else_branch gives {len(outs[1])}")
+            shapes.append(values)
+        if len(shapes[0]) != len(shapes[1]):
+            raise AdapterError(f"then_branch gives {len(shapes[0])} outputs, else_branch gives {len(shapes[1])}")
+        for k, (x, y) in enumerate(zip(*shapes)):     # sequences and optionals: their tensors are the outputs
+            why = mismatch(x, y)
+            if why:
+                raise AdapterError(f"output {k} is {why} (the condition is known only at run time)")
+        outs = [[t for v in values for t in leaves(v)] for values in shapes]
         union: list[Value] = []
         for conv in convs:          # one input per captured outer value, shared by both branches
             for v in conv.captured:
@@ -118,8 +125,10 @@ class If(OnnxOp):
             for d in b.g.data_nodes:
                 d.attrs["index"] = next(k for k, u in enumerate(union) if u is conv.captured[d.attrs["index"]])
             finish(b.g, values, [f"output_{k}" for k in range(len(values))])
-        return emit_control(ctx.conv, ctx.name, "If", [cond] + union,
-                            {k: b.g for k, b in branches.items()}, len(outs[0]))
+        res = emit_control(ctx.conv, ctx.name, "If", [cond] + union,
+                           {k: b.g for k, b in branches.items()}, len(outs[0]))
+        it = iter(res)
+        return [rebuild(v, it) for v in shapes[0]]
 
 
 def _cond_graph(ctx: NodeCtx, slots: list[TensorDesc], i_slot: int, m_slot: int | None, c_slot: int) -> Graph:
@@ -157,9 +166,11 @@ class Loop(OnnxOp):
         proto = ctx.attr("body")
         m0, c0 = ctx.input(0), ctx.input(1)
         vs = [ctx.input(i) for i in range(2, ctx.n_inputs)]
-        _tensors(vs, "a loop-carried value")
         if m0 is None and c0 is None:
             raise AdapterError("it has neither a trip count nor a condition: an unbounded loop")
+        if len(proto.input) == 2 + len(vs) and needs_unroll(ctx, proto, vs):
+            return unroll(ctx, proto, vs)      # sequences: resolved at compile time, iteration by iteration
+        _tensors(vs, "a loop-carried value")
         n_scan = len(proto.output) - 1 - len(vs)
         if len(proto.input) != 2 + len(vs) or n_scan < 0:
             raise AdapterError(f"its body takes {len(proto.input)} inputs and gives {len(proto.output)} outputs for "

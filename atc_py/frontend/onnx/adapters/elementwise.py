@@ -1,4 +1,4 @@
-"""Activation adapters: Relu, Sigmoid, Tanh, Identity, Softmax and LogSoftmax (2-D coercion before opset 13)."""
+"""Activation adapters: Relu, Sigmoid, Tanh, Softmax and LogSoftmax (2-D coercion before opset 13)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +9,6 @@ from .math import _unary
 _unary("Relu", "Relu", 1)
 _unary("Sigmoid", "Sigmoid", 1)
 _unary("Tanh", "Tanh", 1)
-_unary("Identity", "Identity", 1)
 
 
 def _softmax_family(onnx_name: str, ge_type: str):

@@ -3,24 +3,10 @@ positions are constants; GE has no sequence tensors, so every SequenceAt / Conca
 SequenceLength must be decidable when the model is compiled (positions and split sizes constant)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ....ir.graph import Value
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
-
-
-@dataclass
-class Sequence:
-    items: list[Value] | None       # None: the length is known but the elements are not (non-constant splits)
-    length: int
-    why_unknown: str = ""
-
-    def elements(self) -> list[Value]:
-        if self.items is None:
-            raise AdapterError(f"the sequence's elements are not known at compile time ({self.why_unknown})")
-        return self.items
+from ..structured import Sequence
 
 
 def _seq(ctx: NodeCtx, i: int) -> Sequence:
@@ -121,9 +107,13 @@ class SplitToSequence(OnnxOp):
         dim = x.desc.shape[axis]
         split = ctx.input(1)
         if split is not None and not split.is_const:
-            if len(split.desc.shape) == 1:
-                return [Sequence(None, split.desc.shape[0], "the split sizes are a model input")]
-            raise AdapterError("a scalar split size must be a constant")
+            n = split.desc.shape[0] if len(split.desc.shape) == 1 else -1
+            if n <= 0:
+                raise AdapterError("a split computed at run time must be a vector of known length: a scalar split "
+                                   "size would fix the number of parts only at run time")
+            # the number of parts is known, their sizes are not: SplitV with the sizes as an input (dynamic)
+            parts = ctx.emit("SplitV", [x, split], {"split_dim": axis, "num_split": n}, n_out=n)
+            return [Sequence(list(parts), n)]
         if split is None:
             sizes, squeeze = [1] * dim, not int(ctx.attr("keepdims", 1))
         else:
