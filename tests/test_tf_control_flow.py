@@ -103,3 +103,52 @@ def test_v1_cond_becomes_an_if():
     assert any(n.op == "Merge" for n in gd.node)
     ops = {n.op for n in functionalize(gd).node}
     assert "If" in ops and not ops & {"Switch", "Merge"}
+
+
+TA_OUTPUTS = ("y", "y_concat", "y_gather", "size", "h")
+
+
+def test_tensor_array_v3_loop_matches_tensorflow(tmp_path):
+    """A v1 while_loop over TensorArrays (dynamic_rnn's form: Scatter / Split before the loop, Read and Write
+    carrying the flow through the frame, Gather / Concat / Size / Close after it) runs as one label loop."""
+    gd = tf.GraphDef.FromString((RNN / "tensor_array.pb").read_bytes())
+    ops = {n.op for n in gd.node}
+    assert {"TensorArrayV3", "TensorArrayScatterV3", "TensorArraySplitV3", "TensorArrayReadV3",
+            "TensorArrayWriteV3", "TensorArrayGatherV3", "TensorArrayConcatV3", "TensorArraySizeV3",
+            "TensorArrayCloseV3", "LoopCond"} <= ops
+    data = np.load(RNN / "tensor_array.npz")
+    m, outs = _run(tmp_path, RNN / "tensor_array.pb", data["x"])
+    assert [o.name.split(":")[0] for o in m.outputs] == list(TA_OUTPUTS)
+    for k, name in enumerate(TA_OUTPUTS):
+        np.testing.assert_allclose(outs[k], data[f"y{k}"], rtol=1e-5, atol=1e-6, err_msg=name)
+    assert sum(t.type == tt.LABEL_GOTO_EX for t in m.tasks) == 1
+
+
+def _bad_tensor_array(tmp_path, edit):
+    gd = tf.GraphDef.FromString((RNN / "tensor_array.pb").read_bytes())
+    edit(gd)
+    path = tmp_path / "bad.pb"
+    path.write_bytes(gd.SerializeToString())
+    with pytest.raises(AtcError) as exc:
+        compile_om(path, **{"ge.frameworkType": "3"})
+    return exc.value
+
+
+def test_a_growing_tensor_array_is_refused_naming_the_node(tmp_path):
+    def grow(gd):
+        next(n for n in gd.node if n.op == "TensorArrayV3").attr["dynamic_size"].b = True
+    err = _bad_tensor_array(tmp_path, grow)
+    assert err.code == "E14001" and "TensorArray" in str(err) and "dynamic_size" in str(err)
+
+
+def test_tensor_array_split_into_unequal_elements_is_refused(tmp_path):
+    def unequal(gd):
+        split = next(n for n in gd.node if n.op == "TensorArraySplitV3")
+        cast = next(n for n in gd.node if n.name == split.input[2])             # Cast(int32 const)
+        t = next(n for n in gd.node if n.name == cast.input[0]).attr["value"].tensor
+        vals = np.frombuffer(t.tensor_content, np.int32).copy()
+        assert vals.tolist() == [1] * 6
+        vals[:2] = (2, 0)
+        t.tensor_content = vals.tobytes()
+    err = _bad_tensor_array(tmp_path, unequal)
+    assert err.code == "E14001" and "TensorArraySplitV3" in str(err) and "lengths" in str(err)

@@ -17,12 +17,15 @@ from ...options import shape_range_attr
 from ..value_fold import fold_at_import
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError
-from . import functions  # noqa: F401  (registers the control-flow and library-call adapters)
+from . import functions, tensor_array  # noqa: F401  (registers the control-flow, library-call, TensorArray adapters)
 from .functions import resolve_function_ref
 from .functionalize import functionalize
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
 
 NO_OUTPUT_OPS = {"NoOp"}
+# ops that only end something (TensorArrayCloseV3 frees an array): a control edge into one orders the close
+# after its source, it does not consume the source, so the source can still be a model output
+SINK_OPS = {"TensorArrayCloseV3"}
 # the AttrValue kind of each attribute the adapters read (TensorFlow's op registry declares them so)
 ATTR_KINDS = {**{k: "i" for k in ("num_split", "axis", "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
                                   "shrink_axis_mask", "N")},
@@ -278,7 +281,8 @@ class TfConverter:
                                sample='"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"')
 
     def net_output(self) -> None:
-        consumed = {split_input(i)[0] for n in self.gd.node for i in n.input}
+        consumed = {split_input(i)[0] for n in self.gd.node for i in n.input
+                    if not (n.op in SINK_OPS and i.startswith("^"))}
         outs, names = [], []
         for n in self.gd.node:
             if n.name in consumed or n.op in NO_OUTPUT_OPS or n.op in ("Placeholder", "Const") \
