@@ -152,3 +152,41 @@ def test_tensor_array_split_into_unequal_elements_is_refused(tmp_path):
         t.tensor_content = vals.tobytes()
     err = _bad_tensor_array(tmp_path, unequal)
     assert err.code == "E14001" and "TensorArraySplitV3" in str(err) and "lengths" in str(err)
+
+
+def test_switch_case_with_a_runtime_branch_index_runs_each_branch(tmp_path):
+    """tf.switch_case (a functional StatelessCase over three library functions) on a runtime index: one
+    LABEL_SWITCH_BY_INDEX over the three branch labels; every index (and one past the end: TensorFlow and
+    the label switch both take the last branch) matches TensorFlow."""
+    gd = tf.GraphDef.FromString((RNN / "case.pb").read_bytes())
+    assert any(n.op in ("Case", "StatelessCase") for n in gd.node)
+    data = np.load(RNN / "case.npz")
+    path = tmp_path / "case.om"
+    path.write_bytes(compile_om(RNN / "case.pb", **{"ge.frameworkType": "3"}))
+    m = load_model(str(path))
+    assert [i.name for i in m.inputs] == ["i", "x"]
+    for k, idx in enumerate(data["i"]):
+        outs, stats = Simulation(m).run([np.array(idx, np.int32), data["x"]])
+        np.testing.assert_allclose(outs[0], data["y"][k], rtol=1e-5, atol=1e-6, err_msg=f"branch index {idx}")
+        assert not stats.hazards
+        branch_sets = [r.name for r in stats.records if r.type == "LABEL_SET" and "Branch" in r.name]
+        assert branch_sets == [f"switch_case_indexed_case/Branch{min(int(idx), 2)}_LabelSet"]
+
+
+def test_switch_case_task_list(tmp_path):
+    """The lowered Case in the task list (GE's case_op_label_maker): Cast is not needed (the index is int32),
+    LABEL_SWITCH_BY_INDEX lists the three branch labels; each branch opens with its LABEL_SET, copies its
+    result into the Case's output and jumps to the leave label; the last branch ends by setting it."""
+    from atc_py.om import read_om
+    from atc_py.om.json_dump import om_file_to_json
+    doc = om_file_to_json(read_om(compile_om(RNN / "case.pb", **{"ge.frameworkType": "3"})))
+    tasks = doc["task_info"]["task"]
+    kinds = [t.get("type", 0) for t in tasks]
+    switch = next(t for t in tasks if t.get("type") == tt.LABEL_SWITCH_BY_INDEX)
+    assert switch["label_switch_by_index"]["label_max"] == 3
+    sets = [t.get("label_set", {}).get("label_id", 0) for t in tasks if t.get("type") == tt.LABEL_SET]
+    gotos = [t["label_goto_ex"].get("label_id", 0) for t in tasks if t.get("type") == tt.LABEL_GOTO_EX]
+    assert kinds.count(tt.LABEL_SWITCH_BY_INDEX) == 1 and len(sets) == 4 and len(gotos) == 2
+    assert sets[-1] == gotos[0] == gotos[1]            # both early branches jump to the label the last one sets
+    assert kinds.index(tt.LABEL_SWITCH_BY_INDEX) < kinds.index(tt.LABEL_SET)
+    assert kinds.count(tt.MEMCPY_ASYNC) == 3           # each branch copies its result into the Case's output
