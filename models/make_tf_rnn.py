@@ -76,12 +76,12 @@ def calls() -> None:
 
 
 def cond() -> None:
-    """tf.cond on a runtime predicate, frozen both ways (v1: Switch/Merge; v2: StatelessIf), and its outputs
-    for an input that takes each branch."""
+    """tf.cond on a runtime predicate with work after it, frozen both ways (v1: Switch/Merge; v2: StatelessIf),
+    and its outputs for an input that takes each branch."""
     w = tf.constant([[0.5, -1.0, 2.0]])
 
     def f(x):
-        return tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(x) * w, lambda: tf.tanh(x) - 1.0)
+        return tf.cond(tf.reduce_sum(x) > 0, lambda: tf.nn.relu(x) * w, lambda: tf.tanh(x) - 1.0) * 2.0 + x
     spec = tf.TensorSpec((2, 3), tf.float32, name="x")
     for form, lower in (("v2", False), ("v1", True)):
         (OUT / f"cond.{form}.pb").write_bytes(_freeze(f, spec, lower))
@@ -152,7 +152,7 @@ def switch_case() -> None:
     np.savez(OUT / "case.npz", x=x, i=idx, y=np.stack([f(tf.constant(k), x).numpy() for k in idx]))
 
 
-MAKERS = {"tensor_array": tensor_array, "case": switch_case}
+MAKERS = {"cond": cond, "tensor_array": tensor_array, "case": switch_case}
 
 
 def main() -> None:
@@ -168,8 +168,6 @@ def main() -> None:
         print(f"wrote models/tf_rnn/{name}.v1.pb, {name}.v2.pb, {name}.npz")
     calls()
     print("wrote models/tf_rnn/calls.pb, calls.npz")
-    cond()
-    print("wrote models/tf_rnn/cond.v1.pb, cond.v2.pb, cond.npz")
     for name, make in MAKERS.items():
         make()
         print(f"wrote models/tf_rnn/{name}.*")

@@ -86,16 +86,69 @@ def test_unsupported_op_inside_a_library_function_is_named(tmp_path):
 
 @pytest.mark.parametrize("form", ["v1", "v2"])
 def test_tf_cond_with_a_runtime_predicate_takes_each_branch(tmp_path, form):
-    """tf.cond frozen as Switch/Merge (v1, rebuilt into If) or StatelessIf (v2): both branches match TF."""
+    """tf.cond frozen as Switch/Merge (v1, rebuilt into an If GE lowers with StreamSwitch) or StatelessIf (v2,
+    labels): both branches match TF."""
     data = np.load(RNN / "cond.npz")
     path = tmp_path / "c.om"
     path.write_bytes(compile_om(RNN / f"cond.{form}.pb", **{"ge.frameworkType": "3"}))
     m = load_model(str(path))
-    assert sum(t.type == tt.LABEL_SWITCH_BY_INDEX for t in m.tasks) == 1
+    switches = (sum(t.type == tt.LABEL_SWITCH_BY_INDEX for t in m.tasks), sum(t.type == tt.STREAM_SWITCH for t in m.tasks))
+    assert switches == ((0, 2) if form == "v1" else (1, 0))
     for side in ("then", "else"):
         outs, stats = Simulation(m).run([data[f"x_{side}"]])
         np.testing.assert_allclose(outs[0], data[f"y_{side}"], rtol=1e-5, atol=1e-6)
         assert not stats.hazards
+
+
+def _stream_tasks(m):
+    return {s: [t for t in m.tasks if t.stream_id == s] for s in sorted({t.stream_id for t in m.tasks})}
+
+
+def test_v1_cond_lowers_to_stream_switch_tasks(tmp_path):
+    """GE's v1 cond lowering (SwitchToStreamSwitchPass, MergeToStreamMergePass): the parent stream ends with
+    the predicate cast to int32 and StreamSwitch_t (== 1) / StreamSwitch_f (== 0), each naming its branch's
+    stream; each branch stream copies its result into the If's output and activates the merge stream, where
+    the work after the cond runs. No label task."""
+    path = tmp_path / "c.om"
+    path.write_bytes(compile_om(RNN / "cond.v1.pb", **{"ge.frameworkType": "3"}))
+    m = load_model(str(path))
+    assert not any(t.type in (tt.LABEL_SET, tt.LABEL_SWITCH_BY_INDEX, tt.LABEL_GOTO_EX) for t in m.tasks)
+    per = _stream_tasks(m)
+    assert m.stream_num == 4 and sorted(per) == [0, 1, 2, 3]
+    head = [t.type for t in per[0]]
+    assert head[-2:] == [tt.STREAM_SWITCH, tt.STREAM_SWITCH]
+    sw_t, sw_f = per[0][-2:]
+    ops = {op.id: op for op in m.ops.values()}
+    from atc_py.om.attrs import from_attr
+    for sw, stream, flag in ((sw_t, 1, 1), (sw_f, 2, 0)):
+        op = ops[sw.stream_switch.op_index]
+        assert op.type == "StreamSwitch" and sw.stream_switch.true_stream_id == stream
+        assert from_attr(op.attr["switch_condition"]) == 0 and from_attr(op.attr["active_stream_list"]) == [stream]
+        assert bool(from_attr(op.attr["_switch_true_branch_flag"])) == bool(flag)
+    for stream in (1, 2):       # branch, its copy into the If's output, then STREAM_ACTIVE of the merge stream
+        kinds = [t.type for t in per[stream]]
+        assert kinds[-2:] == [tt.MEMCPY_ASYNC, tt.STREAM_ACTIVE] and per[stream][-1].stream_active.active_stream_id == 3
+    assert per[3] and all(t.type in (tt.KERNEL, tt.ALL_KERNEL) for t in per[3])   # * 2 + x after the cond
+
+
+def test_stream_switch_runs_only_the_taken_branch_stream(tmp_path):
+    """om-run: STREAM_SWITCH_t hands stream 0 over to the then stream when the predicate holds (StreamSwitch_f
+    never runs), otherwise StreamSwitch_f hands it to the else stream; the merge stream starts only after the
+    branch's STREAM_ACTIVE, and reads the branch's result without a hazard."""
+    data = np.load(RNN / "cond.npz")
+    path = tmp_path / "c.om"
+    path.write_bytes(compile_om(RNN / "cond.v1.pb", **{"ge.frameworkType": "3"}))
+    m = load_model(str(path))
+    for side, taken, skipped in (("then", 1, 2), ("else", 2, 1)):
+        outs, stats = Simulation(m).run([data[f"x_{side}"]])
+        np.testing.assert_allclose(outs[0], data[f"y_{side}"], rtol=1e-5, atol=1e-6)
+        assert not stats.hazards
+        recs = stats.records
+        switches = [r.name.rsplit("/", 1)[-1] for r in recs if r.type == "STREAM_SWITCH"]
+        assert switches == (["StreamSwitch_t"] if side == "then" else ["StreamSwitch_t", "StreamSwitch_f"])
+        assert any(r.stream == taken for r in recs) and not any(r.stream == skipped for r in recs)
+        active = next(r for r in recs if r.type == "STREAM_ACTIVE" and r.stream == taken)
+        assert all(r.start >= active.end for r in recs if r.stream == 3) and any(r.stream == 3 for r in recs)
 
 
 def test_v1_cond_becomes_an_if():
@@ -190,3 +243,15 @@ def test_switch_case_task_list(tmp_path):
     assert sets[-1] == gotos[0] == gotos[1]            # both early branches jump to the label the last one sets
     assert kinds.index(tt.LABEL_SWITCH_BY_INDEX) < kinds.index(tt.LABEL_SET)
     assert kinds.count(tt.MEMCPY_ASYNC) == 3           # each branch copies its result into the Case's output
+
+
+def test_single_stream_build_keeps_labels_for_a_v1_cond(tmp_path):
+    """--enable_single_stream=true: one stream, so the v1 cond falls back to label tasks (and still matches)."""
+    data = np.load(RNN / "cond.npz")
+    path = tmp_path / "c.om"
+    path.write_bytes(compile_om(RNN / "cond.v1.pb", **{"ge.frameworkType": "3", "ge.enableSingleStream": "true"}))
+    m = load_model(str(path))
+    assert m.stream_num == 1 and not any(t.type == tt.STREAM_SWITCH for t in m.tasks)
+    assert sum(t.type == tt.LABEL_SWITCH_BY_INDEX for t in m.tasks) == 1
+    outs, stats = Simulation(m).run([data["x_else"]])
+    np.testing.assert_allclose(outs[0], data["y_else"], rtol=1e-5, atol=1e-6)

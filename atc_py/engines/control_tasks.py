@@ -7,7 +7,7 @@ from ..ir.graph import Node
 from ..passes.memory import MemoryPlan
 from ..proto import task_pb2
 from . import task_types as tt
-from .labels import ACTIVE_STREAMS, LABEL_INDEX, LABEL_LIST
+from .labels import ACTIVE_STREAMS, LABEL_INDEX, LABEL_LIST, SWITCH_DATA_TYPE
 
 
 def rts_tasks(node: Node, op_id: int, plan: MemoryPlan, stream: int) -> list[task_pb2.TaskDef]:
@@ -28,6 +28,12 @@ def rts_tasks(node: Node, op_id: int, plan: MemoryPlan, stream: int) -> list[tas
         return [task_pb2.TaskDef(type=tt.STREAM_ACTIVE, stream_id=stream,
                                  stream_active=task_pb2.StreamActiveDef(op_index=op_id, active_stream_id=int(s)))
                 for s in node.attrs.get(ACTIVE_STREAMS, [])]
+    if t == "StreamSwitch":
+        target = node.attrs.get(ACTIVE_STREAMS, [])
+        if len(target) != 1:
+            raise ValueError(f"{node.name}: a StreamSwitch activates one stream, it lists {target}")
+        return [task_pb2.TaskDef(type=tt.STREAM_SWITCH, stream_id=stream, stream_switch=task_pb2.StreamSwitchDef(
+            op_index=op_id, true_stream_id=int(target[0]), data_type=int(node.attrs.get(SWITCH_DATA_TYPE, 0))))]
     if t == "MemcpyAsync":
         src, dst = node.inputs[0], node.outputs[0]
         n = src.desc.nbytes

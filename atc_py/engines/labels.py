@@ -7,6 +7,14 @@ If / Case: the parent gets Cast(int32) + LabelSwitchByIndex -> [L_else, L_then] 
           branch k = [LabelSet L_k, StreamActive, <branch>, MemcpyAsync -> outputs, LabelGotoEx Lleave]; the
           last branch ends with LabelSet Lleave instead of the goto.
 
+If rebuilt from a TensorFlow v1 cond (Switch ... Merge; GE's parser keeps those ops and its
+SwitchToStreamSwitchPass / MergeToStreamMergePass lower them): streams, not labels. The parent's stream ends
+with Cast(int32) + StreamSwitch_t (index EQUAL 1 -> the then stream) + StreamSwitch_f (index EQUAL 0 -> the
+else stream); each branch runs on its own stream = [<branch>, MemcpyAsync -> outputs, StreamActive -> the
+merge stream], and what followed the If on the parent's stream continues on the merge stream (GE's
+StreamMerge stream, which Active_t / Active_f start). Only an If of the root graph whose branches hold no
+control node is lowered so; any other keeps labels (the stream ids are given at task generation).
+
 Memory (control_memory.py): a While's outputs are its inputs' bytes (each input first copied into a buffer of
 its own unless the While is its only reader), its cond and body read them in place through their Data nodes;
 the body's results are copied back at the end of each iteration (a result that *is* the carried input needs
@@ -28,12 +36,19 @@ LABEL_LIST = "_label_switch_list"       # GE ATTR_NAME_LABEL_SWITCH_LIST (LabelS
 ACTIVE_STREAMS = "active_stream_list"   # GE ATTR_NAME_ACTIVE_STREAM_LIST (StreamActive)
 LABEL_OWNER = "_label_owner"            # the control node an RTS node of the parent graph belongs to
 PINNED = "_pinned_to"                   # meta: the parent Value whose bytes this subgraph Value is
+STREAM_SWITCH_IF = "_lower_with_stream_switch"   # an If rebuilt from a TF v1 cond (frontend/tensorflow)
+SWITCH_STREAMS = "_switch_streams"      # meta of such an If: (then stream, else stream, merge stream)
+SWITCH_TRUE_BRANCH_FLAG = "_switch_true_branch_flag"   # GE ATTR_NAME_SWITCH_TRUE_BRANCH_FLAG
+SWITCH_DATA_TYPE = "_switch_data_type"  # GE ATTR_NAME_SWITCH_DATA_TYPE: RT_SWITCH_INT32 = 0
+MERGE_ACTIVE = "_activates_merge_stream"   # the branch's last StreamActive: starts the merge stream
+RT_EQUAL = 0                            # rtCondition_t
 
 
 @dataclass
 class LabelPlan:
     label_num: int = 0
     region: dict[str, list[Node]] = field(default_factory=dict)   # control node -> its nodes in task order
+    stream_switches: list[Node] = field(default_factory=list)     # Ifs lowered to StreamSwitch, in order
 
 
 def _rts(g: Graph, name: str, op_type: str, inputs=(), attrs=None, out_descs=()) -> Node:
@@ -70,9 +85,10 @@ def _needs_copy_in(node: Node, k: int) -> bool:
 
 
 class LabelMaker:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, stream_switch: bool = True):
         self.root = graph
         self.plan = LabelPlan()
+        self.stream_switch = stream_switch
 
     def label(self) -> int:
         self.plan.label_num += 1
@@ -83,6 +99,9 @@ class LabelMaker:
         for node in list(g.nodes):
             if node.op_type == "While":
                 self.while_(g, node)
+            elif node.op_type == "If" and g is self.root and self.stream_switch and node.attrs.get(STREAM_SWITCH_IF) \
+                    and not any(is_control(n) for sub in node.subgraphs.values() for n in sub.nodes):
+                self.stream_switch_if(g, node)
             elif node.op_type in ("If", "Case"):
                 self.branches(g, node)
             for sub in node.subgraphs.values():
@@ -160,6 +179,32 @@ class LabelMaker:
         leave = _rts(body, f"{node.name}/LeaveLabelSet", "LabelSet", attrs={LABEL_INDEX: le, "_subgraph_end_node": True})
         self._reorder(body, head, copies + [goto, leave])
 
+    # -- If from a v1 cond: StreamSwitch ---------------------------------------------------------------------
+    def stream_switch_if(self, g: Graph, node: Node) -> None:
+        idx = _index_cast(g, f"{node.name}/SwitchIndex", node.inputs[0])
+        if idx is not node.inputs[0]:
+            g.set_input(node, 0, idx)
+            g.nodes.remove(idx.producer)
+            g.nodes.insert(g.nodes.index(node), idx.producer)
+        for flag, tag in ((True, "t"), (False, "f")):       # GE: StreamSwitch_t / _f, each with its Constant
+            value = g.add_const(g.unique_name(f"{node.name}/StreamSwitch_{tag}_Constant_{tag}"),
+                                np.array(int(flag), np.int32))
+            sw = _rts(g, f"{node.name}/StreamSwitch_{tag}", "StreamSwitch", [idx, value],
+                      {"switch_condition": RT_EQUAL, SWITCH_DATA_TYPE: 0, ACTIVE_STREAMS: [],
+                       SWITCH_TRUE_BRANCH_FLAG: flag})
+            sw.attrs[LABEL_OWNER] = node.name
+            node.meta.setdefault("_owned_switches", []).append(sw)
+        args = list(node.inputs[1:])
+        for sub, tag in ((node.subgraphs["then_branch"], "t"), (node.subgraphs["else_branch"], "f")):
+            self._pin_data(sub, args)
+            head = [_rts(sub, f"{node.name}/{sub.name}/StreamActive", "StreamActive",
+                         attrs={ACTIVE_STREAMS: [], "_subgraph_first_active": True})]
+            copies = self._copies(sub, node, list(node.outputs), skip_same_data=False)
+            active = _rts(sub, f"{node.name}/Active_{tag}", "StreamActive",
+                          attrs={ACTIVE_STREAMS: [], MERGE_ACTIVE: True, "_subgraph_end_node": True})
+            self._reorder(sub, head, copies + [active])
+        self.plan.stream_switches.append(node)
+
     # -- If / Case ----------------------------------------------------------------------------------------
     def branches(self, g: Graph, node: Node) -> None:
         subs = [node.subgraphs["then_branch"], node.subgraphs["else_branch"]] if node.op_type == "If" \
@@ -188,30 +233,55 @@ class LabelMaker:
             self._reorder(sub, head, copies + [end])
 
 
-def lower_labels(graph: Graph) -> LabelPlan:
-    """Insert the label / stream-active / copy nodes; returns how many labels the model uses."""
-    m = LabelMaker(graph)
+def lower_labels(graph: Graph, stream_switch: bool = True) -> LabelPlan:
+    """Insert the label / stream-active / copy nodes; returns how many labels the model uses. With
+    stream_switch False (a single-stream build) v1 conds keep labels too."""
+    m = LabelMaker(graph, stream_switch)
     m.run(graph)
     return m.plan
 
 
-def region_nodes(node: Node) -> list[Node]:
-    """A lowered control node's nodes in task order (nested control nodes expanded)."""
+def give_switch_streams(plan: LabelPlan, first: int) -> int:
+    """Stream ids for the Ifs lowered to StreamSwitch (then, else, merge: three each from `first`), written
+    into their StreamSwitch / StreamActive nodes; returns the next free stream id."""
+    for node in plan.stream_switches:
+        t, f, m = first, first + 1, first + 2
+        first += 3
+        node.meta[SWITCH_STREAMS] = (t, f, m)
+        for sw in node.meta.get("_owned_switches", []):
+            sw.attrs[ACTIVE_STREAMS] = [t if sw.attrs[SWITCH_TRUE_BRANCH_FLAG] else f]
+        for sub in (node.subgraphs["then_branch"], node.subgraphs["else_branch"]):
+            for n in sub.nodes:
+                if n.attrs.get(MERGE_ACTIVE):
+                    n.attrs[ACTIVE_STREAMS] = [m]
+    return first
+
+
+def branch_regions(node: Node) -> list[list[Node]]:
+    """A lowered control node's nodes in task order, one list per subgraph (nested control nodes expanded)."""
     subs = [node.subgraphs["cond"], node.subgraphs["body"]] if node.op_type == "While" else \
         [node.subgraphs["then_branch"], node.subgraphs["else_branch"]] if node.op_type == "If" else \
         Case().branches(node)
+    return [_sub_region(sub) for sub in subs]
+
+
+def region_nodes(node: Node) -> list[Node]:
+    """A lowered control node's nodes in task order (nested control nodes expanded)."""
+    return [n for part in branch_regions(node) for n in part]
+
+
+def _sub_region(sub: Graph) -> list[Node]:
     out: list[Node] = []
-    for sub in subs:
-        owned: dict[str, list[Node]] = {}
-        for n in sub.nodes:
-            if LABEL_OWNER in n.attrs:
-                owned.setdefault(n.attrs[LABEL_OWNER], []).append(n)
-        for n in sub.nodes:
-            if LABEL_OWNER in n.attrs:
-                continue           # opens its owner's region, below
-            out.append(n)
-            if n.subgraphs:
-                out.extend(owned.get(n.name, []) + region_nodes(n))
+    owned: dict[str, list[Node]] = {}
+    for n in sub.nodes:
+        if LABEL_OWNER in n.attrs:
+            owned.setdefault(n.attrs[LABEL_OWNER], []).append(n)
+    for n in sub.nodes:
+        if LABEL_OWNER in n.attrs:
+            continue           # opens its owner's region, below
+        out.append(n)
+        if n.subgraphs:
+            out.extend(owned.get(n.name, []) + region_nodes(n))
     return out
 
 
@@ -219,4 +289,4 @@ def is_control(node: Node) -> bool:
     return get_op(node.op_type).task_kind == "control"
 
 
-__all__ = ["LabelPlan", "lower_labels", "region_nodes", "is_control", "np"]
+__all__ = ["LabelPlan", "lower_labels", "region_nodes", "branch_regions", "give_switch_streams", "is_control", "np"]

@@ -13,7 +13,8 @@ from ..ir.graph import Graph, all_graphs, all_nodes
 from ..passes.control_memory import plan_model_memory
 from ..passes.engine import assign_engines
 from .control_tasks import rts_tasks
-from .labels import LABEL_OWNER, LabelPlan, is_control, lower_labels, region_nodes
+from .labels import (LABEL_OWNER, SWITCH_STREAMS, LabelPlan, branch_regions, give_switch_streams, is_control,
+                     lower_labels, region_nodes)
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
 from ..ops.base import OpError, TilingResult
@@ -97,16 +98,30 @@ def model_ids(graph: Graph) -> dict[str, int]:
 
 def _sequence(graph: Graph, streams: StreamPlan):
     """(kind, node, stream) in task order: a control node's region ("enter", its nodes, "leave") expands
-    in place, on the node's stream; the RTS nodes a control node owns in this graph open its region."""
+    in place, on the node's stream; the RTS nodes a control node owns in this graph open its region. An If
+    lowered to StreamSwitch runs its branches on their streams, and what follows it on its stream moves to
+    the merge stream (the parent stream ends at the switches)."""
     owned: dict[str, list] = {}
     for n in graph.nodes:
         if LABEL_OWNER in n.attrs:
             owned.setdefault(n.attrs[LABEL_OWNER], []).append(n)
+    moved: dict[int, int] = {}      # a planned stream -> the merge stream its tasks continue on
     for n in graph.nodes:
         if LABEL_OWNER in n.attrs:
             continue
-        s = streams.stream_of.get(n.name, 0)
-        if is_control(n):
+        planned = streams.stream_of.get(n.name, 0)
+        s = moved.get(planned, planned)
+        if is_control(n) and SWITCH_STREAMS in n.meta:
+            yield "enter", n, s
+            for m in owned.get(n.name, []):
+                yield "node", m, s
+            then_s, else_s, merge_s = n.meta[SWITCH_STREAMS]
+            for part, bs in zip(branch_regions(n), (then_s, else_s)):
+                for m in part:
+                    yield "node", m, bs
+            moved[planned] = merge_s
+            yield "leave", n, merge_s
+        elif is_control(n):
             yield "enter", n, s
             for m in owned.get(n.name, []) + region_nodes(n):
                 yield "node", m, s
@@ -116,16 +131,18 @@ def _sequence(graph: Graph, streams: StreamPlan):
 
 
 def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, options: dict[str, str]) -> StaticModel:
-    labels = lower_labels(graph) if any(n.subgraphs for n in graph.nodes) else LabelPlan()
-    if labels.label_num:
+    single = options.get("ge.enableSingleStream", "") == "true"
+    labels = lower_labels(graph, stream_switch=not single) if any(n.subgraphs for n in graph.nodes) else LabelPlan()
+    if labels.label_num or labels.stream_switches:
         for g in all_graphs(graph):
             assign_engines(g)
     ids = model_ids(graph)
     tilings = tile(graph, soc)
-    streams = assign_streams(graph, single_stream=options.get("ge.enableSingleStream", "") == "true")
+    streams = assign_streams(graph, single_stream=single)
     plan = plan_model_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
                              reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
     check_device_memory(graph.name, plan, soc)
+    streams.num_streams = give_switch_streams(labels, streams.num_streams)   # after planning: no tensor lives there
     nops = soc.prefetch_num
     if options.get("debug_sink_nops", "") != "":
         nops = int(options["debug_sink_nops"])

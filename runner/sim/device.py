@@ -221,6 +221,9 @@ class DeviceRun:
         for addr, arr in writes:
             self.mem.write(addr, arr)
         self.end[task.id] = t
+        alias = self.p.region_end_alias.get(task.id)
+        if alias is not None:           # a StreamSwitch branch ended: so did its region
+            self.end[alias] = t
         s = self.streams[task.stream]
         s.ready, s.busy = t, False
         s.head += 1
@@ -262,7 +265,7 @@ class DeviceRun:
 
     def control(self, task: SimTask, t: int, start: int) -> None:
         prof, kind = self.prof, task.type
-        end, writes = start + prof.label_jump_ns, []
+        end, writes, started = start + prof.label_jump_ns, [], None
         if kind == tt.LABEL_SET:
             end = start + prof.label_set_ns
         elif kind == tt.LABEL_GOTO_EX:
@@ -293,7 +296,7 @@ class DeviceRun:
                     else:
                         target.head, target.active = 0, True
                         target.ready = max(target.ready, end)
-                        self.at(end, self.kick, task.target)
+                        started = task.target
         elif kind == tt.MEMCPY_ASYNC:
             src, dst = task.addrs
             end = start + prof.memcpy_latency_ns + int(task.count / prof.memcpy_gbps)
@@ -304,6 +307,8 @@ class DeviceRun:
             self.hazard_check(task, start)
         self.record(task, t, start, end)
         self.at(end, self.finish, task, writes)
+        if started is not None:      # after the finish: what the started stream reads was written before it
+            self.at(end, self.kick, started)
 
     def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> TaskRecord:
         rec = TaskRecord(task.id + self.id_offset, task.stream, task.type_name or

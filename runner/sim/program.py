@@ -167,6 +167,9 @@ class Program:
     label_at: dict[int, tuple[int, int]] = field(default_factory=dict)   # label -> (stream, position in it)
     activated: set[int] = field(default_factory=set)   # streams a STREAM_ACTIVE / STREAM_SWITCH starts
     region_last: dict[int, int] = field(default_factory=dict)   # region's first task -> its last task
+    # the last task of each other stream of a region that spans streams (an If lowered to StreamSwitch: only
+    # the branch taken runs) -> the region's last task: whichever finishes, the region is done
+    region_end_alias: dict[int, int] = field(default_factory=dict)
 
     @property
     def needs_values(self) -> bool:
@@ -255,12 +258,13 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
             st.op_name, st.op_type = st.op.name, st.op.type
         st.type_name = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
         tasks.append(st)
-    region_last = _collapse_regions(model, tasks, accesses)
+    region_last, end_alias = _collapse_regions(model, tasks, accesses)
     deps = analyse(accesses, list(range(len(tasks))))
     for d in deps.values():      # a region is done when its last task (its leave label) is
         for lst in (d.producers, d.readers, d.writers):
             lst[:] = [(region_last.get(x, x), lo, hi) for x, lo, hi in lst]
-    prog = Program(model, tasks, deps, kernel_of_op, update_of_op, region_last=region_last)
+    prog = Program(model, tasks, deps, kernel_of_op, update_of_op, region_last=region_last,
+                   region_end_alias=end_alias)
     prog.activated = {t.target for t in tasks if t.type in (tt.STREAM_ACTIVE, tt.STREAM_SWITCH)}
     prog.clobbers = output_clobbers(model, tasks, accesses, kernel_of_op)
     prog.stream_tasks   # noqa: B018  (fills label_at)
@@ -312,11 +316,13 @@ def _region_of(model: DeviceModel, op) -> int | None:
     return top.id
 
 
-def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> dict[int, int]:
+def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> tuple[dict[int, int], dict[int, int]]:
     """The hazard sweep (hazards.py) follows task order, which a jump breaks: a lowered control-flow region
     (one stream, its tasks in order by construction) is checked as one task against the rest of the model —
     its accesses move to its first task (reads of bytes the region writes itself dropped), and whoever
-    depends on it waits for its last task. Returns {first task: last task}."""
+    depends on it waits for its last task. A region over several streams (StreamSwitch branches, one of
+    which runs) is also done when the last task of any of its streams is. Returns ({first task: last task},
+    {last task of another stream: the region's last task})."""
     regions: dict[int, list[int]] = {}
     for st in tasks:
         if st.op is not None and (model.graph_of.get(st.op.id, model.root_graph) != model.root_graph
@@ -324,9 +330,11 @@ def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> dict[int, in
             key = _region_of(model, st.op)
             if key is not None:
                 regions.setdefault(key, []).append(st.id)
-    out = {}
+    out, alias = {}, {}
     for ks in regions.values():
         first, last = min(ks), max(ks)
+        tail = {tasks[k].stream: k for k in sorted(ks)}        # each branch stream's last task of the region
+        alias.update({k: last for s, k in tail.items() if k != last and s != tasks[first].stream})
         writes = [a for k in ks for a in accesses.get(k, ()) if a.write]
         reads = [a for k in ks for a in accesses.get(k, ()) if not a.write
                  and not any(w.lo <= a.lo and a.hi <= w.hi for w in writes)]
@@ -334,7 +342,7 @@ def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> dict[int, in
             accesses.pop(k, None)
         accesses[first] = [Access(first, a.lo, a.hi, a.write) for a in reads + writes]
         out[first] = last
-    return out
+    return out, alias
 
 
 def output_clobbers(model: DeviceModel, tasks, accesses, kernel_of_op) -> list[tuple[int, int, str]]:

@@ -18,6 +18,7 @@ from ...errors import AtcError
 from ...proto import tf_graph_pb2 as tf
 
 MAX_FRAMES = 4096
+V1_COND = "_atc_v1_cond"    # marks an If rebuilt from Switch / Merge
 
 
 def _ref(name: str) -> tuple[str, int, bool]:
@@ -283,6 +284,7 @@ def _rewrite_cond(fr: _Frames, group, count: int) -> tf.GraphDef:
     node.input.extend([pred] + [[i for i in fr.by_name[sw].input if not i.startswith("^")][0] for sw in switches])
     node.attr["then_branch"].func.name = then.signature.name
     node.attr["else_branch"].func.name = els.signature.name
+    node.attr[V1_COND].b = True      # GE lowers a v1 cond with StreamSwitch, not labels (engines/labels.py)
     out_of = {m.name: k for k, (m, _, _, _, _) in enumerate(merges)}
     removed = then_nodes | else_nodes | set(switches) | set(out_of) | {
         n.name for n in gd.node if n.op == "Switch" and [i for i in n.input if not i.startswith("^")] == [pred, pred]}

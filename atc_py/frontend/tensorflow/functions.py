@@ -19,7 +19,9 @@ from ...errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...passes.infer import infer_node
 from ...proto import tf_graph_pb2 as tf
+from ...engines.labels import STREAM_SWITCH_IF
 from .adapters import TfAdapterError, tf_op
+from .functionalize import V1_COND
 
 # output args of the ops whose outputs are not one list (flat index = position of the arg + index in it)
 OUTPUT_ARGS = {"FusedBatchNorm": ("y", "batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"),
@@ -128,8 +130,11 @@ def if_(ctx):
     pred = ctx.input(0)
     if pred.desc.shape != ():
         pred = ctx.emit("Reshape", [pred, ctx.make_const("scalar", np.zeros(0, np.int64))], suffix="pred")[0]
-    return _control(ctx, "If", [pred] + args, {"then_branch": then, "else_branch": els},
+    outs = _control(ctx, "If", [pred] + args, {"then_branch": then, "else_branch": els},
                     len(then.net_output.inputs))
+    if V1_COND in ctx.node.attr:       # rebuilt from a v1 Switch / Merge cond: GE's StreamSwitch lowering
+        outs[0].producer.attrs[STREAM_SWITCH_IF] = True
+    return outs
 
 
 @tf_op("Case", "StatelessCase")
