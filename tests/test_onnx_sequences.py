@@ -216,3 +216,27 @@ def test_an_absent_optional_input(tmp_path):
         outs, _ = Simulation(m).run([np.ones(2, np.float32)] if want else [])
         assert bool(outs[0]) is want
     assert onnx.checker.check_model(model) is None
+
+
+@pytest.mark.parametrize("pos", [0, 2, 3, -1, -3])
+def test_sequence_insert_at_a_runtime_position_selects_on_the_device(tmp_path, pos):
+    """SequenceInsert whose position is a model input, all elements of one shape: the length is known, each
+    element of the result is selected on the device (every position, negative ones too, like onnxruntime)."""
+    model = _model([h.make_node("SequenceInsert", ["s", "t", "p"], ["y"])],
+                   [_seq("s"), _vi("t", T.FLOAT, [2, 3]), _vi("p", T.INT64, [])], [_seq("y")])
+    s, t = [_rand(2, 3, seed=k) for k in range(3)], _rand(2, 3, seed=9)
+    p = np.array(pos, np.int64)
+    m = _compile(tmp_path, model, s=s, t=t, p=p)
+    got = _run(m, s=s, t=t, p=p)
+    want = _ort(model, s=s, t=t, p=p)[0]
+    assert len(got) == len(want) == 4
+    for k, w in enumerate(want):
+        np.testing.assert_array_equal(got[f"y[{k}]"], w)
+
+
+def test_sequence_insert_at_a_runtime_position_needs_one_element_shape(tmp_path):
+    model = _model([h.make_node("SequenceInsert", ["s", "t", "p"], ["y"])],
+                   [_seq("s"), _vi("t", T.FLOAT, [3]), _vi("p", T.INT64, [1])], [_seq("y")])
+    with pytest.raises(AtcError) as exc:
+        compile_om(model, input_shape="s[0]:4;s[1]:3;t:3;p:1")
+    assert exc.value.code == "E14001" and "differ in shape" in str(exc.value)

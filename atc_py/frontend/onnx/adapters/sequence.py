@@ -50,9 +50,39 @@ class SequenceInsert(OnnxOp):
     def _impl_v11(cls, ctx: NodeCtx):
         s = _seq(ctx, 0)
         items = list(s.elements())
+        if ctx.input(2) is not None and ctx.const(2) is None:
+            return [_insert_at_runtime(ctx, items, ctx.input(1), ctx.input(2))]
         p = _position(ctx, 2, s.length, insert=True)
         items.insert(len(items) if p is None else p, ctx.input(1))
         return [Sequence(items, len(items))]
+
+
+def _insert_at_runtime(ctx: NodeCtx, items: list, tensor, pos) -> Sequence:
+    """An insert position computed at run time: the length (n + 1) is still known, and when every element
+    has the tensor's shape and dtype, element k of the result is selected on the device: seq[k] if k < p,
+    the tensor if k == p, else seq[k - 1] (p = pos, or pos + n when negative, as Python's list.insert). A
+    position outside [-n, n] is not checked on the device (onnxruntime raises; here the tensor lands last)."""
+    d = tensor.desc
+    if any(v.desc.shape != d.shape or v.desc.dtype != d.dtype for v in items) or any(x < 0 for x in d.shape):
+        raise AdapterError("the position (input 2) is computed at run time and the elements differ in shape or "
+                           "dtype: the order of a sequence is fixed when compiling (GE has no sequence tensors)")
+    n = len(items)
+    if pos.desc.dtype not in ("int32", "int64") or int(np.prod(pos.desc.shape, dtype=np.int64)) != 1:
+        raise AdapterError(f"the position (input 2) must be one int32/int64 value, got {pos.desc.dtype}"
+                           f"{list(pos.desc.shape)}")
+    p = ctx.emit("Reshape", [pos, ctx.make_const("scalar", np.zeros(0, np.int64))], suffix="pos")[0]
+    zero = ctx.make_const("zero", np.array(0, p.desc.dtype))
+    wrapped = ctx.emit("Add", [p, ctx.make_const("n", np.array(n, p.desc.dtype))], suffix="wrapped")[0]
+    p = ctx.emit("Select", [ctx.emit("Less", [p, zero], suffix="negative")[0], wrapped, p], suffix="at")[0]
+    out = []
+    for k in range(n + 1):
+        kc = ctx.make_const(f"k{k}", np.array(k, p.desc.dtype))
+        before = items[k] if k < n else tensor          # k < p: the old element k (k == n: never taken)
+        after = items[k - 1] if k > 0 else tensor       # k > p: the old element k - 1 (k == 0: never taken)
+        at = ctx.emit("Select", [ctx.emit("Equal", [kc, p], suffix=f"eq{k}")[0], tensor, after], suffix=f"at{k}")[0]
+        out.append(ctx.emit("Select", [ctx.emit("Less", [kc, p], suffix=f"lt{k}")[0], before, at],
+                            suffix=f"item{k}")[0])
+    return Sequence(out, n + 1)
 
 
 @onnx_op("SequenceErase")
