@@ -1,4 +1,6 @@
-"""TensorFlow v1 control flow -> functional While (GE's TF parser does the same before building the graph).
+"""TensorFlow v1 control flow -> functional While / If. (GE's parser keeps the v1 ops and lowers them to
+StreamSwitch / StreamActive in OptimizeStage1_3; here a v1 loop becomes a label loop and a v1 cond an If that
+engines/labels.py lowers with StreamSwitch as GE does.)
 
 A v1 loop is a frame: Enter nodes bring values in (loop variables, or loop invariants when no Merge reads
 them), each loop variable k is Merge(Enter_k, NextIteration_k) -> Switch(merge, LoopCond) whose port 1 feeds
