@@ -380,7 +380,7 @@ def plan_memory(graph: Graph, workspaces: dict[str, list[int]], streams: StreamP
     plan.lower_bound = lower_bound(graph, workspaces, plan.inplace_of)
     buffers = reusable_buffers(graph, plan, workspaces, streams) if reuse else None
     if buffers is not None:
-        greedy_by_size(plan, workspaces, buffers)
         if streams is not None and streams.num_streams > 1:
             plan.lower_bound = max(plan.lower_bound, concurrent_lower_bound(len(graph.nodes), buffers))
+        greedy_by_size(plan, workspaces, buffers, plan.lower_bound)
     return plan

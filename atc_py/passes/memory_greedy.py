@@ -18,6 +18,7 @@ from .streams import StreamPlan
 # the matrix is n^2 bytes (144 MB at the limit, planned in ~2 s); bigger graphs keep the free-list plan
 GREEDY_MAX_BUFFERS = 12000
 CLIQUE_SEEDS = 16
+EXTRA_ORDERS_MAX_BUFFERS = 4000   # the crowd-ordered placements (each O(n^2)) only below this many buffers
 _NEVER = np.iinfo(np.int64).max
 
 
@@ -109,16 +110,35 @@ def reusable_buffers(graph: Graph, plan, workspaces: dict[str, list[int]],
                    sum(align(max(n.outputs[0].desc.nbytes, 1)) for n in graph.data_nodes))
 
 
-def greedy_by_size(plan, workspaces: dict[str, list[int]], b: Buffers) -> bool:
+def _orders(b: Buffers):
+    """Orders to place the buffers in, tried one after the other (lexsort keys, last key first). Biggest
+    first in each; ties by first use, by the longest lifetime, by the latest last use, then by the bytes of
+    the buffers each may be live together with (the most constrained first: the order that closes the gap
+    on attention graphs, where many equal-sized score/probability buffers overlap in chains)."""
+    yield (b.first, -b.sizes)
+    yield (b.first, b.first - b.last, -b.sizes)
+    yield (-b.last, -b.sizes)
+    if len(b.sizes) > EXTRA_ORDERS_MAX_BUFFERS:
+        return
+    crowd = np.concatenate([b.conflict[i:i + 512].astype(np.int64) @ b.sizes    # rows in blocks: no n^2 int64
+                            for i in range(0, len(b.sizes), 512)])
+    yield (-crowd, -b.sizes)
+    yield (-crowd,)
+
+
+def greedy_by_size(plan, workspaces: dict[str, list[int]], b: Buffers, floor: int = 0) -> bool:
     """Re-plan of the reusable buffers (TFLite's greedy-by-size): biggest first, each at the lowest offset
     not used by a buffer it may be live together with. Keeps the free-list plan's in-place choices and the
-    dedicated input ranges. Returns False (and changes nothing) if it would not be smaller."""
+    dedicated input ranges. Several orders are tried (_orders) and the smallest layout kept, stopping at the
+    first that reaches `floor` (the lower bound: nothing is smaller). Returns False (and changes nothing) if
+    it would not be smaller than the free-list plan."""
     top, where = None, None
-    # two orders (biggest first; ties by first use, or by the longest lifetime): keep the smaller layout
-    for keys in ((b.first, -b.sizes), (b.first, b.first - b.last, -b.sizes)):
+    for keys in _orders(b):
         t, w = _place(np.lexsort(keys), b.sizes, b.conflict, b.inputs_bytes)
         if top is None or t < top:
             top, where = t, w
+        if top <= floor:
+            break
     if top >= plan.memory_size:
         return False
     index = {it[3]: k for k, it in enumerate(b.items)}

@@ -80,6 +80,19 @@ def regnet(k):
     return k.Model(inp, L.Dense(10)(L.GlobalAveragePooling2D()(x))), [_image(64)]
 
 
+def mobilenet_v2(k):
+    """keras.applications' MobileNetV2 (inverted residuals, ReLU6, depthwise convs) at width 0.35, 64x64."""
+    model = k.applications.MobileNetV2(input_shape=(64, 64, 3), alpha=0.35, weights=None, classes=10)
+    return _batched(k, model, (64, 64, 3)), [_image(64, 1.0)]
+
+
+def mobilenet_v3_small(k):
+    """keras.applications' MobileNetV3Small (hard-swish, squeeze-excite, built-in rescaling) at width 0.75."""
+    model = k.applications.MobileNetV3Small(input_shape=(64, 64, 3), alpha=0.75, weights=None, classes=10,
+                                            include_preprocessing=True)
+    return _batched(k, model, (64, 64, 3)), [_image(64)]
+
+
 def _batched(k, model, shape):
     """The application model called on an input with a fixed batch (frozen graphs have static shapes)."""
     inp = k.Input(shape, batch_size=B, name="image")
@@ -191,7 +204,7 @@ def fp16_rounded_graph(gd, out_names):
 
 
 MODELS = {"mha_encoder": mha_encoder, "convnext": convnext, "regnet": regnet, "unet": unet,
-          "conv1d_text": conv1d_text}
+          "conv1d_text": conv1d_text, "mobilenet_v2": mobilenet_v2, "mobilenet_v3_small": mobilenet_v3_small}
 
 
 def make(flavour: str, base: str, build) -> None:

@@ -1,0 +1,134 @@
+"""atc-py compile against onnxruntime's offline optimisation, whole process against whole process (issue 18
+item 4). Each side is a fresh Python process started the way a user would: `atc-py --model ... --output ...`
+(default force_fp16 build) and a script that creates an InferenceSession with ORT_ENABLE_EXTENDED and
+`optimized_model_filepath` (the optimised model saved). Models: random-weight copies of the onnx `light`
+models (as shipped, every weight is one ConstantOfShape value, which CSE merges: it flatters compile time).
+Also the >= 100 MB transformer of bench/compile_speed.py against copying its file (shutil.copyfile in a
+process of its own). Min of REPEAT runs each, back to back. `measure()` returns the rows; printed as ratios,
+never asserted.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+REPEAT = 3
+TARGET_ORT, TARGET_COPY = 1.0, 2.0
+NAMES = ("resnet50", "inception_v1", "squeezenet", "densenet121", "shufflenet")
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+_ORT = """import sys, onnxruntime as ort
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+so.optimized_model_filepath = sys.argv[2]
+so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+"""
+_COPY = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
+
+
+def light_model_files(d: pathlib.Path, names=NAMES) -> dict[str, pathlib.Path]:
+    """Random-weight copies written into d (bench.light_models where present, else the same recipe here)."""
+    try:
+        from bench.light_models import write_all
+    except ImportError:
+        write_all = _write_all
+    return write_all(d, names)
+
+
+def _write_all(d: pathlib.Path, names) -> dict[str, pathlib.Path]:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    light = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    out = {}
+    for name in names:
+        m = onnx.load(str(light / f"light_{name}.onnx"))
+        inits = {t.name: t for t in m.graph.initializer}
+        rng = np.random.default_rng(0)
+        keep = []
+        for node in m.graph.node:   # each ConstantOfShape weight: value x U(0.5, 1.5), seeded by position
+            if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+                keep.append(node)
+                continue
+            shape = [int(v) for v in numpy_helper.to_array(inits[node.input[0]])]
+            value = numpy_helper.to_array(node.attribute[0].t).reshape(-1) if node.attribute else np.zeros(1, np.float32)
+            m.graph.initializer.append(numpy_helper.from_array(
+                (value[0] * rng.uniform(0.5, 1.5, shape)).astype(value.dtype), node.output[0]))
+        del m.graph.node[:]
+        m.graph.node.extend(keep)
+        used = {i for n in m.graph.node for i in n.input}
+        live = [t for t in m.graph.initializer if t.name in used]
+        del m.graph.initializer[:]
+        m.graph.initializer.extend(live)
+        names_ = {t.name for t in live}
+        graph_inputs = [i for i in m.graph.input if i.name not in names_ and i.name in used]
+        del m.graph.input[:]
+        m.graph.input.extend(graph_inputs)
+        out[name] = pathlib.Path(d) / f"rand_{name}.onnx"
+        onnx.save(m, str(out[name]))
+    return out
+
+
+def _atc_cmd(model: pathlib.Path, out: pathlib.Path) -> list[str]:
+    return [sys.executable, "-m", "atc_py", f"--model={model}", "--framework=5", f"--output={out.with_suffix('')}",
+            "--soc_version=Ascend910B1"]
+
+
+def _timed(cmd: list[str], out: pathlib.Path) -> float:
+    """Wall time of one process writing `out` (removed first: no tool pays for freeing an old file)."""
+    out.unlink(missing_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
+    dt = time.perf_counter() - t0
+    if not out.exists():
+        raise RuntimeError(f"{cmd} wrote no {out}")
+    return dt
+
+
+def _pair(model: pathlib.Path, d: pathlib.Path, repeat: int) -> tuple[float, float]:
+    om, opt = d / "m.om", d / "m.opt.onnx"
+    atc = min(_timed(_atc_cmd(model, om), om) for _ in range(repeat))
+    ort = min(_timed([sys.executable, "-c", _ORT, str(model), str(opt)], opt) for _ in range(repeat))
+    return atc, ort
+
+
+def measure(names=NAMES, transformer: bool = True, repeat: int = REPEAT) -> list[dict]:
+    """Rows {model, atc_s, ref_s, ref, ratio, target}: ref is 'ort-opt' (onnxruntime ORT_ENABLE_EXTENDED +
+    save) for the light models and 'copy' (copying the model file) for the transformer."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        d = pathlib.Path(tmp)
+        for name, path in light_model_files(d, names).items():
+            atc, ort = _pair(path, d, repeat)
+            rows.append({"model": f"light {name} (random weights)", "atc_s": atc, "ref_s": ort, "ref": "ort-opt",
+                         "ratio": atc / ort, "target": TARGET_ORT})
+        if transformer:
+            from bench.compile_speed import transformer as make_transformer
+            big = d / "transformer.onnx"
+            nbytes = make_transformer(big)
+            om, cp = d / "m.om", d / "copy.onnx"
+            atc = min(_timed(_atc_cmd(big, om), om) for _ in range(repeat))
+            copy = min(_timed([sys.executable, "-c", _COPY, str(big), str(cp)], cp) for _ in range(repeat))
+            rows.append({"model": f"transformer {nbytes / 1e6:.0f} MB", "atc_s": atc, "ref_s": copy, "ref": "copy",
+                         "ratio": atc / copy, "target": TARGET_COPY})
+    return rows
+
+
+def main(argv: list[str]) -> None:
+    names = tuple(a for a in argv if a != "--no-transformer") or NAMES
+    rows = measure(names, transformer="--no-transformer" not in argv)
+    print(f"{'compile (whole process)':<34} {'atc-py s':>8} {'ref':>8} {'ref s':>7} {'ratio':>6} {'target':>6}")
+    for r in rows:
+        print(f"{r['model']:<34} {r['atc_s']:>8.2f} {r['ref']:>8} {r['ref_s']:>7.2f} {r['ratio']:>6.2f} "
+              f"{r['target']:>6.1f}")
+    print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}; min of {REPEAT} processes each")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
