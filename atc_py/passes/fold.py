@@ -12,6 +12,7 @@ from ..limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ops.execute import run_op, tiling_context
 from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, worth_a_thread
+from .fp16_fold import float32_to_float16
 from .infer import infer_node
 
 NEVER_FOLD = {"Data", "Const", "NetOutput", "If", "Case", "While", "PartitionedCall", "MemcpyAsync"}
@@ -52,6 +53,9 @@ def _evaluate(node, spec, ins, soc: SocSpec):
     attrs, name, op_type = dict(node.attrs), node.name, node.op_type
 
     def run() -> list[np.ndarray]:
+        if op_type == "Cast" and out_descs[0].dtype == "float16" and ins[0].dtype == np.float32:
+            # force_fp16's weight casts: the Cast kernel's numbers (numpy's cast) without its slow path
+            return [float32_to_float16(ins[0]).reshape(out_descs[0].shape)]
         try:
             outs = run_op(spec, in_descs, out_descs, attrs, soc, ins)
         except OpError as exc:

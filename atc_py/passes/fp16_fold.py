@@ -1,0 +1,35 @@
+"""float32 -> float16 for constant folding, bit-equal to numpy's cast (round to nearest even) and fast on
+every value.
+
+numpy converts in software when a value under- or overflows fp16 and sets the floating-point status per
+element: about 13x slower than its vector path (1M values: 70 ms against 5 ms). force_fp16 casts every cube
+weight at compile time, and weights whose results are fp16 subnormals are common (the light models' random
+copies: 0.28 s of DenseNet-121's compile). Here only values that give a normal fp16 go through numpy's
+cast; fp16 subnormals (|x| < 2^-14) are m x 2^-24 with m = rint(|x| x 2^24), which is exact in float32
+and rounds half to even as the cast does (m = 1024 is the smallest normal: its bits are the same); values
+at or beyond 65520 (the midpoint past fp16's largest, 65504) are infinities; NaNs stay with numpy."""
+from __future__ import annotations
+
+import numpy as np
+
+MIN_NORMAL = np.float32(2.0 ** -14)
+OVERFLOW = np.float32(65520.0)
+SUBNORMAL_SCALE = np.float32(2.0 ** 24)
+
+
+def float32_to_float16(x: np.ndarray) -> np.ndarray:
+    """x.astype(float16), same bits, without numpy's slow path for values outside fp16's normal range."""
+    x = np.asarray(x, np.float32)
+    a = np.abs(x)
+    tiny = a < MIN_NORMAL
+    huge = a >= OVERFLOW
+    odd = tiny | huge
+    if not odd.any():
+        return x.astype(np.float16)
+    out = np.where(odd, np.float32(0), x).astype(np.float16)
+    bits = out.view(np.uint16)
+    sign = np.signbit(x).astype(np.uint16) << 15
+    m = np.rint(a[tiny] * SUBNORMAL_SCALE).astype(np.uint16)
+    bits[tiny] = m | sign[tiny]
+    bits[huge] = np.uint16(0x7C00) | sign[huge]
+    return out
