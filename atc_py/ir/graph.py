@@ -216,6 +216,10 @@ class Graph:
         """Stable topological order (original order among ready nodes)."""
         nodes = self.nodes
         index = {id(n): k for k, n in enumerate(nodes)}
+        if all(index.get(id(v.producer), len(nodes)) < k for k, n in enumerate(nodes) for v in n.inputs
+               if v is not None and v.producer is not None) and \
+                all(index.get(id(c), len(nodes)) < k for k, n in enumerate(nodes) for c in n.control_inputs):
+            return   # already in order: the sort below would give the same list (most passes keep it)
         indeg = [0] * len(nodes)
         users: list[list[int]] = [[] for _ in nodes]
         for k, n in enumerate(nodes):

@@ -29,7 +29,8 @@ def float32_to_float16(x: np.ndarray) -> np.ndarray:
     out = np.where(odd, np.float32(0), x).astype(np.float16)
     bits = out.view(np.uint16)
     sign = np.signbit(x).astype(np.uint16) << 15
-    m = np.rint(a[tiny] * SUBNORMAL_SCALE).astype(np.uint16)
-    bits[tiny] = m | sign[tiny]
-    bits[huge] = np.uint16(0x7C00) | sign[huge]
+    # whole-array passes (no boolean gathers); a is clipped first so the uint16 cast never overflows
+    m = np.rint(np.fmin(a, MIN_NORMAL) * SUBNORMAL_SCALE).astype(np.uint16)
+    np.copyto(bits, m | sign, where=tiny)
+    np.copyto(bits, np.uint16(0x7C00) | sign, where=huge)
     return out

@@ -18,12 +18,48 @@ def _fail(path, reason: str) -> AtcError:
     return AtcError("E10041", path=str(path), reason=reason)
 
 
+_TENSOR_ATTRS = (onnx.AttributeProto.UNDEFINED, onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS,
+                 onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+
+
+def _graph_tensors(graph: onnx.GraphProto):
+    """Initializers and attribute tensors of graph and its subgraphs. Attributes of other types are skipped
+    without touching their payload (onnx's _get_all_tensors walks every attribute: 60 ms on DenseNet-121)."""
+    yield from graph.initializer
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type not in _TENSOR_ATTRS:
+                continue
+            if a.HasField("t"):
+                yield a.t
+            yield from a.tensors
+            if a.HasField("g"):
+                yield from _graph_tensors(a.g)
+            for g in a.graphs:
+                yield from _graph_tensors(g)
+
+
+def _all_tensors(model: onnx.ModelProto):
+    """Every TensorProto of the model (the main graph, subgraphs, functions' attribute tensors)."""
+    yield from _graph_tensors(model.graph)
+    for f in model.functions:
+        for node in f.node:
+            for a in node.attribute:
+                if a.type not in _TENSOR_ATTRS:
+                    continue
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("g"):
+                    yield from _graph_tensors(a.g)
+                for g in a.graphs:
+                    yield from _graph_tensors(g)
+
+
 def _load_external(model: onnx.ModelProto, base: pathlib.Path, path) -> None:
     root = base.resolve()
-    tensors = list(onnx.external_data_helper._get_all_tensors(model))
+    tensors = [t for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
     for t in tensors:
-        if t.data_location != onnx.TensorProto.EXTERNAL:
-            continue
         info = {e.key: e.value for e in t.external_data}
         loc = info.get("location", "")
         if not isinstance(loc, str) or "\0" in loc:
