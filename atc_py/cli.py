@@ -256,7 +256,12 @@ def run(argv: list[str]) -> int:
 @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
 def main(argv) -> None:
     """atc-py: ATC-compatible offline model compiler (run with --help for the flags)."""
-    sys.exit(run(list(argv)))
+    code = run(list(argv))
+    # the .om is written and closed: leave without tearing the interpreter down (freeing the graph, the
+    # weights and every module object one by one took 0.2-0.3 s of a 1.4 s DenseNet-121 compile)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
