@@ -21,8 +21,6 @@ from .atomic_write import write_atomic
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx_lazy
-from .frontend.tensorflow.converter import convert_tf
-from .frontend.tensorflow.loader import load_tf
 from .ir.dtypes import dtype_by_name
 from .ir.graph import Graph, all_graphs, all_nodes
 from .om import OmModel, write_om
@@ -115,6 +113,7 @@ def _load(model, options: dict[str, str], st: _Stages):
     """The framework's model in memory: (framework, proto, external weights, path)."""
     path = model if isinstance(model, str) else ""
     if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
+        from .frontend.tensorflow.loader import load_tf   # an ONNX compile does not import the TF frontend
         return FRAMEWORK_TF, (st.run("load", load_tf, model) if path else model), {}, path
     proto, weights = st.run("load", load_onnx_lazy, model) if path else (model, {})
     return FRAMEWORK_ONNX, proto, weights, path
@@ -125,6 +124,7 @@ def _convert(loaded, options: dict[str, str], input_shape: str, st: _Stages, soc
     # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
     shapes = parse_input_shape(input_shape, options.get("input_shape_allow_empty") == "1")
     if framework == FRAMEWORK_TF:
+        from .frontend.tensorflow.converter import convert_tf
         graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC", path, soc)
     else:
         graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, fold_size_limit(options), soc)
