@@ -201,7 +201,7 @@ class Graph:
 
     @property
     def net_output(self) -> Node:
-        for n in self.nodes:
+        for n in reversed(self.nodes):   # a graph has one, and it comes last once sorted: found at once
             if n.op_type == "NetOutput":
                 return n
         raise ValueError("graph has no NetOutput")
