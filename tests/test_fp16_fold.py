@@ -33,6 +33,13 @@ def test_random_bit_patterns_and_shapes():
     _same_bits(np.array([0.0, -0.0, 65504.0, 65519.99, 65520.0, -1e30, 2.0 ** -25, 2.0 ** -24 * 1.5], np.float32))
 
 
+def test_big_trained_like_weights_with_a_few_abnormal_values():
+    """The sampled fast path (numpy's cast whole): same bits with subnormals, overflows and NaNs mixed in."""
+    x = (np.random.default_rng(2).standard_normal(1 << 18) * 0.02).astype(np.float32)
+    x[[3, 77, 1000, 20000, 99999]] = [1e-7, -3e-6, 7e4, -np.inf, np.nan]
+    _same_bits(x)
+
+
 def test_folded_cast_matches_the_cast_kernel():
     x = (np.random.default_rng(1).standard_normal((64, 96)) * 3e-5).astype(np.float32)
     x[0, :4] = [1e6, -7e4, np.inf, 0.0]
