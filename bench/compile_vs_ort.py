@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-REPEAT = 3
+REPEAT = 5
 TARGET_ORT, TARGET_COPY = 1.0, 2.0
 NAMES = ("resnet50", "inception_v1", "squeezenet", "densenet121", "shufflenet")
 ROOT = pathlib.Path(__file__).resolve().parents[1]
