@@ -53,10 +53,10 @@ def _evaluate(node, spec, ins, soc: SocSpec):
     attrs, name, op_type = dict(node.attrs), node.name, node.op_type
 
     def run() -> list[np.ndarray]:
-        if op_type == "Cast" and out_descs[0].dtype == "float16" and ins[0].dtype == np.float32:
-            # force_fp16's weight casts: the Cast kernel's numbers (numpy's cast) without its slow path
-            return [float32_to_float16(ins[0]).reshape(out_descs[0].shape)]
         try:
+            if op_type == "Cast" and out_descs[0].dtype == "float16" and ins[0].dtype == np.float32:
+                # force_fp16's weight casts: the Cast kernel's numbers (numpy's cast) without its slow path
+                return [float32_to_float16(ins[0]).reshape(out_descs[0].shape)]
             outs = run_op(spec, in_descs, out_descs, attrs, soc, ins)
         except OpError as exc:
             raise AtcError("E14001", value="(constant inputs)", opname=name, optype=op_type,
