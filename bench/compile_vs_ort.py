@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -79,58 +80,67 @@ def _atc_cmd(model: pathlib.Path, out: pathlib.Path) -> list[str]:
             "--soc_version=Ascend910B1"]
 
 
-def _timed(cmd: list[str], out: pathlib.Path) -> float:
-    """Wall time of one process writing `out` (removed first: no tool pays for freeing an old file)."""
+def _timed_cpu(cmd: list[str], out: pathlib.Path) -> tuple[float, float]:
+    """(wall, user + system CPU) seconds of one process writing `out` (removed first)."""
     out.unlink(missing_ok=True)
     # as installed: bytecode cached (pip compiles site-packages; a sandbox's PYTHONDONTWRITEBYTECODE would make
     # atc-py alone recompile its ~200 modules, 0.4 s, on every run)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=ROOT)
     dt = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if not out.exists():
         raise RuntimeError(f"{cmd} wrote no {out}")
-    return dt
+    return dt, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
-def _pair(model: pathlib.Path, d: pathlib.Path, repeat: int) -> tuple[float, float]:
-    om, opt = d / "m.om", d / "m.opt.onnx"
-    atc = min(_timed(_atc_cmd(model, om), om) for _ in range(repeat))
-    ort = min(_timed([sys.executable, "-c", _ORT, str(model), str(opt)], opt) for _ in range(repeat))
-    return atc, ort
+def _pair(model: pathlib.Path, d: pathlib.Path, repeat: int, ref_cmd=None) -> tuple[tuple, tuple]:
+    """((wall, cpu) of atc-py, (wall, cpu) of the reference), each the minimum over `repeat` runs, the two
+    alternating so that both see the same machine load."""
+    om, ref_out = d / "m.om", d / "ref.out"
+    ref_cmd = ref_cmd or [sys.executable, "-c", _ORT, str(model), str(ref_out)]
+    a, r = [], []
+    for _ in range(repeat):
+        a.append(_timed_cpu(_atc_cmd(model, om), om))
+        r.append(_timed_cpu(ref_cmd, ref_out))
+    return tuple(min(x) for x in zip(*a)), tuple(min(x) for x in zip(*r))
 
 
 def measure(names=NAMES, transformer: bool = True, repeat: int = REPEAT) -> list[dict]:
-    """Rows {model, atc_s, ref_s, ref, ratio, target}: ref is 'ort-opt' (onnxruntime ORT_ENABLE_EXTENDED +
-    save) for the light models and 'copy' (copying the model file) for the transformer."""
+    """Rows {model, atc_s, ref_s, ref, ratio, target, atc_cpu_s, ref_cpu_s}: ref is 'ort-opt' (onnxruntime
+    ORT_ENABLE_EXTENDED + save) for the light models and 'copy' (copying the model file) for the transformer;
+    wall seconds (the ratio) and CPU seconds, minimum over `repeat` alternating runs."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         d = pathlib.Path(tmp)
-        for name, path in light_model_files(d, names).items():
-            atc, ort = _pair(path, d, repeat)
-            rows.append({"model": f"light {name} (random weights)", "atc_s": atc, "ref_s": ort, "ref": "ort-opt",
-                         "ratio": atc / ort, "target": TARGET_ORT})
+        jobs = [(f"light {n} (random weights)", p, None, "ort-opt", TARGET_ORT)
+                for n, p in light_model_files(d, names).items()]
         if transformer:
             from bench.compile_speed import transformer as make_transformer
             big = d / "transformer.onnx"
             nbytes = make_transformer(big)
-            om, cp = d / "m.om", d / "copy.onnx"
-            atc = min(_timed(_atc_cmd(big, om), om) for _ in range(repeat))
-            copy = min(_timed([sys.executable, "-c", _COPY, str(big), str(cp)], cp) for _ in range(repeat))
-            rows.append({"model": f"transformer {nbytes / 1e6:.0f} MB", "atc_s": atc, "ref_s": copy, "ref": "copy",
-                         "ratio": atc / copy, "target": TARGET_COPY})
+            jobs.append((f"transformer {nbytes / 1e6:.0f} MB", big, [sys.executable, "-c", _COPY, str(big),
+                                                                      str(d / "ref.out")], "copy", TARGET_COPY))
+        for label, path, ref_cmd, ref, target in jobs:
+            (atc, atc_cpu), (other, other_cpu) = _pair(path, d, repeat, ref_cmd)
+            rows.append({"model": label, "atc_s": atc, "ref_s": other, "ref": ref, "ratio": atc / other,
+                         "target": target, "atc_cpu_s": atc_cpu, "ref_cpu_s": other_cpu})
     return rows
 
 
 def main(argv: list[str]) -> None:
     names = tuple(a for a in argv if a != "--no-transformer") or NAMES
     rows = measure(names, transformer="--no-transformer" not in argv)
-    print(f"{'compile (whole process)':<34} {'atc-py s':>8} {'ref':>8} {'ref s':>7} {'ratio':>6} {'target':>6}")
+    print(f"{'compile (whole process)':<34} {'atc-py s':>8} {'ref':>8} {'ref s':>7} {'ratio':>6} {'target':>6} | "
+          f"{'cpu s':>6} {'ref cpu':>7} {'ratio':>6}")
     for r in rows:
         print(f"{r['model']:<34} {r['atc_s']:>8.2f} {r['ref']:>8} {r['ref_s']:>7.2f} {r['ratio']:>6.2f} "
-              f"{r['target']:>6.1f}")
-    print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}; min of {REPEAT} processes each")
+              f"{r['target']:>6.1f} | {r['atc_cpu_s']:>6.2f} {r['ref_cpu_s']:>7.2f} "
+              f"{r['atc_cpu_s'] / max(r['ref_cpu_s'], 1e-9):>6.2f}")
+    print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}; min of {REPEAT} alternating processes each")
 
 
 if __name__ == "__main__":
