@@ -10,6 +10,7 @@ from __future__ import annotations
 import pathlib
 import sys
 import tempfile
+import warnings
 
 TARGET = 1.05
 PRECISIONS = ("fp32", "fp16")
@@ -28,6 +29,12 @@ def _row(model: str, precision: str, summary: dict) -> dict:
 
 def measure(light: bool = True, fixtures: bool = True, names: tuple[str, ...] = ()) -> list[dict]:
     """Rows {model, precision, planned, bound, ratio}; `names` keeps only those models (empty: all)."""
+    with warnings.catch_warnings():   # random weights overflow in some folded casts: not what is measured
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _measure(light, fixtures, names)
+
+
+def _measure(light: bool, fixtures: bool, names: tuple[str, ...]) -> list[dict]:
     import atc_py
     from tools.real_models.report import FIXTURES, PRECISIONS as OPTS, load, manifest, options
     rows = []
