@@ -28,6 +28,7 @@ from .sim.host import Simulation
 from .limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .sim.profile import RuntimeProfile
 from .sim.report import console, summary_json, write_profile
+from .threads import LoadProbe, thread_budget
 
 
 def _shape(io) -> str:
@@ -70,10 +71,14 @@ def _needs_values(model) -> bool:
 
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
              tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
-             max_loop_iterations: int | None = None, transfer_bytes=None):
+             max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
-    runs timing only."""
+    runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are)."""
+    if threads is not None:
+        with thread_budget(threads):
+            return simulate(model, prof, inputs, loop, compute, allow_hazards, tiling_cache, host_threads, shapes,
+                            timed, max_loop_iterations, transfer_bytes)
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
                      tiling_cache=tiling_cache, host_threads=host_threads, max_loop_iterations=max_loop_iterations)
     sim.transfer_bytes = transfer_bytes
@@ -138,6 +143,9 @@ def _finite(ctx, param, value):
               help="Host tiling cache of the dynamic-shape executor.")
 @click.option("--host-threads", type=click.Choice(["1", "3"]), default="1", show_default=True,
               help="Host pipeline threads of the dynamic-shape executor (MAX_RUNTIME_CORE_NUMBER).")
+@click.option("--threads", type=click.IntRange(min=1, max=1024), default=None,
+              help="Threads for the numerics (BLAS pools and kernel blocks). Default: the cores om-run may use "
+                   "that other processes leave idle (measured while the model loads).")
 @click.option("--summary-json", "summary_path", help="Write the simulated-time summary as JSON.")
 @click.option("--profile", "profile_dir", help="Write op_summary.csv and trace.json (Chrome/Perfetto) here.")
 @click.option("--no-compute", is_flag=True, help="Timing only: skip the numeric kernels (a model whose label or "
@@ -156,12 +164,14 @@ def _finite(ctx, param, value):
 @click.option("--dymDims", "dym_dims", help='msame: the dims gear to run, "x:1,128;y:1,128".')
 def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
          sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
-         max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims):
+         max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, threads):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
+    probe = LoadProbe() if threads is None else None   # the machine's load is judged while the model loads
     try:
         _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
              sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
-             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, max_loop_iterations))
+             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, max_loop_iterations, threads,
+                       probe))
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)
@@ -185,6 +195,8 @@ class RunExtras:
     dym_hw: str | None = None
     dym_dims: str | None = None
     max_loop_iterations: int | None = None
+    threads: int | None = None
+    probe: LoadProbe | None = None
 
 
 FP16_COMPUTE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
@@ -265,6 +277,9 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         shapes = None
         if not input_spec:
             click.echo(f"[INFO] inputs: random (seed {seed})")
+    threads = extras.threads or (extras.probe.idle_cores() if extras.probe else None)
+    if threads is not None:
+        click.echo(f"[INFO] threads: {threads}" + ("" if extras.threads else " (the idle cores om-run may use)"))
     ok = True
     for batch in batches:
         arrays, transfer = batch.arrays, None
@@ -281,7 +296,8 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
             click.echo(f"[INFO] start to process file: {batch.stem}")
         outputs, loops, walls = simulate(model, prof, arrays, loop, not no_compute, allow_hazards,
                                          tiling_cache == "on", int(host_threads), shapes, timed=True,
-                                         max_loop_iterations=extras.max_loop_iterations, transfer_bytes=transfer)
+                                         max_loop_iterations=extras.max_loop_iterations, transfer_bytes=transfer,
+                                         threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
         for wall in walls:

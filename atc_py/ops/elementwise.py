@@ -37,6 +37,13 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
+def set_host_threads(n: int) -> None:
+    """Hold the block pool to n threads (om-run's --threads): blocks are split n ways; the pool's extra
+    workers, if it has more, stay idle."""
+    global HOST_THREADS
+    HOST_THREADS = max(1, int(n))
+
+
 def _block_pool() -> ThreadPoolExecutor:
     """One pool, created on first use; kernels run on several threads at once (constant folding)."""
     global _pool
