@@ -7,6 +7,7 @@ per-core port rates: a 64-channel layer uses every cube core, not 4 of them. Eac
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 
@@ -95,6 +96,51 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     # np.ndarray over xp's buffer: the same view as stride_tricks.as_strided without its ~5 us of Python
     windows = np.ndarray((n, c, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
+
+
+_scratch = threading.local()   # per thread (constant folding runs kernels on several threads at once)
+
+
+def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """A buffer of `shape` reused by every launch on this thread: one flat array per name that grows to the
+    largest launch. Fresh multi-megabyte arrays cost page faults on first touch (~10-20 % of an im2col copy);
+    the caller must not keep the buffer past its kernel."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    bufs = getattr(_scratch, "bufs", None)
+    if bufs is None:
+        bufs = _scratch.bufs = {}
+    buf = bufs.get(name)
+    if buf is None or buf.size < size:
+        buf = bufs[name] = np.empty(size, np.uint8)
+    return buf[:size].view(dtype).reshape(shape)
+
+
+def pad_scratch(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, dtype) -> np.ndarray:
+    """pad_planes with zeros into the thread's scratch buffer (the borders zeroed, the interior copied and
+    converted to `dtype` in one pass)."""
+    h, w = x.shape[-2:]
+    out = scratch("pad", x.shape[:-2] + (h + pt + pb, w + pl + pr), dtype)
+    if pt:
+        out[..., :pt, :] = 0
+    if pb:
+        out[..., pt + h:, :] = 0
+    if pl:
+        out[..., pt:pt + h, :pl] = 0
+    if pr:
+        out[..., pt:pt + h, pl + w:] = 0
+    np.copyto(out[..., pt:pt + h, pl:pl + w], x, casting="unsafe")
+    return out
+
+
+def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
+    """im2col into the thread's scratch buffer: the same values, one strided copy into reused memory."""
+    n, c = xp.shape[:2]
+    s_n, s_c, s_h, s_w = xp.strides
+    windows = np.ndarray((n, c, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
+    cols = scratch("cols", (n, c, kh, kw, ho, wo), xp.dtype)
+    np.copyto(cols, windows)
+    return cols.reshape(n, c, kh, kw, ho * wo)
 
 
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
@@ -206,7 +252,9 @@ class Conv2D(OpSpec):
         if geom[:4] == (1, 1, 1, 1) and not any(t[k] for k in ("pt", "pb", "pl", "pr")):
             cols = x.astype(acc, copy=False).reshape(n, t["cin"], p)          # 1x1 stride 1: x is its own columns
         else:
-            cols = im2col(pad_planes(x, t["pt"], t["pb"], t["pl"], t["pr"], dtype=acc), *geom)
+            xp = pad_scratch(x, t["pt"], t["pb"], t["pl"], t["pr"], acc) if any(t[k] for k in ("pt", "pb", "pl", "pr")) \
+                else np.ascontiguousarray(x, dtype=acc)
+            cols = im2col_scratch(xp, *geom)
         k = cin_g * t["kh"] * t["kw"]
         wf = w.astype(acc, copy=False).reshape(groups, og, k)
         if groups == 1 and n == 1:   # a plain 2-D GEMM: numpy's stacked matmul costs ~15 % more here

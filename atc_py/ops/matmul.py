@@ -167,10 +167,16 @@ class MatMulBase(OpSpec):
         batch_shape = out_shape[:-2]
         m, k, n = t["m"], t["k"], t["n"]
         acc = np.float64 if a.dtype == np.float64 else np.float32  # cube accumulates in fp32 (int8: int32, exact)
-        A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
-        B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
         rows = t["batch"] * m
-        out = np.matmul(A, B).reshape(rows, n)          # one batched GEMM: what all the blocks compute
+        if b.size == k * n and a.shape[:-2] == batch_shape:
+            # one weight for every batch (a Linear on (B, S, K) activations): the batch folds into M, one 2-D
+            # GEMM. Broadcasting the weight into a (B, K, N) stack made ConvNeXt's MLPs copy it per image.
+            A = a.reshape(rows, k).astype(acc, copy=False)
+            out = A @ b.reshape(k, n).astype(acc, copy=False)
+        else:
+            A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
+            B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
+            out = np.matmul(A, B).reshape(rows, n)      # one batched GEMM: what all the blocks compute
         if t["has_bias"] and inputs[2] is not None:
             out += inputs[2].astype(acc, copy=False).reshape(1, -1)
         if args.block_dim < t["blocks_m"] * t["blocks_n"] * t["blocks_k"]:

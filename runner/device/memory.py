@@ -29,6 +29,16 @@ class DeviceMemory:
         self.weight_base, self.weight_end = weight_base, weight_base + len(weights)
         self.widened = {} if widened is None else widened
 
+    def reset(self) -> None:
+        """A new execution on the same loaded model: the feature map zeroed again (its pages stay mapped; a fresh
+        arena per execution cost a page fault per 4 KiB written), the weights kept."""
+        self.regions[0][2].fill(0)
+
+    def out_view(self, address: int, desc: TensorDesc) -> np.ndarray:
+        """A writable view of the bytes an output lands in (bounds checked now, once per planned kernel)."""
+        buf, off = self._locate(address, desc.nbytes)
+        return buf[off:off + desc.nbytes].view(desc.dtype).reshape(desc.shape)
+
     def is_weight(self, address: int) -> bool:
         return self.weight_base <= address < self.weight_end
 

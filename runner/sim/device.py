@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+
 from atc_py.engines import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.errors import AtcError
@@ -30,7 +32,7 @@ from ..loader import desc_from_proto
 from .hazards import Hazard, check_start
 from .machine import Job, Machine
 from .profile import RuntimeProfile
-from .program import Call, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
+from .program import Call, KernelPlan, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
 from .roofline import roofline
 
 CONTROL_TASKS = (tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_ACTIVE, tt.STREAM_SWITCH,
@@ -218,8 +220,8 @@ class DeviceRun:
             self.at(t, self.kick, sid)
 
     def finish(self, t: int, task: SimTask, writes: list) -> None:
-        for addr, arr in writes:
-            self.mem.write(addr, arr)
+        for dst, arr in writes:
+            self._land(dst, arr)
         self.end[task.id] = t
         alias = self.p.region_end_alias.get(task.id)
         if alias is not None:           # a StreamSwitch branch ended: so did its region
@@ -231,6 +233,19 @@ class DeviceRun:
         if target is not None:
             self.move(t, task, *target)
         self.at(t, self.kick, task.stream)
+
+    def _land(self, dst, arr) -> None:
+        """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
+        if isinstance(dst, int):
+            self.mem.write(dst, arr)
+        elif arr.shape == dst.shape:
+            np.copyto(dst, arr, casting="no")
+        else:   # a kernel whose result is not its desc's shape: its bytes, as DeviceMemory.write lays them
+            raw = np.asarray(arr, order="C").reshape(-1).view(np.uint8)
+            flat = dst.reshape(-1).view(np.uint8)
+            if raw.size > flat.size:
+                raise MemoryFault(f"an output of {raw.size} bytes lands in {flat.size}")
+            flat[:raw.size] = raw
 
     # -- control flow ------------------------------------------------------------------------------------
     def enter(self, key, task: SimTask) -> None:
@@ -429,22 +444,36 @@ class DeviceRun:
         reads, writes = call.ranges
         return Job(core_type, block_dim, cost, moved=work.bytes, reads=reads, writes=writes, work=work)
 
+    def _plan(self, call: Call) -> KernelPlan:
+        """The call decoded against this device memory once (the arenas outlive executions): its input views,
+        the views its outputs land in, its kernel. Every later launch replays it."""
+        plan = call.plan
+        if plan is None or plan.mem is not self.mem:
+            mem, widen = self.mem, call.widens_fp16_weights
+            reads = []
+            for i, addr, desc in call.reads:
+                if addr is None:
+                    continue
+                if widen and desc.dtype == "float16" and mem.is_weight(addr):
+                    reads.append((i, mem.widened_weight(addr, desc)))   # exact; the cube kernel widens it anyway
+                else:
+                    reads.append((i, mem.view(addr, desc)))
+            outs = [mem.out_view(addr, d) for addr, d in zip(call.out_addrs, call.out_descs)]
+            plan = call.plan = KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs)
+        return plan
+
     def _compute(self, call: Call, tiling: TilingResult) -> list:
         if self.mem is None:
             return []
-        values: list = [None] * len(call.op.input)
-        widen = call.widens_fp16_weights
-        for i, addr, desc in call.reads:
-            if addr is None:
-                continue
-            if widen and desc.dtype == "float16" and self.mem.is_weight(addr):
-                values[i] = self.mem.widened_weight(addr, desc)   # exact; the cube kernel widens it anyway
-            else:
-                values[i] = self.mem.view(addr, desc)
-        outs = launch(get_op(call.op.type), tiling, call.attrs, call.out_descs, values)
+        plan = self._plan(call)
+        values: list = [None] * plan.n_inputs
+        for i, v in plan.reads:
+            values[i] = v
+        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
-        return [(addr, arr.astype(d.dtype, copy=self.mem.holds(arr)))
-                for addr, arr, d in zip(call.out_addrs, outs, call.out_descs)]
+        holds = self.mem.holds
+        return [(dst, arr.astype(d.dtype, copy=holds(arr)))
+                for dst, arr, d in zip(plan.outs, outs, call.out_descs)]
 
     def kernel(self, task: SimTask, t: int, start: int) -> None:
         call = task.calls[0]
@@ -497,8 +526,8 @@ class DeviceRun:
                 bd = tiling.block_dim
             else:
                 tiling, bd = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim
-            for addr, arr in self._compute(call, tiling):   # members run back to back inside the kernel
-                self.mem.write(addr, arr)
+            for dst, arr in self._compute(call, tiling):   # members run back to back inside the kernel
+                self._land(dst, arr)
             job = self._job(call, get_op(call.op.type).core_type, bd)
             jobs.append(job)
             if k == 0:

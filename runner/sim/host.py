@@ -110,6 +110,7 @@ class Simulation:
         self.programs: dict[str, Program] = {}
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
         self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
+        self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
         self.cache: set = set()
         self.l2 = L2Cache(self.soc.l2_size)        # what the L2 holds outlives one execution (--loop)
         # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
@@ -195,10 +196,14 @@ class Simulation:
         if self.compute or (prog.needs_values and inputs is not None):
             # a model whose label / stream switches read device memory computes even for timing: the values
             # decide which tasks run
-            if m.name not in self.weights:
-                self.weights[m.name] = load_weights(m.weights)
-            mem = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
-                               self.widened.setdefault(m.name, {}))
+            mem = self.memories.get(m.name)
+            if mem is None:   # the model's device memory, kept across executions like a loaded model's
+                if m.name not in self.weights:
+                    self.weights[m.name] = load_weights(m.weights)
+                mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base,
+                                                           self.weights[m.name], self.widened.setdefault(m.name, {}))
+            else:
+                mem.reset()
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
         for io in m.inputs:   # the inputs were copied into DRAM behind the L2 (ASSUMED: H2D copies bypass it)

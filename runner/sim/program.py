@@ -43,6 +43,7 @@ class Call:
     block_ns: int = 0          # a fixed per-block duration without memory traffic (hand-built task lists)
     cost: BlockCost | None = None   # static tiling: the largest block's cost (None: priced at run time)
     work: Work | None = None        # static tiling: the launch's total work
+    plan: KernelPlan | None = None  # decoded against the device memory at its first launch (device.py)
 
     @cached_property
     def ranges(self) -> tuple[list, list]:
@@ -79,6 +80,16 @@ class Call:
         if missing:
             raise OpError(f"args have no address for output {missing[0]}")
         return [self.addrs[f"o{i}"] for i in range(len(self.op.output_desc))]
+
+
+@dataclass(slots=True)
+class KernelPlan:
+    """A kernel call decoded once against one device memory (DeviceRun._plan): replayed by every launch."""
+    mem: object
+    spec: object
+    reads: list          # (input index, read-only view or widened weight)
+    n_inputs: int
+    outs: list           # writable views the outputs land in
 
 
 @dataclass
