@@ -35,6 +35,8 @@ from .profile import RuntimeProfile
 from .program import Call, KernelPlan, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
 from .roofline import roofline
 
+BLOCKING_KINDS = frozenset((tt.EVENT_WAIT, tt.SUPER_KERNEL))   # what blocked_reason can hold back
+KERNEL_KINDS = frozenset((tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK))
 CONTROL_TASKS = (tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_ACTIVE, tt.STREAM_SWITCH,
                  tt.MEMCPY_ASYNC)
 _U32, _I32, _I64 = TensorDesc((1,), "uint32"), TensorDesc((1,), "int32"), TensorDesc((1,), "int64")
@@ -196,7 +198,7 @@ class DeviceRun:
             return
         t = max(t, s.ready)
         task = s.tasks[s.head]
-        wait = self.blocked_reason(task, t)
+        wait = self.blocked_reason(task, t) if task.type in BLOCKING_KINDS else None
         if wait is not None:
             if not s.blocked:
                 s.blocked = True
@@ -363,7 +365,9 @@ class DeviceRun:
         prof = self.prof
         start = t + prof.sqe_dispatch_ns
         kind = task.type
-        if kind == tt.EVENT_WAIT:
+        if kind in KERNEL_KINDS:   # the common case first
+            self.kernel(task, t, start)
+        elif kind == tt.EVENT_WAIT:
             self.events.pop(task.event, None)           # wait + reset
             self.res.flows.append(("event", self.recorder_of_event.get(task.event, -1), task.id))
             self.record(task, t, start, start)
@@ -392,8 +396,6 @@ class DeviceRun:
             self.at(end, self.finish, task, [])
         elif kind == tt.PREPROCESS_KERNEL:
             self.device_tiling(task, t, start)
-        elif kind in (tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK):
-            self.kernel(task, t, start)
         elif kind == tt.SUPER_KERNEL:
             self.super_kernel(task, t, start)
         elif kind in CONTROL_TASKS:
@@ -477,7 +479,7 @@ class DeviceRun:
 
     def kernel(self, task: SimTask, t: int, start: int) -> None:
         call = task.calls[0]
-        sqe = self.snap.pop(task.id, None) or self.live[task.id]
+        sqe = (self.snap.pop(task.id, None) if self.snap else None) or self.live[task.id]
         stale = sqe.block_dim == TILING_SINK_BLOCK_DIM
         if stale:
             upd = self.p.update_of_op.get(call.op.id, -1)
@@ -490,8 +492,9 @@ class DeviceRun:
         if not stale:
             if call.sink and call.op.id not in self.sink_ctx:
                 raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
-            tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
-            writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data))
+            if self.mem is not None:
+                tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
+                writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data))
         job = self._job(call, task.core_type, bd)
         rec = self.record(task, t, -1, -1, bd, task.core_type)
 

@@ -146,7 +146,18 @@ class Machine:
     # -- kernels ----------------------------------------------------------------------------------------
     def submit(self, t: int, job: Job) -> None:
         self._advance(t)
-        job.remaining = max(1, job.blocks)
+        n = job.remaining = max(1, job.blocks)
+        if not self.waiting:   # nothing queued: when all its blocks fit now, it starts without queueing
+            aic, aiv = self.need.get(job.core_type, (1, 0))
+            if (not aic or n * aic <= self.free_aic) and (not aiv or n * aiv <= self.free_aiv):
+                self._first_wave(job)
+                job.remaining = 0
+                job.active += 1
+                self.free_aic -= n * aic
+                self.free_aiv -= n * aiv
+                self.groups.append(Group(job, n, n * aic, n * aiv))
+                self._reschedule()
+                return
         self.waiting.append(job)
         self._dispatch()
         self._reschedule()
@@ -155,6 +166,8 @@ class Machine:
         return self.aicpu.run(t, dur)
 
     def _dispatch(self) -> None:
+        if not self.waiting:
+            return
         for job in list(self.waiting):
             aic, aiv = self.need.get(job.core_type, (1, 0))
             n = job.remaining
@@ -198,11 +211,12 @@ class Machine:
     def _advance(self, t: int) -> None:
         dt = t - self.now
         if dt > 0:
+            busy = self.busy_ns
             for g in self.groups:
                 g.left -= g.rate * dt
-                self.busy_ns["AIC"] += g.aic * dt
-                self.busy_ns["AIV"] += g.aiv * dt
-        self.now = max(self.now, t)
+                busy["AIC"] += g.aic * dt
+                busy["AIV"] += g.aiv * dt
+            self.now = t
 
     def _rates(self) -> None:
         gs = self.groups
@@ -233,10 +247,15 @@ class Machine:
 
     def _reschedule(self) -> None:
         self.epoch += 1
-        if not self.groups:
+        gs = self.groups
+        if not gs:
             return
         self._rates()
-        nxt = min(self.now + max(1, math.ceil(max(g.left, 0.0) / g.rate - EPS)) for g in self.groups)
+        if len(gs) == 1:
+            g = gs[0]
+            nxt = self.now + max(1, math.ceil(max(g.left, 0.0) / g.rate - EPS))
+        else:
+            nxt = min(self.now + max(1, math.ceil(max(g.left, 0.0) / g.rate - EPS)) for g in gs)
         self._at(nxt, self._tick, self.epoch)
 
     def _tick(self, t: int, epoch: int) -> None:

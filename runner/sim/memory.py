@@ -81,6 +81,11 @@ class L2Cache:
         lru, page = self.lru, self.page
         p0, p1 = lo // page, (hi - 1) // page
         evicted = 0
+        if p0 == p1:   # within one page: the common small tensor
+            lru[p0] = lru.pop(p0, False) or dirty
+            if len(lru) > self.pages and lru.popitem(last=False)[1]:
+                evicted += page   # one page in, at most one out
+            return evicted
         if p1 - p0 + 1 > self.pages:
             for p in range(p0, p1 + 1 - self.pages):
                 was = lru.pop(p, None)
@@ -105,9 +110,15 @@ class L2Cache:
         """A kernel that reads `reads`, writes `writes` (merged, sorted [lo, hi) ranges: merge()) and moves
         `moved` bytes in all; its re-reads need `window` bytes resident (0: its inputs and outputs)."""
         comp_in = comp_out = hit_in = 0
+        page, lru = self.page, self.lru
         for lo, hi in reads:
             comp_in += hi - lo
-            hit_in += self._hits(lo, hi)
+            p = lo // page
+            if p == (hi - 1) // page:       # within one page: the common small tensor
+                if p in lru:
+                    hit_in += hi - lo
+            else:
+                hit_in += self.resident(lo, hi)
         for lo, hi in writes:
             comp_out += hi - lo
         comp = comp_in + comp_out
