@@ -1,0 +1,146 @@
+"""Issue 18's faster kernel paths and launch replay: each gives the same bits as the path it replaced, and each
+is taken (a test that fails without it). Speed itself is measured in bench/speed_table.py, never here."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import atc_py
+from atc_py.ir.graph import TensorDesc
+from atc_py.ops import conv_pool, get_op, matmul
+from atc_py.ops import ascgraph_kernel
+from atc_py.ops.execute import run_op
+from atc_py.platform import load_soc
+from runner.loader import load_model
+from runner.sim.host import Simulation
+
+RNG = np.random.default_rng(18)
+SOC = load_soc("Ascend910B1")
+FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
+
+
+def test_matmul_with_one_weight_for_all_batches_is_one_2d_gemm(monkeypatch):
+    """(B, S, M, K) @ (K, N): the batch folds into M, the weight is never broadcast into a (B*S, K, N) stack;
+    the result is bit-equal to the batched GEMM it replaced."""
+    a = RNG.standard_normal((2, 3, 5, 16)).astype(np.float32)
+    b = RNG.standard_normal((16, 7)).astype(np.float32)
+    ref = np.matmul(np.broadcast_to(a, (2, 3, 5, 16)).reshape(-1, 5, 16),
+                    np.broadcast_to(b, (2, 3, 16, 7)).reshape(-1, 16, 7)).reshape(2, 3, 5, 7)
+    broadcast = []
+    real = np.broadcast_to
+
+    class Np:   # numpy as the kernel sees it, with broadcast_to recorded
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def broadcast_to(x, shape):
+            broadcast.append(tuple(shape))
+            return real(x, shape)
+    monkeypatch.setattr(matmul, "np", Np())
+    spec = get_op("MatMulV2")
+    out = run_op(spec, [TensorDesc(a.shape, "float32"), TensorDesc(b.shape, "float32")],
+                 [TensorDesc((2, 3, 5, 7), "float32")], {}, SOC, [a, b])[0]
+    assert not broadcast
+    np.testing.assert_array_equal(out, ref)
+    # a batched weight still takes the batched GEMM
+    b3 = RNG.standard_normal((3, 16, 7)).astype(np.float32)
+    out3 = run_op(spec, [TensorDesc(a.shape, "float32"), TensorDesc(b3.shape, "float32")],
+                  [TensorDesc((2, 3, 5, 7), "float32")], {}, SOC, [a, b3])[0]
+    assert broadcast
+    np.testing.assert_array_equal(out3, np.matmul(a, b3))
+
+
+@pytest.mark.parametrize("shape,w,pads,strides", [((1, 8, 9, 9), (16, 8, 3, 3), (1, 1, 1, 1), (1, 1)),
+                                                    ((2, 6, 10, 7), (6, 2, 3, 3), (0, 1, 2, 1), (2, 1)),
+                                                    ((1, 4, 8, 8), (4, 1, 3, 3), (1, 1, 1, 1), (1, 1))])
+def test_conv_im2col_in_reused_scratch_is_bit_equal(shape, w, pads, strides):
+    """Padding and im2col go into per-thread scratch buffers reused by every launch: the same values as the
+    fresh-array path, and the second launch uses the first one's memory."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    groups = shape[1] // w[1]
+    attrs = {"strides": [1, 1, *strides], "pads": list(pads), "groups": groups}
+    spec = get_op("Conv2D")
+    wt = RNG.standard_normal(w).astype(np.float32)
+    descs = [TensorDesc(shape, "float32"), TensorDesc(w, "float32")]
+    from atc_py.ir.graph import Node, Value
+    node = Node("c", "Conv2D", attrs)
+    node.inputs = [Value("x", descs[0], None), Value("w", descs[1], None)]
+    out_desc = spec.infer(node)
+    got = run_op(spec, descs, out_desc, attrs, SOC, [x, wt])[0]
+    t = spec._geom(shape, w, attrs)
+    xp = conv_pool.pad_planes(x, t["pt"], t["pb"], t["pl"], t["pr"], dtype=np.float32)
+    cols = conv_pool.im2col(xp, t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
+    k, p, og = (shape[1] // groups) * t["kh"] * t["kw"], t["ho"] * t["wo"], w[0] // groups
+    ref = np.matmul(wt.reshape(groups, og, k), cols.reshape(shape[0], groups, k, p)) if groups > 1 or shape[0] > 1 \
+        else (wt.reshape(og, k) @ cols.reshape(k, p))
+    np.testing.assert_array_equal(got.reshape(-1), np.asarray(ref).reshape(-1))
+    first = conv_pool.scratch("cols", (4,), np.float32)
+    run_op(spec, descs, out_desc, attrs, SOC, [x, wt])
+    assert np.shares_memory(first, conv_pool.scratch("cols", (4,), np.float32))
+
+
+def elementwise_model(shape=(1, 64, 56, 56)):
+    c = shape[1]
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "s"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+         helper.make_node("Relu", ["a"], ["y"])], "bnrelu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [numpy_helper.from_array(RNG.standard_normal((c, 1, 1)).astype(np.float32), "s"),
+         numpy_helper.from_array(RNG.standard_normal((c, 1, 1)).astype(np.float32), "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("options", [FP32, {"ge.socVersion": "Ascend910B1"}])
+def test_elementwise_ascbackend_runs_its_tiles_as_one_pass(tmp_path, monkeypatch, options):
+    """An elementwise fused graph is computed in one pass over all rows (no Python loop per tile) with the
+    same bits as the unfused ops (and so as the tile-by-tile interpreter, which test_autofuse holds equal)."""
+    m = elementwise_model()
+    calls = []
+    real_step = ascgraph_kernel._Run.step
+
+    def step(self, n, slot):
+        fn = real_step(self, n, slot)
+
+        def counted(v, lo, hi):
+            calls.append(n.ir.kind)
+            return fn(v, lo, hi)
+        return counted
+    monkeypatch.setattr(ascgraph_kernel._Run, "step", step)
+    outs = {}
+    x = RNG.standard_normal((1, 64, 56, 56)).astype(np.float32)
+    for switch in ("", "autofuse:off"):
+        r = atc_py.build(m, {**options, "optimization_switch": switch})
+        p = tmp_path / f"m{bool(switch)}.om"
+        p.write_bytes(r.om)
+        outs[switch], _ = Simulation(load_model(str(p))).run([x])
+    np.testing.assert_array_equal(outs[""][0], outs["autofuse:off"][0])
+    loads = calls.count("Load")
+    assert 0 < loads <= 3   # x, s, b each loaded once, not once per tile
+
+
+def test_replayed_plans_follow_new_inputs_and_start_from_a_zeroed_feature_map(tmp_path):
+    """Device memory and each kernel's plan (input and output views) outlive an execution; a second execution
+    with other inputs computes what a fresh simulation does, and the feature map starts zeroed again."""
+    r = atc_py.build(elementwise_model((1, 8, 4, 4)), {**FP32, "optimization_switch": "autofuse:off"})
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    dm = load_model(str(p))
+    sim = Simulation(dm)
+    x1, x2 = (RNG.standard_normal((1, 8, 4, 4)).astype(np.float32) for _ in range(2))
+    sim.run([x1])
+    mem = sim.memories[dm.name]
+    plans = [c.plan for prog in sim.programs.values() for t in prog.tasks for c in t.calls]
+    assert plans and all(pl is not None and pl.mem is mem for pl in plans)
+    mem.regions[0][2][:] = 0xAB          # garbage left in the feature map must not reach the next execution
+    zeroed = []
+    real_reset = mem.reset
+
+    def reset():
+        real_reset()
+        zeroed.append(not mem.regions[0][2].any())
+    mem.reset = reset
+    got, _ = sim.run([x2])
+    assert zeroed == [True] and sim.memories[dm.name] is mem
+    ref, _ = Simulation(load_model(str(p))).run([x2])
+    np.testing.assert_array_equal(got[0], ref[0])
