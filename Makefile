@@ -20,9 +20,13 @@ test: venv
 demo: venv
 	SOC=$(SOC) BIN=$(VENV)/bin bash tools/demo.sh
 
+# issue 18's table (om-run / onnxruntime ratios, compile, threads, simulation rate, memory plans);
+# `make bench BENCH_ARGS=--quick` runs two light models only, for iterating
+BENCH_ARGS ?=
 bench: venv
 	$(PY) bench/bench.py
 	$(PY) -m bench.fidelity
+	$(PY) -m bench.speed_table $(BENCH_ARGS)
 
 # issue 20: simulated time against the roofline and every published anchor; rewrites README.md's fidelity tables
 fidelity: venv

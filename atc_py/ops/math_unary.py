@@ -157,5 +157,8 @@ class Cast(UnaryOp):
             sat, mode = bool(self.attr(args.attrs, "saturate")), str(self.attr(args.attrs, "round_mode"))
             for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], convert(x[lo:hi], dst, sat, mode)))
         else:
-            for_blocks(args, lambda lo, hi: np.copyto(out[lo:hi], x[lo:hi], casting="unsafe"))   # one pass, no temp
+            def body(lo, hi):
+                with np.errstate(over="ignore", invalid="ignore"):   # out-of-range values wrap/saturate as C casts do
+                    np.copyto(out[lo:hi], x[lo:hi], casting="unsafe")   # one pass, no temp
+            for_blocks(args, body)
         return [out.reshape(args.outputs[0].shape)]
