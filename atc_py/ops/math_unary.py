@@ -12,12 +12,12 @@ from ..ir.graph import Node, TensorDesc
 from .base import OpError
 from .cast_rules import ROUND_MODES, convert
 from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, run_blocks
+from .erf_fast import erf_rounded
 from .registry import register
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
 NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
 class AttrUnaryOp(UnaryOp):
@@ -51,7 +51,7 @@ _unary("Abs", np.abs, 1, NUMERIC)
 _unary("Sqrt", np.sqrt, 2)
 _unary("Rsqrt", lambda x: 1 / np.sqrt(x), 3)
 _unary("Reciprocal", lambda x: 1 / x, 2)
-_unary("Erf", lambda x: _erf(x).astype(x.dtype), 8)
+_unary("Erf", erf_rounded, 8)
 _unary("Sign", np.sign, 2, NUMERIC)
 _unary("Floor", np.floor, 1)
 _unary("Ceil", np.ceil, 1)
@@ -59,7 +59,7 @@ _unary("Square", np.square, 1, NUMERIC)
 _unary("Relu6", lambda x: np.clip(x, 0, 6), 2)
 _unary("Softsign", lambda x: x / (1 + np.abs(x)), 3)
 _unary("HardSwish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), 4)
-_unary("Gelu", lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)).astype(x.dtype)), 10)
+_unary("Gelu", lambda x: 0.5 * x * (1 + erf_rounded(x / math.sqrt(2))), 10)
 _unary("LogicalNot", np.logical_not, 1, ("bool",))
 
 
