@@ -144,3 +144,46 @@ def test_replayed_plans_follow_new_inputs_and_start_from_a_zeroed_feature_map(tm
     assert zeroed == [True] and sim.memories[dm.name] is mem
     ref, _ = Simulation(load_model(str(p))).run([x2])
     np.testing.assert_array_equal(got[0], ref[0])
+
+
+def norm_model(shape=(2, 197, 96)):
+    """LayerNorm, Softmax and a ReduceMean over the last axis: fused graphs with Reduce nodes."""
+    c = shape[-1]
+    g = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=-1),
+         helper.make_node("Softmax", ["n"], ["s"], axis=-1),
+         helper.make_node("ReduceMean", ["s"], ["m"], axes=[-1], keepdims=1),
+         helper.make_node("Sub", ["s", "m"], ["y"])], "norms",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        [numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "g"),
+         numpy_helper.from_array(RNG.standard_normal(c).astype(np.float32), "b")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("options", [FP32, {"ge.socVersion": "Ascend910B1"}])
+def test_reduction_ascbackend_runs_its_tiles_as_one_pass(tmp_path, monkeypatch, options):
+    """Fused graphs with Reduce nodes (LayerNorm, Softmax, ReduceMean) run their tiles as one pass over all
+    rows, bit-equal to the tile-by-tile loop nest (ONE_PASS off), in fp32 and in the fp16 build."""
+    r = atc_py.build(norm_model(), options)
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    x = RNG.standard_normal((2, 197, 96)).astype(np.float32) * 3
+    outs, calls = {}, {}
+    real_step = ascgraph_kernel._Run.step
+    for one_pass in (True, False):
+        seen = calls[one_pass] = []
+
+        def step(self, n, slot, seen=seen):
+            fn = real_step(self, n, slot)
+
+            def counted(v, lo, hi):
+                seen.append(n.ir.kind)
+                return fn(v, lo, hi)
+            return counted
+        monkeypatch.setattr(ascgraph_kernel._Run, "step", step)
+        monkeypatch.setattr(ascgraph_kernel, "ONE_PASS", one_pass)
+        outs[one_pass], _ = Simulation(load_model(str(p))).run([x])
+    assert calls[True].count("Reduce") > 0
+    assert len(calls[True]) < len(calls[False])          # the tile loop ran more than once per node before
+    np.testing.assert_array_equal(outs[True][0].view(np.uint8), outs[False][0].view(np.uint8))

@@ -37,6 +37,8 @@ from .base import OpError, Work, ceil_div
 
 MAX_DIM = (1 << 31) - 1
 MAX_ELEMENTS = 1 << 34      # elements of a loop nest (16 Gi: beyond any device memory)
+ONE_PASS = True             # a launch's tiles as one pass over all rows; False: tile by tile, the loop nest as
+                            # the schedule writes it (the reference tests hold the one pass equal to)
 
 
 class AscKernel:
@@ -226,10 +228,11 @@ class _Run:
             if n.ir.kind not in (ascir.DATA, ascir.OUTPUT):
                 (hoisted if nest.is_hoisted(n) else inner).append(self.step(n, slot))
         vals: list = [None] * len(impl.nodes)
-        if not any(n.ir.kind == ascir.REDUCE for n in impl.nodes):
-            # elementwise (loads, casts, broadcasts, elementwise ops, stores): every element is computed alone,
-            # so the tiles together are one pass over all rows — the same numbers without a Python loop per
-            # tile (DenseNet's BN+ReLU groups ran ~50 tiles each). The blocks cover every tile (checked above).
+        if ONE_PASS:
+            # Every row is computed alone (a Reduce reduces only the tile's reduce axes, row by row, each row one
+            # contiguous pairwise sum), so the tiles together are one pass over all rows: the same numbers
+            # without a Python loop per tile (DenseNet's BN+ReLU groups ran ~50 tiles each, BERT's LayerNorms
+            # and Softmaxes tens). The blocks cover every tile (checked above).
             for run in hoisted:
                 run(vals, 0, 1)
             for run in inner:
