@@ -79,6 +79,12 @@ def test_conv_im2col_in_reused_scratch_is_bit_equal(shape, w, pads, strides):
     assert np.shares_memory(first, conv_pool.scratch("cols", (4,), np.float32))
 
 
+def fresh_kernels(monkeypatch):
+    """AscBackend kernels (and their launch plans) decoded anew, not taken from an earlier test's cache."""
+    monkeypatch.setattr(ascgraph_kernel, "_BY_ID", {})
+    monkeypatch.setattr(ascgraph_kernel, "_BY_CONTENT", {})
+
+
 def elementwise_model(shape=(1, 64, 56, 56)):
     c = shape[1]
     g = helper.make_graph(
@@ -107,6 +113,7 @@ def test_elementwise_ascbackend_runs_its_tiles_as_one_pass(tmp_path, monkeypatch
             return fn(v, lo, hi)
         return counted
     monkeypatch.setattr(ascgraph_kernel._Run, "step", step)
+    fresh_kernels(monkeypatch)
     outs = {}
     x = RNG.standard_normal((1, 64, 56, 56)).astype(np.float32)
     for switch in ("", "autofuse:off"):
@@ -183,7 +190,45 @@ def test_reduction_ascbackend_runs_its_tiles_as_one_pass(tmp_path, monkeypatch, 
             return counted
         monkeypatch.setattr(ascgraph_kernel._Run, "step", step)
         monkeypatch.setattr(ascgraph_kernel, "ONE_PASS", one_pass)
+        fresh_kernels(monkeypatch)
         outs[one_pass], _ = Simulation(load_model(str(p))).run([x])
     assert calls[True].count("Reduce") > 0
     assert len(calls[True]) < len(calls[False])          # the tile loop ran more than once per node before
     np.testing.assert_array_equal(outs[True][0].view(np.uint8), outs[False][0].view(np.uint8))
+
+
+def test_ascbackend_launch_plans_are_made_once_and_hold_no_launch_state(tmp_path, monkeypatch):
+    """A fused kernel's launch plan (gather/scatter specs, steps) is made at its first launch and replayed:
+    later executions with other inputs, and two threads launching one plan at once, compute what fresh
+    plans do."""
+    fresh_kernels(monkeypatch)
+    made = []
+    real_init = ascgraph_kernel._Run.__init__
+
+    def init(self, *a, **kw):
+        made.append(1)
+        real_init(self, *a, **kw)
+    monkeypatch.setattr(ascgraph_kernel._Run, "__init__", init)
+    r = atc_py.build(norm_model((1, 64, 32)), FP32)
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    sim = Simulation(load_model(str(p)))
+    xs = [RNG.standard_normal((1, 64, 32)).astype(np.float32) for _ in range(3)]
+    got = [sim.run([xs[0]])[0][0]]
+    n_plans = len(made)
+    got += [sim.run([x])[0][0] for x in xs[1:]]
+    assert n_plans > 0 and len(made) == n_plans    # replayed, not remade
+    fresh_kernels(monkeypatch)
+    for x, g in zip(xs, got):
+        np.testing.assert_array_equal(g, Simulation(load_model(str(p))).run([x])[0][0])
+    assert len(made) > n_plans             # the fresh caches made their own plans
+    kernels = list(ascgraph_kernel._BY_CONTENT.values())
+    k = kernels[0]
+    (cache_key, plan), = list(k._runs.items())[:1]
+    inputs = [[RNG.standard_normal(s).astype(np.float32) for s in cache_key[3]] for _ in range(8)]
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        par = list(pool.map(plan, inputs))
+    for x, y in zip(inputs, par):
+        for a, b in zip(y, plan(x)):
+            np.testing.assert_array_equal(a, b)

@@ -37,6 +37,7 @@ from .base import OpError, Work, ceil_div
 
 MAX_DIM = (1 << 31) - 1
 MAX_ELEMENTS = 1 << 34      # elements of a loop nest (16 Gi: beyond any device memory)
+MAX_RUNS = 64               # launch plans kept per kernel (a dynamic-shape model may launch it with many shapes)
 ONE_PASS = True             # a launch's tiles as one pass over all rows; False: tile by tile, the loop nest as
                             # the schedule writes it (the reference tests hold the one pass equal to)
 
@@ -57,6 +58,7 @@ class AscKernel:
             raise AscGraphError(f"graph {hint.name!r}", "ascgraph_impl", "the ImplGraphs split different axes")
         self.struct = tiling_struct(hint, impl)
         self.n_inputs, self.n_outputs = len(hint.data_nodes), len(hint.output_nodes)
+        self._runs: dict[tuple, _Run] = {}     # launch plans by (key, tiling values, block_dim, shapes)
 
     digest = ""          # set by kernel_for: sha256 of the graphs' content (their names aside)
 
@@ -124,14 +126,20 @@ class AscKernel:
     def run(self, values: dict, key: int, block_dim: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
         if not 0 <= key < len(self.impls):
             raise OpError(f"tiling key {key} is not one of the kernel's {list(KEYS)}")
-        impl, nest = self.impls[key], self.nests[key]
         env = {n: int(values[n]) for n in self.struct.names}
-        shapes = [tuple(x.shape) for x in inputs]
-        want = self.bind(shapes)
-        for name, v in want.items():
-            if env.get(name) != v:
-                raise OpError(f"tiling data says {name} = {env.get(name)}, the inputs give {v}")
-        return _Run(self, impl, nest, env, block_dim, inputs).outputs
+        shapes = tuple(tuple(x.shape) for x in inputs)
+        cache_key = (key, tuple(env.values()), block_dim, shapes, ONE_PASS)
+        run = self._runs.get(cache_key)
+        if run is None:
+            want = self.bind(shapes)
+            for name, v in want.items():
+                if env.get(name) != v:
+                    raise OpError(f"tiling data says {name} = {env.get(name)}, the inputs give {v}")
+            run = _Run(self, self.impls[key], self.nests[key], env, block_dim)
+            if len(self._runs) >= MAX_RUNS:
+                self._runs.clear()
+            self._runs[cache_key] = run
+        return run(inputs)
 
     # -- the cost ----------------------------------------------------------------------------------------------
     def work(self, plan: TilingPlan, block: bool = False) -> Work:
@@ -199,9 +207,12 @@ def _vec_elems(t, nest: Nest, env) -> int:
 
 
 class _Run:
-    """One launch: inputs arranged as (rows, reduce axes...), the loop nest, outputs arranged back."""
+    """One launch configuration (tiling values, block_dim, input shapes), prepared once: inputs arranged as
+    (rows, reduce axes...), the loop nest's steps, outputs arranged back. Called per launch with the inputs;
+    everything a launch writes lives in that call's value list (one slot per node: a Data node's slot holds
+    its gathered input, a Store's its output buffer), so one plan serves threads launching it at once."""
 
-    def __init__(self, k: AscKernel, impl: AscGraph, nest: Nest, env: dict, block_dim: int, inputs):
+    def __init__(self, k: AscKernel, impl: AscGraph, nest: Nest, env: dict, block_dim: int):
         self.k, self.impl, self.nest, self.env = k, impl, nest, env
         axes = impl.axes
         self.rows = math.prod(axes[a].size.eval(env) for a in nest.par) if nest.par else 1
@@ -216,73 +227,91 @@ class _Run:
         if block_dim < 1 or (block_dim - 1) * per_block >= tiles or block_dim * per_block < tiles:
             raise OpError(f"block_dim {block_dim} x {per_block} tiles per block does not cover the {tiles} tiles "
                           "of the launch")
-        self.arrays = {id(d): self.gather(d, x) for d, x in zip(impl.data_nodes, inputs)}
-        self.outs = {}
+        self.tile, self.per_block, self.block_dim = tile, per_block, block_dim
+        slot = {id(n): k for k, n in enumerate(impl.nodes)}
+        self.n_slots = len(impl.nodes)
+        self.gathers = [(slot[id(d)], self.gather_spec(d)) for d in impl.data_nodes]
+        self.lead = {slot[id(d)]: spec[3] for d, (_, spec) in zip(impl.data_nodes, self.gathers)}
+        self.stores = []
         for o in impl.output_nodes:
             store = o.inputs[0][0]
             local = store.inputs[0][0].y
-            self.outs[id(store)] = np.zeros(self.tile_shape(local, self.rows), store.y.dtype)
-        slot = {id(n): k for k, n in enumerate(impl.nodes)}
+            self.stores.append((slot[id(store)], self.tile_shape(local, self.rows), np.dtype(store.y.dtype),
+                                self.scatter_spec(store)))
+        self.store_rows = {dst: shape[0] for dst, shape, _, _ in self.stores}
         hoisted, inner = [], []
         for n in impl.nodes:
             if n.ir.kind not in (ascir.DATA, ascir.OUTPUT):
                 (hoisted if nest.is_hoisted(n) else inner).append(self.step(n, slot))
-        vals: list = [None] * len(impl.nodes)
+        self.hoisted, self.inner = hoisted, inner
+
+    def __call__(self, inputs) -> list[np.ndarray]:
+        vals: list = [None] * self.n_slots
+        for (dst, spec), x in zip(self.gathers, inputs):
+            vals[dst] = self.gather(spec, x)
+        for dst, shape, dt, _ in self.stores:
+            vals[dst] = np.zeros(shape, dt)
+        hoisted, inner = self.hoisted, self.inner
         if ONE_PASS:
             # Every row is computed alone (a Reduce reduces only the tile's reduce axes, row by row, each row one
             # contiguous pairwise sum), so the tiles together are one pass over all rows: the same numbers
             # without a Python loop per tile (DenseNet's BN+ReLU groups ran ~50 tiles each, BERT's LayerNorms
-            # and Softmaxes tens). The blocks cover every tile (checked above).
+            # and Softmaxes tens). The blocks cover every tile (checked when the plan was made).
             for run in hoisted:
                 run(vals, 0, 1)
             for run in inner:
                 run(vals, 0, self.rows)
-            self.outputs = [self.scatter(o) for o in impl.output_nodes]
-            return
-        for b in range(block_dim):
-            for run in hoisted:
-                run(vals, 0, 1)
-            for t in range(per_block):
-                lo = (b * per_block + t) * tile
-                if lo >= self.rows:
-                    break
-                hi = min(lo + tile, self.rows)
-                for run in inner:
-                    run(vals, lo, hi)
-        self.outputs = [self.scatter(o) for o in impl.output_nodes]
+        else:
+            tile, per_block = self.tile, self.per_block
+            for b in range(self.block_dim):
+                for run in hoisted:
+                    run(vals, 0, 1)
+                for t in range(per_block):
+                    lo = (b * per_block + t) * tile
+                    if lo >= self.rows:
+                        break
+                    hi = min(lo + tile, self.rows)
+                    for run in inner:
+                        run(vals, lo, hi)
+        return [self.scatter(spec, vals[dst]) for dst, _, _, spec in self.stores]
 
     # -- global memory <-> tiles ---------------------------------------------------------------------------
-    def full_rank(self, t, x: np.ndarray) -> np.ndarray:
-        """A GM tensor (own dims on axes t.axis) as an array over all original axes (1 where absent)."""
-        shape = [1] * len(self.k.hint.axes)
-        for a, r in zip(t.axis, t.repeats):
-            shape[a] = r.eval(self.env)
-        return x.reshape(shape)
-
-    def gather(self, data: AscNode, x: np.ndarray) -> np.ndarray:
-        """(rows or 1, reduce extents...) of an input: the rows a tile's Load reads."""
+    def gather_spec(self, data: AscNode):
+        """How an input becomes (rows or 1, reduce extents...), the rows a tile's Load reads: (its shape over
+        all original axes, 1 where absent; the transpose; the broadcast shape or None; rows or 1)."""
         nest, axes = self.nest, self.k.hint.axes
-        full = self.full_rank(data.y, x)
-        arr = full.transpose(nest.par + nest.red)
-        p = arr.shape[:len(nest.par)]
+        full = [1] * len(axes)
+        for a, r in zip(data.y.axis, data.y.repeats):
+            full[a] = r.eval(self.env)
+        perm = nest.par + nest.red
+        moved = [full[a] for a in perm]
+        p = moved[:len(nest.par)]
         if any(d != 1 for d in p):
-            arr = np.broadcast_to(arr, tuple(axes[a].size.eval(self.env) for a in nest.par) + arr.shape[len(p):])
-            return arr.reshape((self.rows,) + arr.shape[len(p):])
-        return arr.reshape((1,) + arr.shape[len(p):])
+            to = tuple(axes[a].size.eval(self.env) for a in nest.par) + tuple(moved[len(p):])
+            return tuple(full), perm, to, self.rows
+        return tuple(full), perm, None, 1
 
-    def scatter(self, o: AscNode) -> np.ndarray:
-        store = o.inputs[0][0]
-        buf = self.outs[id(store)]
+    def gather(self, spec, x: np.ndarray) -> np.ndarray:
+        full, perm, to, lead = spec
+        arr = x.reshape(full).transpose(perm)
+        if to is not None:
+            arr = np.broadcast_to(arr, to)
+        return arr.reshape((lead,) + arr.shape[len(self.nest.par):])
+
+    def scatter_spec(self, store: AscNode):
         nest, axes = self.nest, self.k.hint.axes
-        par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if buf.shape[0] != 1 else (1,) * len(nest.par)
-        arr = buf.reshape(par_ext + buf.shape[1:])
-        inv = np.argsort(nest.par + nest.red)
-        arr = arr.transpose(inv)
+        local = store.inputs[0][0].y
+        lead = self.tile_shape(local, self.rows)[0]
+        par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if lead != 1 else (1,) * len(nest.par)
+        inv = tuple(int(i) for i in np.argsort(nest.par + nest.red))
         own = store.y
-        keep = [slice(None) if any(a == b and r != 1 for b, r in zip(own.axis, own.repeats)) else slice(0, 1)
-                for a in range(len(axes))]
-        arr = arr[tuple(keep)]
-        shape = tuple(r.eval(self.env) for r in own.repeats)
+        keep = tuple(slice(None) if any(a == b and r != 1 for b, r in zip(own.axis, own.repeats)) else slice(0, 1)
+                     for a in range(len(axes)))
+        return par_ext, inv, keep, tuple(r.eval(self.env) for r in own.repeats)
+
+    def scatter(self, spec, buf: np.ndarray) -> np.ndarray:
+        par_ext, inv, keep, shape = spec
+        arr = buf.reshape(par_ext + buf.shape[1:]).transpose(inv)[keep]
         return np.ascontiguousarray(arr).reshape(shape)
 
     def tile_shape(self, t, rows: int) -> tuple[int, ...]:
@@ -296,24 +325,24 @@ class _Run:
         kind, dst, dt = n.ir.kind, slot[id(n)], np.dtype(n.y.dtype)
         src = [slot[id(s)] for s, _ in n.inputs]
         if kind == ascir.LOAD:
-            arr = self.arrays[id(n.inputs[0][0])]
-            if arr.shape[0] == 1:
+            gm = src[0]
+            if self.lead[gm] == 1:
                 def load_row(v, lo, hi):
-                    v[dst] = arr.copy()                                      # MTE2: GM -> UB
+                    v[dst] = v[gm].copy()                                    # MTE2: GM -> UB
                 return load_row
 
             def load(v, lo, hi):
-                v[dst] = arr[lo:hi].copy()                                   # MTE2: GM -> UB
+                v[dst] = v[gm][lo:hi].copy()                                 # MTE2: GM -> UB
             return load
         if kind == ascir.STORE:
-            buf, x = self.outs[id(n)], src[0]
-            if buf.shape[0] == 1:
+            x = src[0]
+            if self.store_rows[dst] == 1:
                 def store_row(v, lo, hi):
-                    buf[...] = v[x]
+                    v[dst][...] = v[x]
                 return store_row
 
             def store(v, lo, hi):
-                buf[lo:hi] = v[x]                                            # MTE3: UB -> GM
+                v[dst][lo:hi] = v[x]                                         # MTE3: UB -> GM
             return store
         if kind == ascir.SCALAR:
             text = n.attrs["value"]
