@@ -326,6 +326,10 @@ class _Run:
         src = [slot[id(s)] for s, _ in n.inputs]
         if kind == ascir.LOAD:
             gm = src[0]
+            if ONE_PASS:   # all rows at once: the gathered input itself (every step makes new arrays, none
+                def load_all(v, lo, hi):   # writes into its operands, as the unfused kernels on device memory)
+                    v[dst] = v[gm]
+                return load_all
             if self.lead[gm] == 1:
                 def load_row(v, lo, hi):
                     v[dst] = v[gm].copy()                                    # MTE2: GM -> UB
