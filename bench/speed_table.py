@@ -56,6 +56,12 @@ def best(fn, repeat: int) -> float:
     return min(out)
 
 
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def ort_session(model, threads: int = 1):
     import onnxruntime as ort
     so = ort.SessionOptions()
@@ -160,13 +166,15 @@ def busy_threads(d: pathlib.Path) -> tuple[float, float, float, int]:
         probe = LoadProbe()
         time.sleep(0.2)
         chosen = probe.idle_cores()
-        out = []
-        for n in (None, 1, chosen):
-            if n is None:   # numpy as it comes: its BLAS pool at one thread per core
-                out.append(best(lambda: sim.run(x), 5))
-            else:
-                with thread_budget(n):
-                    out.append(best(lambda: sim.run(x), 5))
+        times: dict = {}
+        for _ in range(6):   # round robin: the load other processes add drifts; min of each
+            for label, n in (("numpy", None), ("one", 1), ("default", chosen)):
+                if n is None:   # numpy as it comes: its BLAS pool at one thread per core
+                    times.setdefault(label, []).append(timed(lambda: sim.run(x)))
+                else:
+                    with thread_budget(n):
+                        times.setdefault(label, []).append(timed(lambda: sim.run(x)))
+        out = [min(times["numpy"]), min(times["one"]), min(times["default"])]
     finally:
         hog.kill()
         hog.wait()
