@@ -39,3 +39,22 @@ def test_sweep_scaling_bench_plans_its_sweep(tmp_path):
         "assert callable(g['main']) and callable(g['scheduler_cost']) and callable(g['transfer_cost'])")],
         cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_speed_table_convnext_block_runs_like_onnxruntime(tmp_path):
+    """bench/speed_table.py's ConvNeXt block (row 4; built with onnx.helper) is a valid model that om-run (fp32
+    build) computes as onnxruntime does, and the table's entry point imports; nothing is timed."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    sys.path.insert(0, str(ROOT))
+    from bench import speed_table
+    assert callable(speed_table.main)
+    path = tmp_path / "block.onnx"
+    speed_table.convnext_block(path, c=8, hw=9)
+    onnx.checker.check_model(onnx.load(str(path)), full_check=True)
+    sim, dm, _ = speed_table.om_sim(tmp_path, "block", path, speed_table.FP32)
+    x = np.random.default_rng(2).standard_normal((1, 8, 9, 9)).astype(np.float32)
+    got, _ = sim.run([x])
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got[0], sess.run(None, {"x": x})[0], rtol=1e-4, atol=1e-5)
