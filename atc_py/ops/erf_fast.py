@@ -6,7 +6,7 @@ one ConvNeXt-tiny stage-1 block. Here erf(|x|) is approximated in float64 as |x|
 on each of the intervals of WIDTH up to TOP (interpolated from math.erf once; math.erf(x) is 1.0 in double from
 5.93), with a relative error checked below MAX_ERROR when the table is built. Rounding is monotonic, so where
 the approximation -/+ MARGIN (a hundred times that error) round to the same dtype value, math.erf's double
-rounds to it too; the other elements (about one in 5000 for float32; NaN and infinities too) are recomputed
+rounds to it too; the other elements (about one in 4000 for float32; NaN and infinities too) are recomputed
 with math.erf itself. The result is bit-equal to the old path for every input.
 """
 from __future__ import annotations
