@@ -228,6 +228,7 @@ class _Run:
             raise OpError(f"block_dim {block_dim} x {per_block} tiles per block does not cover the {tiles} tiles "
                           "of the launch")
         self.tile, self.per_block, self.block_dim = tile, per_block, block_dim
+        self.one_pass = ONE_PASS     # fixed per plan (the plan cache is keyed by it too)
         slot = {id(n): k for k, n in enumerate(impl.nodes)}
         self.n_slots = len(impl.nodes)
         self.gathers = [(slot[id(d)], self.gather_spec(d)) for d in impl.data_nodes]
@@ -252,7 +253,7 @@ class _Run:
         for dst, shape, dt, _ in self.stores:
             vals[dst] = np.zeros(shape, dt)
         hoisted, inner = self.hoisted, self.inner
-        if ONE_PASS:
+        if self.one_pass:
             # Every row is computed alone (a Reduce reduces only the tile's reduce axes, row by row, each row one
             # contiguous pairwise sum), so the tiles together are one pass over all rows: the same numbers
             # without a Python loop per tile (DenseNet's BN+ReLU groups ran ~50 tiles each, BERT's LayerNorms
@@ -326,7 +327,7 @@ class _Run:
         src = [slot[id(s)] for s, _ in n.inputs]
         if kind == ascir.LOAD:
             gm = src[0]
-            if ONE_PASS:   # all rows at once: the gathered input itself (every step makes new arrays, none
+            if self.one_pass:   # all rows at once: the gathered input itself (every step makes new arrays, none
                 def load_all(v, lo, hi):   # writes into its operands, as the unfused kernels on device memory)
                     v[dst] = v[gm]
                 return load_all
