@@ -14,6 +14,7 @@ import numpy as np
 
 from atc_py.engines.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
+from atc_py.ieee_quiet import quiet_ieee_warnings
 from atc_py.plugins import load_plugins
 
 from .compare import compare_outputs
@@ -99,6 +100,7 @@ class OmRunCommand(click.Command):
     anything unexpected is one E19999 line (its traceback with ATC_PY_DEBUG=1)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        quiet_ieee_warnings()    # the simulated device computes inf/NaN silently, as an AI Core does
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:

@@ -1,0 +1,4 @@
+"""python -m runner: om-run."""
+from .cli import main
+
+main()
