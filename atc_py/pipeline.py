@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import Callable
 
-import onnx
+from .frontend.onnx import onnx_lite as onnx
 
 from . import __version__
 from .atomic_write import write_atomic

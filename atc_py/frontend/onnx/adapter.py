@@ -4,8 +4,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
-import onnx
-from onnx import numpy_helper
+from . import onnx_lite as onnx
+
 
 from ...ir.graph import Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
@@ -54,11 +54,11 @@ class OnnxOp:
 
 
 def attr_value(a: onnx.AttributeProto) -> Any:
-    v = onnx.helper.get_attribute_value(a)
+    v = onnx.get_attribute_value(a)
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
     if isinstance(v, onnx.TensorProto):
-        return numpy_helper.to_array(v)
+        return onnx.to_array(v)
     if isinstance(v, list):
         return [x.decode() if isinstance(x, bytes) else x for x in v]
     return v

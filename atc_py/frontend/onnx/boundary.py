@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-import onnx
+from . import onnx_lite as onnx
 
 from ...errors import AtcError
 from .structured import Optional, Sequence

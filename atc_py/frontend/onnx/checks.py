@@ -13,8 +13,8 @@ import functools
 import heapq
 import math
 
-import onnx
-from onnx import TensorProto
+from . import onnx_lite as onnx
+from .onnx_lite import TensorProto
 
 from ...errors import AtcError
 from ...limits import MAX_CONST_BYTES, MAX_RANK
@@ -105,7 +105,7 @@ class ModelChecks:
         n = math.prod(t.dims)
         bits = _BITS.get(t.data_type)
         itemsize = 16 if t.data_type == TensorProto.STRING else (
-            onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize if bits is None else 1)
+            onnx.itemsize(t.data_type) if bits is None else 1)
         nbytes = (n * bits + 7) // 8 if bits else n * itemsize
         if nbytes > MAX_CONST_BYTES:
             raise self.fail(f"{where} of shape {list(t.dims)} would need more than {MAX_CONST_BYTES} bytes")

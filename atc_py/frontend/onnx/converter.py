@@ -1,8 +1,8 @@
 """ONNX ModelProto -> IR Graph: Data/Const nodes, adapters per op, NetOutput; all unsupported ops in one error."""
 from __future__ import annotations
 
-import onnx
-from onnx import numpy_helper
+from . import onnx_lite as onnx
+
 
 from ...errors import AtcError
 from ...ir.dtypes import dtype_from_onnx, no_ascend_type
@@ -48,7 +48,7 @@ class OnnxConverter:
             data = self.weights.get(name)
             if data is None:
                 unsupported_type(self.initializers[name].data_type, f"initializer '{name}'")
-                data = numpy_helper.to_array(self.initializers[name])
+                data = onnx.to_array(self.initializers[name])
             v = self.graph.add_const(self.graph.unique_name(_safe(name)), data)
             self.values[name] = v
             return v

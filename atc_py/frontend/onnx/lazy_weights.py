@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-import onnx
+from . import onnx_lite as onnx
 
 MODEL_GRAPH, GRAPH_INITIALIZER = 7, 5
 TENSOR_DATA_TYPE, TENSOR_RAW_DATA, TENSOR_DATA_LOCATION = 2, 9, 14

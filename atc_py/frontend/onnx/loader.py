@@ -6,7 +6,7 @@ import os
 import pathlib
 
 import numpy as np
-import onnx
+from . import onnx_lite as onnx
 from google.protobuf.message import DecodeError
 
 from ...errors import AtcError

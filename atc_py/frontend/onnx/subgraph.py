@@ -8,7 +8,7 @@ closed: every pass can work on one graph at a time.
 """
 from __future__ import annotations
 
-import onnx
+from . import onnx_lite as onnx
 
 from ...ir.graph import Graph, TensorDesc, Value
 from .checks import check_body

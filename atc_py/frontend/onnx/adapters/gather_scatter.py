@@ -3,7 +3,7 @@ Scatter (opset 9-10), ScatterND, TensorScatter, OneHot, NonZero, Compress, Uniqu
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op

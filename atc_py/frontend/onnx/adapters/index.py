@@ -3,7 +3,7 @@ DepthToSpace, Range. Parameters that GE ops take as attributes must be constants
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx, no_ascend_type
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op

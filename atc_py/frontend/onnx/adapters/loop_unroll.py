@@ -10,7 +10,7 @@ known at import too. Bounded by MAX_IMPORT_UNROLL_ITERATIONS iterations and MAX_
 from __future__ import annotations
 
 import numpy as np
-import onnx
+from .. import onnx_lite as onnx
 
 from ....limits import MAX_IMPORT_UNROLL_ITERATIONS, MAX_IMPORT_UNROLL_NODES
 from ..adapter import AdapterError, NodeCtx

@@ -4,7 +4,7 @@ SwiGLU, Hardmax, Einsum, Det, CumProd."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto
+from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op

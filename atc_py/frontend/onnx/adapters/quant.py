@@ -14,7 +14,7 @@ from .nn import _spatial, as_2d_attrs, from_2d, to_2d
 def _onnx_dtype(code: int, what: str) -> str:
     dt = dtype_from_onnx(int(code))
     if dt is None:
-        from onnx import TensorProto
+        from ..onnx_lite import TensorProto
         name = TensorProto.DataType.Name(int(code)) if int(code) in TensorProto.DataType.values() else str(code)
         raise AdapterError(f"{what} {name} is not a type atc-py supports")
     return dt.name

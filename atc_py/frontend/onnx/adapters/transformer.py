@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from onnx import TensorProto
+from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx
 from ....ops.attention import UNBOUNDED
