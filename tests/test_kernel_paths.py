@@ -79,6 +79,23 @@ def test_conv_im2col_in_reused_scratch_is_bit_equal(shape, w, pads, strides):
     assert np.shares_memory(first, conv_pool.scratch("cols", (4,), np.float32))
 
 
+@pytest.mark.parametrize("shape,k,strides,dil", [((1, 5, 9, 11), (3, 3), (1, 1), (1, 1)),
+                                                  ((2, 3, 12, 13), (3, 2), (1, 2), (2, 1)),
+                                                  ((1, 4, 10, 40), (3, 3), (1, 1), (1, 1)),    # too wide: one copy
+                                                  ((1, 4, 10, 10), (3, 3), (2, 2), (1, 1))])   # strided rows: one copy
+def test_im2col_row_shift_path_is_taken_for_short_rows_and_bit_equal(shape, k, strides, dil):
+    """Short stride-1 output rows take the two-copy im2col (row shifts, then contiguous tap runs); the columns
+    are the one-copy im2col's, value for value."""
+    xp = RNG.standard_normal(shape).astype(np.float32)
+    (kh, kw), (sh, sw), (dh, dw) = k, strides, dil
+    ho, wo = (shape[2] - (kh - 1) * dh - 1) // sh + 1, (shape[3] - (kw - 1) * dw - 1) // sw + 1
+    conv_pool.scratch("shifted", (1,), np.float32)[...] = np.nan   # a fresh marker: was the shift buffer written?
+    got = conv_pool.im2col_scratch(xp, kh, kw, sh, sw, dh, dw, ho, wo)
+    np.testing.assert_array_equal(got, conv_pool.im2col(xp, kh, kw, sh, sw, dh, dw, ho, wo))
+    shifted = conv_pool.scratch("shifted", (1,), np.float32)
+    assert np.isnan(shifted[0]) != (sh == 1 and wo <= conv_pool.ROW_SHIFT_MAX_WO)
+
+
 def fresh_kernels(monkeypatch):
     """AscBackend kernels (and their launch plans) decoded anew, not taken from an earlier test's cache."""
     monkeypatch.setattr(ascgraph_kernel, "_BY_ID", {})
