@@ -328,9 +328,9 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
     written = []
     orig_finish = sim_device.DeviceRun.finish
 
-    def finish(self, t, task, writes):
+    def finish(self, t, task, writes, **kw):
         written.extend(self.mem.holds(arr) for _, arr in writes)
-        orig_finish(self, t, task, writes)
+        orig_finish(self, t, task, writes, **kw)
     monkeypatch.setattr(sim_device.DeviceRun, "finish", finish)
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],

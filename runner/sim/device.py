@@ -121,6 +121,8 @@ class RunResult:
 
 
 class DeviceRun:
+    inline_kernels = True   # kick's inline path (off: every kernel through the event queue, as tests compare)
+
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
@@ -146,6 +148,7 @@ class DeviceRun:
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
+        self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:
@@ -193,22 +196,37 @@ class DeviceRun:
         return None
 
     def kick(self, t: int, sid: int) -> None:
+        """Start the stream's head task if it can. A kernel kicked with no other event pending on an idle
+        machine runs to its end inline (Machine.run_inline), and while that stays so the stream's next tasks
+        follow in this loop: the events the queue would have popped one by one, with the same times, in the
+        same order, without their round trips through it."""
         s = self.streams[sid]
-        if s.busy or not s.active or s.head >= len(s.tasks):
-            return
-        t = max(t, s.ready)
-        task = s.tasks[s.head]
-        wait = self.blocked_reason(task, t) if task.type in BLOCKING_KINDS else None
-        if wait is not None:
-            if not s.blocked:
-                s.blocked = True
-                self.prefetch(s)
-            if wait >= 0:
-                self.at(wait, self.kick, sid)
-            return
-        s.blocked = False
-        s.busy = True
-        self.execute(task, t)
+        while True:
+            if s.busy or not s.active or s.head >= len(s.tasks):
+                return
+            t = max(t, s.ready)
+            task = s.tasks[s.head]
+            wait = self.blocked_reason(task, t) if task.type in BLOCKING_KINDS else None
+            if wait is not None:
+                if not s.blocked:
+                    s.blocked = True
+                    self.prefetch(s)
+                if wait >= 0:
+                    self.at(wait, self.kick, sid)
+                return
+            s.blocked = False
+            s.busy = True
+            if task.type not in KERNEL_KINDS or self.heap or not self.inline_kernels or not self.machine.idle():
+                self.execute(task, t)
+                return
+            end = self.execute(task, t, inline=True)
+            if end is None:
+                return          # it went through the event queue after all (more blocks than idle cores)
+            if self.heap:       # (a kernel's finish posts nothing else; kept for exactness)
+                self.at(end, self.kick, sid)
+                return
+            self.inline_tasks += 1
+            t = end             # the kick its finish would have posted, popped at once: nothing else is pending
 
     def prefetch(self, s: Stream) -> None:
         """The next prefetch_num SQEs past the blocked head are fetched now: keep their snapshots."""
@@ -221,7 +239,7 @@ class DeviceRun:
         for sid in self.waiting.pop(key, []):
             self.at(t, self.kick, sid)
 
-    def finish(self, t: int, task: SimTask, writes: list) -> None:
+    def finish(self, t: int, task: SimTask, writes: list, kick: bool = True) -> None:
         for dst, arr in writes:
             self._land(dst, arr)
         self.end[task.id] = t
@@ -234,7 +252,8 @@ class DeviceRun:
         target = self.jump.pop(task.id, None)
         if target is not None:
             self.move(t, task, *target)
-        self.at(t, self.kick, task.stream)
+        if kick:
+            self.at(t, self.kick, task.stream)
 
     def _land(self, dst, arr) -> None:
         """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
@@ -346,11 +365,11 @@ class DeviceRun:
             raise AtcError("E30005", detail=h.detail)
 
     # -- task kinds ----------------------------------------------------------------------------------
-    def execute(self, task: SimTask, t: int) -> None:
+    def execute(self, task: SimTask, t: int, inline: bool = False) -> int | None:
         """Run one task; a kernel that fails on the values it was given (the file was validated, the numbers in
         memory were not) is an E30004 naming the task, like a device exception would be."""
         try:
-            self._execute(task, t)
+            return self._execute(task, t, inline)
         except (OpError, MemoryFault) as exc:
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
         except LoopLimit as exc:
@@ -361,12 +380,13 @@ class DeviceRun:
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})",
                            reason=f"the kernel failed: {type(exc).__name__}: {exc}") from None
 
-    def _execute(self, task: SimTask, t: int) -> None:
+    def _execute(self, task: SimTask, t: int, inline: bool = False) -> int | None:
+        """inline (a kernel only): run it to its end now and return the end (kick's inline path)."""
         prof = self.prof
         start = t + prof.sqe_dispatch_ns
         kind = task.type
         if kind in KERNEL_KINDS:   # the common case first
-            self.kernel(task, t, start)
+            return self.kernel(task, t, start, inline)
         elif kind == tt.EVENT_WAIT:
             self.events.pop(task.event, None)           # wait + reset
             self.res.flows.append(("event", self.recorder_of_event.get(task.event, -1), task.id))
@@ -477,7 +497,9 @@ class DeviceRun:
         return [(dst, arr.astype(d.dtype, copy=holds(arr)))
                 for dst, arr, d in zip(plan.outs, outs, call.out_descs)]
 
-    def kernel(self, task: SimTask, t: int, start: int) -> None:
+    def kernel(self, task: SimTask, t: int, start: int, inline: bool = False) -> int | None:
+        """Launch a kernel through the machine; inline: run it to its end now, finish it without posting the
+        stream's next kick and return its end (None: it was submitted to the event queue instead)."""
         call = task.calls[0]
         sqe = (self.snap.pop(task.id, None) if self.snap else None) or self.live[task.id]
         stale = sqe.block_dim == TILING_SINK_BLOCK_DIM
@@ -506,8 +528,17 @@ class DeviceRun:
             rec.end = e
             rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
             self.finish(e, task, writes)
-        job.on_start, job.on_done = started, done
+        job.on_start = started
+        if inline:
+            e = self.machine.run_inline(start + self.prof.kernel_start_ns, job)
+            if e is not None:
+                rec.end = e
+                rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
+                self.finish(e, task, writes, kick=False)
+                return e
+        job.on_done = done
         self.machine.submit(start + self.prof.kernel_start_ns, job)
+        return None
 
     def super_kernel(self, task: SimTask, t: int, start: int) -> None:
         """The members run back to back inside one kernel: each starts when the one before it ends."""

@@ -162,6 +162,44 @@ class Machine:
         self._dispatch()
         self._reschedule()
 
+    def idle(self) -> bool:
+        """No kernel running or waiting."""
+        return not self.groups and not self.waiting
+
+    def run_inline(self, t: int, job: Job) -> int | None:
+        """`submit` + the ticks that end the kernel, without the event queue: for a caller that knows nothing
+        else can happen before it ends (no other event pending, the machine idle). The same arithmetic as
+        submit/_reschedule/_tick with one group; calls on_start, not on_done, and returns the end — or None,
+        having done nothing, when the kernel does not fit the idle cores at once (waves: use submit)."""
+        n = max(1, job.blocks)
+        aic, aiv = self.need.get(job.core_type, (1, 0))
+        if self.groups or self.waiting or (aic and n * aic > self.free_aic) or (aiv and n * aiv > self.free_aiv):
+            return None
+        if t > self.now:    # _advance over an idle machine
+            self.now = t
+        job.remaining = 0
+        self._first_wave(job)
+        job.active += 1
+        g = Group(job, n, n * aic, n * aiv)
+        self.groups.append(g)
+        self._rates()
+        busy = self.busy_ns
+        while True:          # _reschedule, then _tick at its time (a tick that finds the block unfinished re-arms)
+            self.epoch += 1
+            nxt = self.now + max(1, math.ceil(max(g.left, 0.0) / g.rate - EPS))
+            dt = nxt - self.now
+            g.left -= g.rate * dt
+            busy["AIC"] += g.aic * dt
+            busy["AIV"] += g.aiv * dt
+            self.now = nxt
+            if g.left <= g.rate * 0.5 + EPS:
+                break
+        self.groups.clear()
+        job.active -= 1
+        job.end = nxt
+        self.epoch += 1      # the _reschedule after the last tick (nothing left to run)
+        return nxt
+
     def run_aicpu(self, t: int, dur: int) -> tuple[int, int]:
         return self.aicpu.run(t, dur)
 

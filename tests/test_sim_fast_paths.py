@@ -1,0 +1,112 @@
+"""Issue 18's simulator fast paths give the same simulated run as the event queue they bypass — every record's
+times, the traffic, the units' busy time, the L2's contents, the outputs' bits — and are taken. Speed itself is
+measured in bench/speed_table.py, never here."""
+import numpy as np
+import pytest
+
+import atc_py
+from atc_py.platform import load_soc
+from runner.loader import load_model
+from runner.sim.device import DeviceRun
+from runner.sim.host import Simulation
+from runner.sim.machine import Job, Machine
+from runner.sim.profile import RuntimeProfile
+
+from .conftest import MODELS
+
+SOC = "Ascend910B1"
+
+
+def compiled(tmp_path, name, **options):
+    p = tmp_path / f"{name}.om"
+    p.write_bytes(atc_py.build(str(MODELS / name), {"ge.socVersion": SOC, **options}).om)
+    return load_model(str(p))
+
+
+def inputs_of(model, npz):
+    if npz is None:
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal(io.desc.shape).astype(io.desc.dtype) for io in model.inputs]
+    with np.load(MODELS / npz) as z:
+        return [z[io.name] for io in model.inputs]
+
+
+def runs(model, inputs, compute, loops=2):
+    """Two executions (the L2 carries over); everything the reports and the outputs derive from."""
+    sim = Simulation(model, compute=compute)
+    out = []
+    for _ in range(loops):
+        outs, s = sim.run(inputs if compute or inputs is not None else None)
+        recs = [(r.task, r.stream, r.type, r.name, r.arrive, r.start, r.end, r.block_dim, r.unit, r.bytes,
+                 r.dram_bytes, r.flops) for r in s.records]
+        out.append((recs, s.e2e_ns, s.device_ns, s.host_ns, s.unit_busy, [h.as_dict() for h in s.hazards], s.flows,
+                    None if outs is None else [np.asarray(o).tobytes() for o in outs]))
+    out.append(list(sim.l2.lru.items()))
+    return out
+
+
+@pytest.mark.parametrize("name,npz,options,compute", [
+    ("small_cnn.onnx", None, {}, True),
+    ("small_cnn.onnx", None, {}, False),
+    ("inception_block.onnx", None, {}, True),
+    ("superkernel.onnx", "superkernel.inputs.npz", {"ge.tiling_schedule_optimize": "1"}, True),
+    ("decoder_step.onnx", "decoder_step.inputs.npz", {"ge.tiling_schedule_optimize": "1",
+                                                      "ge.exec.precision_mode": "must_keep_origin_dtype"}, True),
+    ("rnn_loop.onnx", None, {}, True),          # label switches: a loop in the task streams
+])
+def test_inline_kernels_equal_the_event_queue_and_are_taken(tmp_path, monkeypatch, name, npz, options, compute):
+    model = compiled(tmp_path, name, **options)
+    x = inputs_of(model, npz)
+    inline = []
+    real = Machine.run_inline
+
+    def counted(self, t, job):
+        end = real(self, t, job)
+        inline.append(end is not None)
+        return end
+    monkeypatch.setattr(Machine, "run_inline", counted)
+    fast = runs(model, x, compute)
+    assert any(inline), "no kernel took the inline path"
+    monkeypatch.setattr(DeviceRun, "inline_kernels", False)
+    inline.clear()
+    slow = runs(model, x, compute)
+    assert not inline
+    assert fast == slow
+
+
+def test_run_inline_refuses_without_side_effects_when_the_kernel_cannot_start_alone():
+    """More blocks than idle cores (waves), or a kernel already running: None, the machine untouched — the
+    caller submits it through the event queue."""
+    soc = load_soc(SOC)
+    m = Machine(soc, RuntimeProfile())
+    m.bind(lambda *a: None)
+    big = Job("AIV", m.vector_cores + 1, block_ns=100)
+    assert m.run_inline(10, big) is None
+    assert (m.now, m.epoch, m.free_aiv, big.start) == (0, 0, m.vector_cores, None)
+    m.submit(0, Job("AIV", 1, block_ns=100))
+    assert m.run_inline(10, Job("AIV", 1, block_ns=100)) is None
+
+
+def test_run_inline_equals_submit_and_tick():
+    """One kernel alone: the same start, end, busy core-ns and traffic as submit plus the queued tick."""
+    soc = load_soc(SOC)
+    heap = []
+
+    def at(t, fn, *a):
+        heap.append((t, fn, a))
+    ends = []
+    for inline in (True, False):
+        m = Machine(soc, RuntimeProfile())
+        m.bind(at)
+        job = Job("AIV", 3, block_ns=1234)
+        if inline:
+            end = m.run_inline(50, job)
+        else:
+            job.on_done = lambda t: None
+            m.submit(50, job)
+            while heap:
+                t, fn, a = heap.pop(0)
+                fn(t, *a)
+            end = job.end
+        ends.append((end, job.start, job.end, dict(m.busy_ns), m.free_aiv, m.now, m.epoch, m.groups))
+    assert ends[0] == ends[1]
