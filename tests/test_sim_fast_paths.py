@@ -110,3 +110,33 @@ def test_run_inline_equals_submit_and_tick():
             end = job.end
         ends.append((end, job.start, job.end, dict(m.busy_ns), m.free_aiv, m.now, m.epoch, m.groups))
     assert ends[0] == ends[1]
+
+
+def test_l2_resident_counts_whole_inner_pages_like_the_page_by_page_sum():
+    """resident() adds the whole pages between a range's two ends at once: the same bytes as summing every
+    page's overlap, over random ranges and a changing LRU."""
+    import random
+    from runner.sim.memory import L2Cache
+    rng = random.Random(18)
+    for cap in (1 << 20, 5000):
+        l2 = L2Cache(cap)
+        for _ in range(2000):
+            lo = rng.randrange(0, 50 * l2.page)
+            hi = lo + rng.randrange(1, 8 * l2.page)
+            ref = sum(l2._overlap(p, lo, hi) for p in l2._span(lo, hi) if p in l2.lru)
+            assert l2.resident(lo, hi) == ref
+            l2._touch(lo, hi, rng.random() < 0.5)
+
+
+def test_holds_answers_a_fresh_array_without_scanning_the_regions(monkeypatch):
+    """A kernel's fresh result owns its memory: not device memory, decided without may_share_memory; views
+    of device memory are still found."""
+    from atc_py.ir.graph import TensorDesc
+    from runner.device import memory as dm
+    mem = dm.DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
+    view = mem.view(0x1000, TensorDesc((4,), "float32"))
+    scans = []
+    real = np.may_share_memory
+    monkeypatch.setattr(dm.np, "may_share_memory", lambda a, b: scans.append(1) or real(a, b))
+    assert not mem.holds(np.zeros(4, np.float32)) and not scans
+    assert mem.holds(view) and mem.holds(view[1:]) and scans

@@ -77,6 +77,8 @@ class DeviceMemory:
 
     def holds(self, array: np.ndarray) -> bool:
         """Whether an array may be (a view of) device memory: a kernel that returns its input as its output."""
+        if array.base is None:   # owns its memory (a kernel's fresh result): no region's view
+            return False
         return any(np.may_share_memory(array, buf) for _, _, buf in self.regions)
 
     def write(self, address: int, array: np.ndarray) -> None:

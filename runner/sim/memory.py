@@ -71,9 +71,15 @@ class L2Cache:
     def resident(self, lo: int, hi: int) -> int:
         """Bytes of [lo, hi) the L2 holds."""
         span = self._span(lo, hi)
-        if len(span) > len(self.lru):
-            return sum(self._overlap(p, lo, hi) for p in self.lru if p in span)
-        return sum(self._overlap(p, lo, hi) for p in span if p in self.lru)
+        lru, page = self.lru, self.page
+        if len(span) > len(lru):
+            return sum(self._overlap(p, lo, hi) for p in lru if p in span)
+        p0, p1 = span.start, span.stop - 1
+        if p0 == p1:
+            return hi - lo if p0 in lru else 0
+        # the pages between the two ends are whole: count them, then add the ends' parts
+        inner = sum(1 for p in range(p0 + 1, p1) if p in lru) * page
+        return inner + ((p0 + 1) * page - lo if p0 in lru else 0) + (hi - p1 * page if p1 in lru else 0)
 
     def _touch(self, lo: int, hi: int, dirty: bool) -> int:
         """Make [lo, hi) most recently used (dirty if written); returns the dirty bytes evicted. Of a range
