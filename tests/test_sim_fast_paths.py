@@ -140,3 +140,40 @@ def test_holds_answers_a_fresh_array_without_scanning_the_regions(monkeypatch):
     monkeypatch.setattr(dm.np, "may_share_memory", lambda a, b: scans.append(1) or real(a, b))
     assert not mem.holds(np.zeros(4, np.float32)) and not scans
     assert mem.holds(view) and mem.holds(view[1:]) and scans
+
+
+@pytest.mark.parametrize("name", ["small_cnn.onnx"])
+def test_convs_run_inline_write_their_output_where_it_lands_with_the_same_bits(tmp_path, monkeypatch, name):
+    """An fp32 Conv2D run inline computes its GEMM into the output's device memory (no copy at its end): taken,
+    and the outputs, records and L2 equal the queue path's, where every result is copied in at the end."""
+    from atc_py.ops import conv_pool
+    model = compiled(tmp_path, name, **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
+    x = inputs_of(model, None)
+    direct = []
+    real = conv_pool.direct_output
+
+    def counted(args, acc, inputs):
+        dst = real(args, acc, inputs)
+        direct.append(dst is not None)
+        return dst
+    monkeypatch.setattr(conv_pool, "direct_output", counted)
+    fast = runs(model, x, True)
+    assert any(direct)
+    monkeypatch.setattr(DeviceRun, "inline_kernels", False)
+    direct.clear()
+    slow = runs(model, x, True)
+    assert direct and not any(direct)
+    assert fast == slow
+
+
+def test_conv_direct_output_is_refused_when_an_input_overlaps_it():
+    """A residual planned in the output's memory (an in-place add) must be read before the GEMM writes there."""
+    from atc_py.ops import conv_pool
+    from atc_py.ops.base import KernelArgs
+    from atc_py.ir.graph import TensorDesc
+    buf = np.zeros(64, np.float32)
+    dst = buf[:16].reshape(1, 4, 2, 2)
+    args = KernelArgs({}, 0, 1, {}, [TensorDesc((1, 4, 2, 2), "float32")], [dst])
+    assert conv_pool.direct_output(args, np.float32, [np.ones(4, np.float32)]) is dst
+    assert conv_pool.direct_output(args, np.float32, [buf[8:24]]) is None        # overlaps
+    assert conv_pool.direct_output(args, np.float64, [np.ones(4, np.float32)]) is None   # a cast at the end

@@ -85,6 +85,9 @@ class KernelArgs:
     block_dim: int
     attrs: dict[str, Any]
     outputs: list[TensorDesc]
+    # where the outputs land, when the caller lets the kernel write them there now (None: return fresh arrays);
+    # a kernel that does returns that very array, and must not when it overlaps an input
+    out: list | None = None
 
 
 @dataclass

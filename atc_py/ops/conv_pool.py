@@ -159,6 +159,21 @@ def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray
     return cols.reshape(n, c, kh, kw, ho * wo)
 
 
+def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
+    """The view output 0 lands in, when the caller offers it (KernelArgs.out), it is C-contiguous in the
+    accumulation dtype (no cast at the end) and no input may overlap it; else None (compute, then copy)."""
+    out = args.out
+    if not out or not isinstance(out[0], np.ndarray):
+        return None
+    dst = out[0]
+    if dst.dtype != acc or dst.shape != tuple(args.outputs[0].shape) or not dst.flags.c_contiguous \
+            or not dst.flags.writeable:
+        return None
+    if any(x is not None and np.may_share_memory(x, dst) for x in inputs):
+        return None
+    return dst
+
+
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
 
 
@@ -273,9 +288,15 @@ class Conv2D(OpSpec):
             cols = im2col_scratch(xp, *geom)
         k = cin_g * t["kh"] * t["kw"]
         wf = w.astype(acc, copy=False).reshape(groups, og, k)
+        dst = direct_output(args, acc, inputs)
         if groups == 1 and n == 1:   # a plain 2-D GEMM: numpy's stacked matmul costs ~15 % more here
-            out = (wf[0] @ cols.reshape(k, p)).reshape(1, t["cout"], p)
-        else:                        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P)
+            if dst is not None:      # the same GEMM, its result written where the output lands
+                out = np.matmul(wf[0], cols.reshape(k, p), out=dst.reshape(t["cout"], p)).reshape(1, t["cout"], p)
+            else:
+                out = (wf[0] @ cols.reshape(k, p)).reshape(1, t["cout"], p)
+        elif dst is not None:        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P)
+            out = np.matmul(wf, cols.reshape(n, groups, k, p), out=dst.reshape(n, groups, og, p)).reshape(n, t["cout"], p)
+        else:
             out = np.matmul(wf, cols.reshape(n, groups, k, p)).reshape(n, t["cout"], p)
         if bias is not None:
             out += bias.astype(acc, copy=False).reshape(1, -1, 1)
@@ -293,6 +314,8 @@ class Conv2D(OpSpec):
                      hb * t["ho_per_block"]:(hb + 1) * t["ho_per_block"]] = True
             out[~keep.reshape(n, t["cout"], p)] = 0
         self.epilogue(args.attrs, out)   # on the fp32 result, before the cast
+        if dst is not None:
+            return [dst]
         return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -16,10 +16,11 @@ def tiling_context(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec,
 
 
 def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs: list[TensorDesc],
-           inputs: list[np.ndarray | None]) -> list[np.ndarray]:
-    """Run the kernel with the tiling it is launched with (it does not re-tile)."""
+           inputs: list[np.ndarray | None], out: list | None = None) -> list[np.ndarray]:
+    """Run the kernel with the tiling it is launched with (it does not re-tile). `out`: the views the outputs
+    land in, which a kernel may compute into (KernelArgs.out)."""
     decoded = spec.decode_tiling(tiling.tiling_data, attrs)
-    args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), list(out_descs))
+    args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), list(out_descs), out)
     outs = spec.compute(args, inputs)
     return [np.asarray(o, order="C") for o in outs]
 

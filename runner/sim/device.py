@@ -149,6 +149,7 @@ class DeviceRun:
         self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
         self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
+        self.direct_outputs = 0   # outputs kernels wrote where they land (no copy at the end)
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:
@@ -484,18 +485,25 @@ class DeviceRun:
             plan = call.plan = KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs)
         return plan
 
-    def _compute(self, call: Call, tiling: TilingResult) -> list:
+    def _compute(self, call: Call, tiling: TilingResult, direct: bool = False) -> list:
+        """The kernel's outputs to land when it ends. direct: nothing can run before it ends (kick's inline
+        path), so a kernel may write its outputs where they land now (KernelArgs.out); those need no landing."""
         if self.mem is None:
             return []
         plan = self._plan(call)
         values: list = [None] * plan.n_inputs
         for i, v in plan.reads:
             values[i] = v
-        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values)
+        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds
-        return [(dst, arr.astype(d.dtype, copy=holds(arr)))
-                for dst, arr, d in zip(plan.outs, outs, call.out_descs)]
+        writes = []
+        for dst, arr, d in zip(plan.outs, outs, call.out_descs):
+            if arr is dst:
+                self.direct_outputs += 1
+            else:
+                writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
+        return writes
 
     def kernel(self, task: SimTask, t: int, start: int, inline: bool = False) -> int | None:
         """Launch a kernel through the machine; inline: run it to its end now, finish it without posting the
@@ -516,9 +524,17 @@ class DeviceRun:
                 raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
             if self.mem is not None:
                 tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
-                writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data))
+                writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline)
         job = self._job(call, task.core_type, bd)
         rec = self.record(task, t, -1, -1, bd, task.core_type)
+        if inline:
+            e = self.machine.run_inline(start + self.prof.kernel_start_ns, job)
+            if e is not None:   # nothing ran in between: the start's hazard check sees what it saw at the start
+                self.hazard_check(task, job.start)
+                rec.start, rec.end = job.start, e
+                rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
+                self.finish(e, task, writes, kick=False)
+                return e
 
         def started(s):
             self.hazard_check(task, s)
@@ -528,15 +544,7 @@ class DeviceRun:
             rec.end = e
             rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
             self.finish(e, task, writes)
-        job.on_start = started
-        if inline:
-            e = self.machine.run_inline(start + self.prof.kernel_start_ns, job)
-            if e is not None:
-                rec.end = e
-                rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
-                self.finish(e, task, writes, kick=False)
-                return e
-        job.on_done = done
+        job.on_start, job.on_done = started, done
         self.machine.submit(start + self.prof.kernel_start_ns, job)
         return None
 

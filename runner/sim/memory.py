@@ -133,10 +133,16 @@ class L2Cache:
         window = window or comp
         overflow = max(0, window - self.capacity) / window if window else 1.0
         writeback = 0
-        for lo, hi in reads:
-            writeback += self._touch(lo, hi, False)
-        for lo, hi in writes:
-            writeback += self._touch(lo, hi, True)
+        pages = self.pages
+        for ranges, dirty in ((reads, False), (writes, True)):
+            for lo, hi in ranges:
+                p = lo // page
+                if p == (hi - 1) // page:   # _touch's one-page case, inline (the common small tensor)
+                    lru[p] = lru.pop(p, False) or dirty
+                    if len(lru) > pages and lru.popitem(last=False)[1]:
+                        writeback += page
+                else:
+                    writeback += self._touch(lo, hi, dirty)
         cold = int((comp_in - hit_in) * scale)
         dram = cold + int(rereads * overflow) + writeback
         return Traffic(moved, dram, int(hit_in * scale), cold, int(max(0, comp_out - self.capacity) * scale),
