@@ -272,3 +272,36 @@ def test_bninfer_broadcast_path_is_bit_equal(dtype, monkeypatch):
     ref = np.zeros((48, 63), dtype)
     ref[:] = x.reshape(48, 63) * k[ch, None] + b[ch, None]
     np.testing.assert_array_equal(out.view(np.uint8), ref.reshape(x.shape).view(np.uint8))
+
+
+@pytest.mark.parametrize("options", [FP32, {"ge.socVersion": "Ascend910B1"}])
+@pytest.mark.parametrize("model,shape", [(elementwise_model, (1, 64, 56, 56)), (norm_model, (2, 197, 96))])
+def test_one_pass_keeps_the_parallel_axes_so_per_channel_inputs_stay_broadcast_views(tmp_path, monkeypatch,
+                                                                                    options, model, shape):
+    """In the one pass a launch's values keep the parallel axes (not flattened to rows): a per-channel input
+    is gathered as a broadcast view, never copied out to every row; bit-equal to the tile-by-tile nest."""
+    r = atc_py.build(model(shape), options)
+    p = tmp_path / "m.om"
+    p.write_bytes(r.om)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    outs, gathered = {}, []
+    real_gather = ascgraph_kernel._Run.gather
+
+    def gather(self, spec, arr):
+        out = real_gather(self, spec, arr)
+        gathered.append((self.nlead, arr.size < out.size and 0 in out.strides))
+        return out
+    monkeypatch.setattr(ascgraph_kernel._Run, "gather", gather)
+    for one_pass in (True, False):
+        fresh_kernels(monkeypatch)
+        monkeypatch.setattr(ascgraph_kernel, "ONE_PASS", one_pass)
+        gathered.clear()
+        outs[one_pass], _ = Simulation(load_model(str(p))).run([x])
+        if one_pass:
+            assert any(n > 1 for n, _ in gathered)
+            if model is elementwise_model:
+                assert any(view for _, view in gathered)   # the (c, 1, 1) scale and bias: stride-0 views
+        else:
+            assert all(n == 1 for n, _ in gathered)
+    for a, b in zip(outs[True], outs[False]):
+        np.testing.assert_array_equal(a, b)

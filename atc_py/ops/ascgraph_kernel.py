@@ -229,6 +229,13 @@ class _Run:
                           "of the launch")
         self.tile, self.per_block, self.block_dim = tile, per_block, block_dim
         self.one_pass = ONE_PASS     # fixed per plan (the plan cache is keyed by it too)
+        # the leading dims a value has: one of `rows` (tile by tile: tiles slice it), or in the one pass the
+        # parallel axes unflattened — a per-channel input then stays a broadcast view instead of being copied
+        # out to every row (flattening a broadcast copies it), and the outputs need no unflattening copy
+        multi = self.one_pass and len(nest.par) > 1
+        self.lead_shape = tuple(axes[a].size.eval(env) for a in nest.par) if multi else (self.rows,)
+        self.nlead = len(self.lead_shape)
+        self.ones = (1,) * self.nlead
         slot = {id(n): k for k, n in enumerate(impl.nodes)}
         self.n_slots = len(impl.nodes)
         self.gathers = [(slot[id(d)], self.gather_spec(d)) for d in impl.data_nodes]
@@ -297,13 +304,15 @@ class _Run:
         arr = x.reshape(full).transpose(perm)
         if to is not None:
             arr = np.broadcast_to(arr, to)
+        if self.nlead > 1:     # the parallel axes kept: (par..., red...) as it is (broadcast dims stay views)
+            return arr
         return arr.reshape((lead,) + arr.shape[len(self.nest.par):])
 
     def scatter_spec(self, store: AscNode):
         nest, axes = self.nest, self.k.hint.axes
         local = store.inputs[0][0].y
-        lead = self.tile_shape(local, self.rows)[0]
-        par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if lead != 1 else (1,) * len(nest.par)
+        rows_lead = self.rows != 1 and nest.along_m(local)
+        par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if rows_lead else (1,) * len(nest.par)
         inv = tuple(int(i) for i in np.argsort(nest.par + nest.red))
         own = store.y
         keep = tuple(slice(None) if any(a == b and r != 1 for b, r in zip(own.axis, own.repeats)) else slice(0, 1)
@@ -312,13 +321,17 @@ class _Run:
 
     def scatter(self, spec, buf: np.ndarray) -> np.ndarray:
         par_ext, inv, keep, shape = spec
-        arr = buf.reshape(par_ext + buf.shape[1:]).transpose(inv)[keep]
+        arr = buf.reshape(par_ext + buf.shape[self.nlead:]).transpose(inv)[keep]
         return np.ascontiguousarray(arr).reshape(shape)
 
     def tile_shape(self, t, rows: int) -> tuple[int, ...]:
-        lead = rows if self.nest.along_m(t) else 1
+        """(rows or 1, reduce extents...); with the parallel axes kept (nlead > 1), all rows are
+        lead_shape and one row is k ones."""
         ext = dict(zip(t.axis, t.repeats))
-        return (lead,) + tuple(ext[a].eval(self.env) for a in self.nest.red)
+        red = tuple(ext[a].eval(self.env) for a in self.nest.red)
+        if self.nlead > 1:
+            return (self.lead_shape if rows != 1 and self.nest.along_m(t) else self.ones) + red
+        return (rows if self.nest.along_m(t) else 1,) + red
 
     # -- one node: a step, prepared once per launch --------------------------------------------------------
     def step(self, n: AscNode, slot: dict):
@@ -341,6 +354,19 @@ class _Run:
             return load
         if kind == ascir.STORE:
             x = src[0]
+            # one pass: no copy into a zeroed buffer when the stored value is this store's alone (another
+            # Store of the same value would make two outputs share memory)
+            alone = sum(1 for m in self.impl.nodes if m.ir.kind == ascir.STORE and m.inputs[0][0] is n.inputs[0][0]) == 1
+            if self.one_pass and alone:
+                full = next(shape for d, shape, _, _ in self.stores if d == dst)
+
+                def store_all(v, lo, hi):   # a fresh result of the output's shape and dtype is the output itself
+                    y = v[x]
+                    if y.base is None and y.shape == full and y.dtype == dt:
+                        v[dst] = y
+                    else:
+                        v[dst][...] = y
+                return store_all
             if self.store_rows[dst] == 1:
                 def store_row(v, lo, hi):
                     v[dst][...] = v[x]
@@ -357,8 +383,14 @@ class _Run:
                 v[dst] = value
             return scalar
         if kind == ascir.BROADCAST:
-            x, rest = src[0], self.tile_shape(n.y, 1)[1:]
+            x, rest = src[0], self.tile_shape(n.y, 1)[self.nlead:]
             lead = self.nest.along_m(n.y)
+            if self.nlead > 1:      # one pass, parallel axes kept
+                shape = (self.lead_shape if lead else self.ones) + rest
+
+                def broadcast_all(v, lo, hi):
+                    v[dst] = np.broadcast_to(v[x], shape)
+                return broadcast_all
 
             def broadcast(v, lo, hi):
                 v[dst] = np.broadcast_to(v[x], ((hi - lo) if lead else 1,) + rest)
@@ -399,18 +431,21 @@ class _Run:
         """The reduced axes moved last and flattened, reduced as one contiguous row (pairwise)."""
         t_in, t_out = n.input_attr(0), n.y
         red = self.nest.red
-        axes = [1 + red.index(a) for a, ri, ro in zip(t_in.axis, t_in.repeats, t_out.repeats) if ri != ro]
+        k = self.nlead
+        axes = [k + red.index(a) for a, ri, ro in zip(t_in.axis, t_in.repeats, t_out.repeats) if ri != ro]
         if not axes:
             raise OpError(f"node {n.name} reduces no axis")
-        fn, rest = _fn(n.ir), self.tile_shape(t_out, 1)[1:]
+        fn, rest = _fn(n.ir), self.tile_shape(t_out, 1)[k:]
         lead = self.nest.along_m(t_out)
+        all_rows = (self.lead_shape if lead else self.ones) + rest if k > 1 else None
 
         def reduce(v, lo, hi):
             a = v[x]
             keep = [d for d in range(a.ndim) if d not in axes]
             flat = np.ascontiguousarray(a.transpose(keep + axes)).reshape([a.shape[d] for d in keep] + [-1])
             y = fn(flat, (flat.ndim - 1,), True)
-            v[dst] = np.asarray(y).astype(dt, copy=False).reshape(((hi - lo) if lead else 1,) + rest)
+            v[dst] = np.asarray(y).astype(dt, copy=False).reshape(
+                all_rows if all_rows is not None else ((hi - lo) if lead else 1,) + rest)
         return reduce
 
 
