@@ -305,3 +305,22 @@ def test_one_pass_keeps_the_parallel_axes_so_per_channel_inputs_stay_broadcast_v
             assert all(n == 1 for n, _ in gathered)
     for a, b in zip(outs[True], outs[False]):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("ufunc", [np.maximum, np.fmin])
+@pytest.mark.parametrize("shape,k,s,dil,dtypes", [((1, 3, 11, 13), (3, 3), (2, 2), (1, 1), ("float32", "float32")),
+                                                 ((2, 2, 9, 8), (2, 3), (1, 2), (2, 1), ("float32", "float32")),
+                                                 ((1, 4, 10, 10), (3, 2), (3, 1), (1, 2), ("float16", "float32"))])
+def test_max_min_pooling_is_separable_and_equal_to_every_window_cell(ufunc, shape, k, s, dil, dtypes):
+    """Max/min pooling reduces the column taps of every row, then the row taps: the same values as reducing
+    each window's cells (any order gives the same max), and the two-pass path is the one taken."""
+    xp = RNG.standard_normal(shape).astype(dtypes[0])
+    xp[0, 0, 1, 1] = np.nan
+    (kh, kw), (sh, sw), (dh, dw) = k, s, dil
+    ho, wo = (shape[2] - (kh - 1) * dh - 1) // sh + 1, (shape[3] - (kw - 1) * dw - 1) // sw + 1
+    conv_pool.scratch("pool_rows", (1,), dtypes[1])[...] = 7
+    got = conv_pool.reduce_windows(xp, ufunc, np.empty(shape[:2] + (ho, wo), dtypes[1]), kh, kw, sh, sw, dh, dw, ho, wo)
+    cols = conv_pool.im2col(xp, kh, kw, sh, sw, dh, dw, ho, wo).astype(dtypes[1])
+    ref = ufunc.reduce(cols.reshape(shape[:2] + (kh * kw, ho * wo)), axis=2).reshape(got.shape)
+    np.testing.assert_array_equal(got, ref)
+    assert conv_pool.scratch("pool_rows", (1,), dtypes[1])[0] != 7      # the row pass wrote its buffer

@@ -75,9 +75,30 @@ def window_tap(xp: np.ndarray, i: int, j: int, sh, sw, dh, dw, ho, wo) -> np.nda
     return xp[..., i * dh: i * dh + sh * (ho - 1) + 1: sh, j * dw: j * dw + sw * (wo - 1) + 1: sw]
 
 
+# reductions whose result does not depend on the order of the taps (exact, no rounding): separable
+ORDER_FREE = (np.maximum, np.minimum, np.fmax, np.fmin)
+
+
 def reduce_windows(xp: np.ndarray, ufunc, out: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     """out[..., ho, wo] = ufunc over the kh x kw window cells, one numpy call per cell and no window copy
-    (gathering all windows and reducing over small strided axes cost ~20x more)."""
+    (gathering all windows and reducing over small strided axes cost ~20x more). Max/min pooling is
+    separable (the same values in any order): the kw column taps of every padded row first, then the kh row
+    taps of those — kh + kw calls, and the second pass reads whole rows (3x3 stride 2: ~1.3x faster)."""
+    if ufunc in ORDER_FREE and kh > 1 and kw > 1:
+        rows = scratch("pool_rows", xp.shape[:-2] + (xp.shape[-2], wo), out.dtype)
+        for j in range(kw):
+            tap = xp[..., :, j * dw: j * dw + sw * (wo - 1) + 1: sw]
+            if j == 0:
+                np.copyto(rows, tap, casting="unsafe")
+            else:
+                ufunc(rows, tap, out=rows, casting="unsafe")
+        for i in range(kh):
+            tap = rows[..., i * dh: i * dh + sh * (ho - 1) + 1: sh, :]
+            if i == 0:
+                np.copyto(out, tap, casting="unsafe")
+            else:
+                ufunc(out, tap, out=out, casting="unsafe")
+        return out
     for i in range(kh):
         for j in range(kw):
             tap = window_tap(xp, i, j, sh, sw, dh, dw, ho, wo)
