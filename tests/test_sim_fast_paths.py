@@ -177,3 +177,31 @@ def test_conv_direct_output_is_refused_when_an_input_overlaps_it():
     assert conv_pool.direct_output(args, np.float32, [np.ones(4, np.float32)]) is dst
     assert conv_pool.direct_output(args, np.float32, [buf[8:24]]) is None        # overlaps
     assert conv_pool.direct_output(args, np.float64, [np.ones(4, np.float32)]) is None   # a cast at the end
+
+
+def test_concat_run_inline_writes_where_it_lands_with_the_same_bits(tmp_path, monkeypatch):
+    """A ConcatD run inline concatenates straight into the output's device memory; the same outputs and
+    records as the queue path, which concatenates into a fresh array and copies it in at the end."""
+    from onnx import TensorProto, helper
+    from atc_py.ops import shape_layout
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sigmoid", ["x"], ["s"]),
+                           helper.make_node("Concat", ["r", "s", "x"], ["c"], axis=1),
+                           helper.make_node("Tanh", ["c"], ["y"])], "cat",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 9, 5, 4])])
+    p = tmp_path / "cat.om"
+    p.write_bytes(atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+                               {"ge.socVersion": SOC, "ge.exec.precision_mode": "must_keep_origin_dtype",
+                                "optimization_switch": "autofuse:off"}).om)
+    model = load_model(str(p))
+    x = inputs_of(model, None)
+    direct = []
+    real = shape_layout.direct_output
+    monkeypatch.setattr(shape_layout, "direct_output", lambda *a: direct.append(real(*a)) or direct[-1])
+    fast = runs(model, x, True)
+    assert any(d is not None for d in direct)
+    monkeypatch.setattr(DeviceRun, "inline_kernels", False)
+    direct.clear()
+    slow = runs(model, x, True)
+    assert direct and all(d is None for d in direct)
+    assert fast == slow

@@ -90,6 +90,21 @@ class KernelArgs:
     out: list | None = None
 
 
+def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
+    """The view output 0 lands in, when the caller offers it (KernelArgs.out), it is C-contiguous in the
+    given dtype (the kernel computes in it: no cast at the end) and no input may overlap it; else None (compute, then copy)."""
+    out = args.out
+    if not out or not isinstance(out[0], np.ndarray):
+        return None
+    dst = out[0]
+    if dst.dtype != acc or dst.shape != tuple(args.outputs[0].shape) or not dst.flags.c_contiguous \
+            or not dst.flags.writeable:
+        return None
+    if any(x is not None and np.may_share_memory(x, dst) for x in inputs):
+        return None
+    return dst
+
+
 @dataclass
 class Work:
     """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, cores_for, covered, split_rows)
+                   ceil_div, cores_for, covered, direct_output, split_rows)
 from .registry import register
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
@@ -178,21 +178,6 @@ def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray
     cols = scratch("cols", (n, c, kh, kw, ho, wo), xp.dtype)
     np.copyto(cols, windows)
     return cols.reshape(n, c, kh, kw, ho * wo)
-
-
-def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
-    """The view output 0 lands in, when the caller offers it (KernelArgs.out), it is C-contiguous in the
-    accumulation dtype (no cast at the end) and no input may overlap it; else None (compute, then copy)."""
-    out = args.out
-    if not out or not isinstance(out[0], np.ndarray):
-        return None
-    dst = out[0]
-    if dst.dtype != acc or dst.shape != tuple(args.outputs[0].shape) or not dst.flags.c_contiguous \
-            or not dst.flags.writeable:
-        return None
-    if any(x is not None and np.may_share_memory(x, dst) for x in inputs):
-        return None
-    return dst
 
 
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
-                   prod, split_rows)
+                   direct_output, prod, split_rows)
 from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
 from .registry import register
 
@@ -155,10 +155,17 @@ class ConcatD(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
         parts = [x.reshape(t["outer"], -1) for x in inputs]
-        out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
+        dst = direct_output(args, inputs[0].dtype, inputs)   # the concat written where it lands (DenseNet's)
+        if dst is not None:
+            out = dst.reshape(t["outer"], t["out_inner"])
+        else:
+            out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
         end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # a copy: all blocks' rows at once
         if end:
             np.concatenate([p[:end] for p in parts], axis=1, out=out[:end])
+        if dst is not None:
+            out[end:] = 0     # rows no block covers, as in a fresh zeroed result
+            return [dst]
         return [out.reshape(args.outputs[0].shape)]
 
 
