@@ -43,6 +43,10 @@ def load_plugins(option: str = "") -> list[str]:
         key = str(path.resolve())
         if key not in _loaded:
             before = set(registry.all_ops())
+            # every builtin ONNX adapter first, as when they were imported eagerly: a plugin's adapter for a
+            # builtin op type replaces the builtin one, never the other way round
+            from .frontend.onnx.adapters import load_all
+            load_all()
             name = "atc_py_plugin_" + hashlib.sha256(key.encode()).hexdigest()[:12]
             spec = importlib.util.spec_from_file_location(name, path)
             module = importlib.util.module_from_spec(spec)

@@ -1,6 +1,8 @@
 """The op registry: GE op type → OpSpec instance; plugins add to it (custom ops)."""
 from __future__ import annotations
 
+import importlib
+
 from .base import OpSpec
 
 _REGISTRY: dict[str, OpSpec] = {}
@@ -14,9 +16,26 @@ def register(cls: type[OpSpec]) -> type[OpSpec]:
     return cls
 
 
+# The op modules in the order the eager load imports them (all_ops, plugins); get_op imports only the one
+# op_index.OP_MODULES names for a type (issue 18: a compile imports the ops its model uses).
+BUILTIN_MODULES = (
+    "activation", "aipp", "asc_backend", "attention_moe", "binary_more", "control", "conv_nd", "conv_pool",
+    "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "norm", "reduce", "resize",
+    "scan_mask", "shape_layout", "strings", "value_params",
+    "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",  # issue 14b families
+    "activation_more", "attention", "bitwise", "gather_scatter", "math_more", "norm_more", "recurrent_state",
+    "trig", "value_dependent")
+
+
 def get_op(op_type: str) -> OpSpec | None:
-    _load_builtin()
-    return _REGISTRY.get(op_type)
+    spec = _REGISTRY.get(op_type)
+    if spec is None and not _loaded:
+        from .op_index import OP_MODULES
+        module = OP_MODULES.get(op_type)
+        if module is not None:
+            importlib.import_module(f"{__package__}.{module}")
+            spec = _REGISTRY.get(op_type)
+    return spec
 
 
 def all_ops() -> dict[str, OpSpec]:
@@ -28,13 +47,10 @@ _loaded = False
 
 
 def _load_builtin() -> None:
+    """Every builtin op module (all_ops: plugins diff the registry around their import, tests list it)."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    from . import (activation, aipp, asc_backend, attention_moe, binary_more, control, conv_nd,  # noqa: F401
-                   conv_pool, elementwise, graph_ops, index_ops, map_index, math_unary, matmul, norm, reduce, resize,
-                   scan_mask, shape_layout, strings, value_params)
-    from . import detection, layout_ops, losses, quant, rnn, sampling, signal, window_ops  # noqa: F401  (issue 14b families)
-    from . import (activation_more, attention, bitwise, gather_scatter, math_more, norm_more,  # noqa: F401
-                   recurrent_state, trig, value_dependent)
+    for module in BUILTIN_MODULES:
+        importlib.import_module(f"{__package__}.{module}")

@@ -1,6 +1,7 @@
 """Adapter base: one class per ONNX op, `_impl_vN` per since-version (TVM relax style)."""
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 import numpy as np
@@ -10,7 +11,35 @@ from . import onnx_lite as onnx
 from ...ir.graph import Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 
-ADAPTERS: dict[tuple[str, str], type["OnnxOp"]] = {}
+class _AdapterTable(dict):
+    """(domain, op type) -> adapter class; a key not registered yet imports the one adapters module that
+    adapter_index.py names for it (issue 18: a compile imports only the adapters its model uses)."""
+
+    def _load(self, key):
+        from .adapter_index import ADAPTER_MODULES
+        module = ADAPTER_MODULES.get(key) if isinstance(key, tuple) else None
+        if module is None:
+            return None
+        importlib.import_module(f"{__package__}.adapters.{module}")
+        return dict.get(self, key)
+
+    def __missing__(self, key):
+        cls = self._load(key)
+        if cls is None:
+            raise KeyError(key)
+        return cls
+
+    def get(self, key, default=None):
+        cls = dict.get(self, key)
+        if cls is None:
+            cls = self._load(key)
+        return default if cls is None else cls
+
+    def __contains__(self, key):
+        return self.get(key) is not None
+
+
+ADAPTERS: dict[tuple[str, str], type["OnnxOp"]] = _AdapterTable()
 
 
 class AdapterError(Exception):

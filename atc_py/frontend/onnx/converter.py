@@ -11,7 +11,7 @@ from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options import shape_range_attr
 from ...ops.base import OpError
 from ...passes.infer import infer_node
-from . import adapters, boundary  # noqa: F401  (importing adapters registers them)
+from . import boundary  # noqa: F401
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
 from ..value_fold import fold_at_import

@@ -1,6 +1,15 @@
-"""ONNX op adapters, one module per family; importing registers them."""
-from . import math, elementwise, nn, tensor, index, reduce, sequence, training  # noqa: F401
-from . import ascend, misc, scan  # noqa: F401,E402
-from . import losses, quant, recurrent, signal, vision  # noqa: F401,E402  (issue 14b: quantized, vision, recurrent, signal, loss ops)
-from . import gather_scatter, math_more, transformer  # noqa: F401,E402
-from . import control, optional, sequence_map  # noqa: F401,E402
+"""ONNX op adapters, one module per family; importing a module registers its adapters. A compile imports only
+the modules its model's ops need (adapter.ADAPTERS looks them up in adapter_index.py); load_all() imports
+every one in this order (plugins, which may replace builtin adapters, load after all of them)."""
+import importlib
+
+MODULES = ("math", "elementwise", "nn", "tensor", "index", "reduce", "sequence", "training",
+           "ascend", "misc", "scan",
+           "losses", "quant", "recurrent", "signal", "vision",   # issue 14b: quantized, vision, recurrent, signal, loss ops
+           "gather_scatter", "math_more", "transformer",
+           "control", "optional", "sequence_map")
+
+
+def load_all() -> None:
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")
