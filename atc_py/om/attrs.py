@@ -17,15 +17,8 @@ def to_attr(value: Any) -> ge.AttrDef:
 
 def set_attr(a: ge.AttrDef, value: Any) -> None:
     """Fill an (empty) AttrDef in place, e.g. op.attr[key]: building one and copying it in cost twice as much."""
-    if isinstance(value, ge.TensorDef):
-        a.t.CopyFrom(value)
-    elif hasattr(value, "to_graph_def"):           # a graph-valued attribute (AscGraph, a fused graph)
-        a.g.CopyFrom(value.to_graph_def())
-    elif isinstance(value, (list, tuple)) and value and all(hasattr(x, "to_graph_def") for x in value):
-        a.list.val_type = LV.VT_LIST_GRAPH
-        for x in value:
-            a.list.g.add().CopyFrom(x.to_graph_def())
-    elif isinstance(value, bool):
+    # the scalar kinds first (most attributes; none of them is a TensorDef or has to_graph_def)
+    if isinstance(value, bool):
         a.b = value
     elif isinstance(value, int):
         a.i = value
@@ -35,6 +28,14 @@ def set_attr(a: ge.AttrDef, value: Any) -> None:
         a.s = value.encode()
     elif isinstance(value, bytes):
         a.s = value
+    elif isinstance(value, ge.TensorDef):
+        a.t.CopyFrom(value)
+    elif hasattr(value, "to_graph_def"):           # a graph-valued attribute (AscGraph, a fused graph)
+        a.g.CopyFrom(value.to_graph_def())
+    elif isinstance(value, (list, tuple)) and value and all(hasattr(x, "to_graph_def") for x in value):
+        a.list.val_type = LV.VT_LIST_GRAPH
+        for x in value:
+            a.list.g.add().CopyFrom(x.to_graph_def())
     elif isinstance(value, (list, tuple)):
         items = list(value)
         if all(isinstance(x, bool) for x in items) and items:

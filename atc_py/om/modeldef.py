@@ -5,7 +5,9 @@ from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Graph, TensorDesc, Value, all_graphs
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan
 from ..proto import ge_ir_pb2 as ge
-from .attrs import set_attr
+from .attrs import LV, set_attr
+
+VT_LIST_INT = LV.VT_LIST_INT
 
 OM_PROTO_VERSION = 2
 
@@ -25,8 +27,18 @@ def fill_tensor_desc(td: ge.TensorDescriptor, d: TensorDesc, name: str = "", siz
     td.size = d.nbytes if size is None else size
     td.real_dim_cnt = len(d.shape)
     td.shape.dim.extend(d.shape)
-    set_attr(td.attr["origin_format"], d.origin_format)
-    set_attr(td.attr["origin_shape"], list(d.shape))
+    # the two attrs every descriptor has, filled as set_attr does for a str and an int list (2 of every 3
+    # set_attr calls of a DenseNet-121 build went here); anything else takes set_attr's general path
+    if type(d.origin_format) is str:
+        td.attr["origin_format"].s = d.origin_format.encode()
+    else:
+        set_attr(td.attr["origin_format"], d.origin_format)
+    if all(type(x) is int for x in d.shape):
+        shape_list = td.attr["origin_shape"].list
+        shape_list.i.extend(d.shape)
+        shape_list.val_type = VT_LIST_INT
+    else:
+        set_attr(td.attr["origin_shape"], list(d.shape))
 
 
 def _src(v: Value) -> str:
