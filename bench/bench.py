@@ -108,27 +108,10 @@ def numpy_floor(d: str) -> None:
           f"({ort_s * 1e3:.3f} ms); om-run {om_s * 1e3:.3f} ms = {om_s / floor_s:.1f}x the numpy floor\n")
 
 
-def pruned(model, d: str) -> str:
-    """A copy of the model without initializers no node reads (the shipped light ResNet-50 has one, which
-    onnxruntime warns about on every session)."""
-    import onnx
-    m = onnx.load(str(model))
-    used = {i for n in m.graph.node for i in n.input}
-    live = [t for t in m.graph.initializer if t.name in used]
-    del m.graph.initializer[:]
-    m.graph.initializer.extend(live)
-    inputs = [i for i in m.graph.input if i.name in used]
-    del m.graph.input[:]
-    m.graph.input.extend(inputs)
-    path = str(pathlib.Path(d) / "light_resnet50_pruned.onnx")
-    onnx.save(m, path)
-    return path
-
-
 def numeric_resnet(d: str) -> None:
     """The same comparison on a real-size CNN (the onnx light ResNet-50, 1x3x224x224): per-kernel Python
     overhead is amortised, what is left is numpy's GEMM and memory traffic against onnxruntime's."""
-    model = pruned(compile_speed.LIGHT_RESNET, d)
+    model = compile_speed.pruned(compile_speed.LIGHT_RESNET, d)
     runs = []
     for precision in ("", "must_keep_origin_dtype"):
         options = {"ge.socVersion": SOC, **({"ge.exec.precision_mode": precision} if precision else {})}
