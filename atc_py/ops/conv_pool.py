@@ -162,8 +162,8 @@ ROW_SHIFT_MAX_WO = 32
 def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     """im2col into the thread's scratch buffer: the same values, one strided copy into reused memory — or, for
     stride-1 rows shorter than ROW_SHIFT_MAX_WO, two copies: the kw column shifts of every padded row
-    (shifted[n, c, j, y, x] = xp[n, c, y, x*sw + j*dw]), then each tap's rows as one contiguous run of ho*wo
-    from them. Same values either way; only the copy's loop shape differs."""
+    (shifted[n, c, j, y, x] = xp[n, c, y, x*sw + j*dw]), then each tap's rows taken out of those shifts as one
+    contiguous run of ho*wo. Same values either way; only the copy's loop shape differs."""
     n, c = xp.shape[:2]
     s_n, s_c, s_h, s_w = xp.strides
     if sh == 1 and kh > 1 and kw > 1 and wo <= ROW_SHIFT_MAX_WO:

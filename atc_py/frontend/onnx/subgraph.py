@@ -1,7 +1,7 @@
 """Converting an ONNX subgraph (If branch, Loop / Scan / SequenceMap body) into an IR subgraph.
 
-The body's own inputs are bound to Values the caller made in the subgraph (its Data nodes, or values computed
-from them: a Scan input's row); a name the body reads from an enclosing scope is *captured*: an outer
+The body's own inputs are bound to Values the caller made in the subgraph (its Data nodes, or values it computed
+out of those: a Scan input's row); a name the body reads from an enclosing scope is *captured*: an outer
 constant is copied in, anything else becomes a further Data node of the subgraph (index `capture_base`,
 `capture_base + 1`, ...) and the control node passes the outer value as that input. IR subgraphs are thus
 closed: every pass can work on one graph at a time.
