@@ -33,46 +33,9 @@ _COPY = "import shutil, sys; shutil.copyfile(sys.argv[1], sys.argv[2])"
 
 
 def light_model_files(d: pathlib.Path, names=NAMES) -> dict[str, pathlib.Path]:
-    """Random-weight copies written into d (bench.light_models where present, else the same recipe here)."""
-    try:
-        from bench.light_models import write_all
-    except ImportError:
-        write_all = _write_all
+    """Random-weight copies written into d (bench/light_models.py)."""
+    from bench.light_models import write_all
     return write_all(d, names)
-
-
-def _write_all(d: pathlib.Path, names) -> dict[str, pathlib.Path]:
-    import numpy as np
-    import onnx
-    from onnx import numpy_helper
-    light = pathlib.Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-    out = {}
-    for name in names:
-        m = onnx.load(str(light / f"light_{name}.onnx"))
-        inits = {t.name: t for t in m.graph.initializer}
-        rng = np.random.default_rng(0)
-        keep = []
-        for node in m.graph.node:   # each ConstantOfShape weight: value x U(0.5, 1.5), seeded by position
-            if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
-                keep.append(node)
-                continue
-            shape = [int(v) for v in numpy_helper.to_array(inits[node.input[0]])]
-            value = numpy_helper.to_array(node.attribute[0].t).reshape(-1) if node.attribute else np.zeros(1, np.float32)
-            m.graph.initializer.append(numpy_helper.from_array(
-                (value[0] * rng.uniform(0.5, 1.5, shape)).astype(value.dtype), node.output[0]))
-        del m.graph.node[:]
-        m.graph.node.extend(keep)
-        used = {i for n in m.graph.node for i in n.input}
-        live = [t for t in m.graph.initializer if t.name in used]
-        del m.graph.initializer[:]
-        m.graph.initializer.extend(live)
-        names_ = {t.name for t in live}
-        graph_inputs = [i for i in m.graph.input if i.name not in names_ and i.name in used]
-        del m.graph.input[:]
-        m.graph.input.extend(graph_inputs)
-        out[name] = pathlib.Path(d) / f"rand_{name}.onnx"
-        onnx.save(m, str(out[name]))
-    return out
 
 
 def _atc_cmd(model: pathlib.Path, out: pathlib.Path) -> list[str]:

@@ -191,26 +191,37 @@ def _rewrite(fr: _Frames, frame: str, count: int) -> tf.GraphDef:
     w.attr["cond"].func.name = cond.signature.name
     w.attr["body"].func.name = body.signature.name
     out_of = {x.name: k for k, (_, _, _, _, x) in enumerate(vars_) if x is not None}
+    return _splice(fr, names, w, out_of, names, f"loop {frame!r} without an Exit")
+
+
+def _splice(fr: _Frames, region: set[str], node: tf.NodeDef, out_of: dict[str, int], anchors: set[str],
+            where: str) -> tf.GraphDef:
+    """The GraphDef with `region` replaced by `node` (placed where the first of `anchors` stood, else last):
+    a read of region node X in `out_of` becomes output out_of[X] of `node`; any other data read into the
+    region is an error naming `where`."""
+    gd, name = fr.gd, node.name
     new = tf.GraphDef(library=gd.library, versions=gd.versions)
     placed = False
     for n in gd.node:
-        if n.name in names:
-            if not placed:
-                new.node.add().CopyFrom(w)
+        if n.name in region:
+            if not placed and n.name in anchors:
+                new.node.add().CopyFrom(node)
                 placed = True
             continue
         c = new.node.add()
         c.CopyFrom(n)
         del c.input[:]
         for i in n.input:
-            src, k, ctrl = _ref(i)
+            src, _, ctrl = _ref(i)
             if src in out_of:
-                c.input.append(f"^{wname}" if ctrl else f"{wname}:{out_of[src]}")
-            elif src in names:
+                c.input.append(f"^{name}" if ctrl else f"{name}:{out_of[src]}")
+            elif src in region:
                 if not ctrl:
-                    raise fr.fail(n.name, f"reads {src} inside loop {frame!r} without an Exit")
+                    raise fr.fail(n.name, f"reads {src} inside {where}")
             else:
                 c.input.append(i)
+    if not placed:
+        new.node.add().CopyFrom(node)
     return new
 
 
@@ -300,26 +311,4 @@ def _rewrite_cond(fr: _Frames, group, count: int) -> tf.GraphDef:
             if srcs and all(x in removed and x not in out_of for x in srcs):
                 removed.add(n.name)
                 changed = True
-    new = tf.GraphDef(library=gd.library, versions=gd.versions)
-    placed = False
-    for n in gd.node:
-        if n.name in removed:
-            if not placed and n.name in out_of:
-                new.node.add().CopyFrom(node)
-                placed = True
-            continue
-        c = new.node.add()
-        c.CopyFrom(n)
-        del c.input[:]
-        for i in n.input:
-            src, k, ctrl = _ref(i)
-            if src in out_of:
-                c.input.append(f"^{name}" if ctrl else f"{name}:{out_of[src]}")
-            elif src in removed:
-                if not ctrl:
-                    raise fr.fail(n.name, f"reads {src} inside a cond without its Merge")
-            else:
-                c.input.append(i)
-    if not placed:
-        new.node.add().CopyFrom(node)
-    return new
+    return _splice(fr, removed, node, out_of, set(out_of), "a cond without its Merge")
