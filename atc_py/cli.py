@@ -12,7 +12,6 @@ from google.protobuf.message import DecodeError
 from . import cmdline
 from .errors import AtcError
 from .atomic_write import write_atomic
-from .options import debug_sink_nops, fold_size_limit, parse_input_shape_range
 from .userfiles import read_bytes
 
 MAX_OM_BYTES = 64 << 30
@@ -71,8 +70,6 @@ def _check_flags(given: dict[str, str]) -> None:
         raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
     if v("enable_single_stream") not in ("", "true", "false"):
         raise AtcError("E10005", value=v("enable_single_stream"), parameter="enable_single_stream")
-    debug_sink_nops({"debug_sink_nops": v("debug_sink_nops")})
-    fold_size_limit({"fold_size_limit": v("fold_size_limit")})
     for key in ("op_attr_config", "insert_op_conf"):
         if v(key) and not os.path.isfile(v(key)):
             raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
@@ -95,18 +92,12 @@ def check_input_format(framework: str, fmt: str) -> None:
         raise AtcError("E10001", value=fmt, parameter="--input_format", reason=reason)
 
 
-def _input_shape(given: dict[str, str]) -> str:
-    """--input_shape, or ATC's older --input_shape_range spelling (never both)."""
-    shape, ranges = cmdline.value(given, "input_shape"), cmdline.value(given, "input_shape_range")
-    if shape and ranges:
-        raise AtcError("E10056", parameter1="--input_shape", parameter2="--input_shape_range")
-    return parse_input_shape_range(ranges) if ranges else shape
-
-
 def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
+    """The flags under GE's option names: what the Python API takes, parsed once by BuildOptions.parse."""
     v = lambda n: cmdline.value(given, n)  # noqa: E731
     return {
-        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": _input_shape(given),
+        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": v("input_shape"),
+        "input_shape_range": v("input_shape_range"),
         "ge.outputNodeName": v("out_nodes"), "ge.tiling_schedule_optimize": v("tiling_schedule_optimize"),
         "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
         "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",
@@ -121,7 +112,7 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "op_select_implmode": v("op_select_implmode"), "optypelist_for_implmode": v("optypelist_for_implmode"),
         "fusion_switch_file": v("fusion_switch_file"),
         "ge.dynamicBatchSize": v("dynamic_batch_size"), "ge.dynamicImageSize": v("dynamic_image_size"),
-        "ge.dynamicDims": v("dynamic_dims"), "_input_shape_range_given": "1" if v("input_shape_range") else "",
+        "ge.dynamicDims": v("dynamic_dims"),
     }
 
 

@@ -52,19 +52,17 @@ class GearSpec:
                     out[a] = v
         return out
 
-    def input_shape_text(self, shapes: InputShapes, gear: tuple[int, ...]) -> str:
-        """--input_shape with this gear's values in place of the -1s."""
-        return ";".join((f"{key}:" if isinstance(key, str) else "") + ",".join(map(str, self.shape(key, dims, gear)))
-                        for key, dims in shapes.items())
+    def input_shapes(self, shapes: InputShapes, gear: tuple[int, ...]) -> InputShapes:
+        """--input_shape with this gear's values in place of the -1s (static: no ranges)."""
+        out = InputShapes()
+        for key, dims in shapes.items():
+            out[key] = self.shape(key, dims, gear)
+        return out
 
     @property
     def info(self) -> str:
         """GE's all_gears_info string: gears ';'-separated, values ','-separated."""
         return ";".join(",".join(map(str, g)) for g in self.gears)
-
-
-def given(options: dict[str, str]) -> list[str]:
-    return [kind for kind, opt in OPTION.items() if options.get(opt, "")]
 
 
 def _values(kind: str, text: str) -> list[tuple[int, ...]]:
@@ -126,18 +124,20 @@ def _slots(kind: str, shapes: InputShapes, fmt: str) -> list[tuple[str | int, li
     return slots
 
 
-def parse_gears(options: dict[str, str], shapes: InputShapes, fmt: str) -> GearSpec | None:
-    """The gears of the build, or None without the flags. `fmt`: --input_format (H, W axes of image sizes)."""
-    kinds = given(options)
+def parse_gears(texts: dict[str, str], shape_text: str, shapes: InputShapes, fmt: str, ranges_given: bool = False,
+                aipp_given: bool = False) -> GearSpec | None:
+    """The gears of the build, or None without the flags. `texts`: kind -> the flag's text ("" when not given);
+    `shape_text`/`shapes`: --input_shape as given and parsed; `fmt`: --input_format (H, W axes of image sizes)."""
+    kinds = [kind for kind in OPTION if texts.get(kind, "")]
     if not kinds:
         return None
-    if len(kinds) > 1 or options.get("_input_shape_range_given"):
+    if len(kinds) > 1 or ranges_given:
         raise AtcError("E10009")
     kind = kinds[0]
-    text = options[OPTION[kind]]
-    if not options.get("input_shape", ""):
+    text = texts[kind]
+    if not shape_text:
         raise AtcError("E10004", parameter="input_shape")
-    if "~" in options["input_shape"] or not any(-1 in dims for dims in shapes.values()):
+    if "~" in shape_text or not any(-1 in dims for dims in shapes.values()):
         raise AtcError("E10040")
     gears = _values(kind, text)
     _check_count(gears)
@@ -147,7 +147,7 @@ def parse_gears(options: dict[str, str], shapes: InputShapes, fmt: str) -> GearS
         if len(gears[0]) != wanted:
             raise AtcError("E10003", value=text, parameter=FLAG[kind],
                            reason=f"each profile has {len(gears[0])} dims; --input_shape has {wanted} -1 dims")
-        if options.get("insert_op_conf", ""):
+        if aipp_given:
             raise AtcError("E10001", value=text, parameter="--dynamic_dims",
                            reason="The dynamic dims function does not support AIPP.")
     return GearSpec(kind, text, gears, slots)

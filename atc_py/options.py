@@ -152,15 +152,14 @@ def parse_int_option(text: str, parameter: str, low: int, high: int, default: in
     return int(text)
 
 
-def fold_size_limit(options: dict[str, str]) -> int:
+def fold_size_limit(text: str) -> int:
     """--fold_size_limit: bytes of the largest constant folded at compile time (bigger folds run on the
     device); 0 folds nothing that makes data."""
     from .limits import DEFAULT_FOLD_SIZE_LIMIT, MAX_CONST_BYTES
-    return parse_int_option(options.get("fold_size_limit", ""), "fold_size_limit", 0, MAX_CONST_BYTES,
-                            DEFAULT_FOLD_SIZE_LIMIT)
+    return parse_int_option(text, "fold_size_limit", 0, MAX_CONST_BYTES, DEFAULT_FOLD_SIZE_LIMIT)
 
 
-def debug_sink_nops(options: dict[str, str]) -> int | None:
+def debug_sink_nops(text: str) -> int | None:
+    """--debug_sink_nops: NOPs before each tiling-sink kernel instead of the SoC's prefetch_num (None: the SoC's)."""
     from .limits import MAX_SINK_NOPS
-    text = options.get("debug_sink_nops", "")
     return None if text == "" else parse_int_option(text, "debug_sink_nops", 0, MAX_SINK_NOPS, 0)

@@ -1,7 +1,8 @@
 """The compile pipeline as a Python API: build(model, options) -> BuildResult (the .om bytes + summary).
 
 Options use GE's names (ge.socVersion, ge.frameworkType, input_shape, ge.outputNodeName,
-ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_limit, ...).
+ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_limit, ...); they are parsed
+once into a BuildOptions (atc_py/build_options.py), which is what every stage below reads.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from typing import Callable
+from typing import Callable, Mapping
 
 from .frontend.onnx import onnx_lite as onnx
 
@@ -30,16 +31,13 @@ from .om.inout_info import IoDesc, build_inout, gear_blocks
 from .om.modeldef import model_def
 from .ops import get_op
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
-from .cmdline import FRAMEWORK_SUPPORT
-from .options import (check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape,
-                      parse_optimization_switch, parse_out_nodes)
+from .build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
+from .options import InputShapes
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .autofuse.fusion import FuseStats, autofuse
-from .passes.output_type import apply_output_type
-from .passes.precision import MixList, apply_precision, check_precision_mode
-from .precision_options import fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode, record
+from .passes.output_type import OutputTypes, apply_output_type
+from .passes.precision import MixList, apply_precision
 from .passes.aipp import feed_fp16, insert_aipp
-from .gears import GearSpec, parse_gears
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts
@@ -52,13 +50,10 @@ from .passes.transpose_sink import cancel_transposes
 from .passes.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
-from .passes.partition import DEFAULT_LOWER_LIMIT, PartitionResult, partition
+from .passes.partition import PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
 from .passes.tiling_sink import decide_tiling_sink, summary_line
-from .platform import load_soc
 from .proto import task_pb2
-
-FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
 
 
 @dataclass
@@ -95,45 +90,28 @@ def _no_log(level: str, msg: str) -> None:
     pass
 
 
-def _lower_limit(options: dict[str, str]) -> int:
-    text = options.get("ge.exec.static_model_ops_lower_limit", "")
-    if text == "":
-        return DEFAULT_LOWER_LIMIT
-    try:
-        value = int(text)
-    except ValueError:
-        value = -2
-    if value < -1:
-        raise AtcError("E10001", value=text, parameter="--static_model_ops_lower_limit",
-                       reason="The value must be an integer greater than or equal to -1.")
-    return value
-
-
-def _load(model, options: dict[str, str], st: _Stages):
+def _load(model, opts: BuildOptions, st: _Stages):
     """The framework's model in memory: (framework, proto, external weights, path)."""
     path = model if isinstance(model, str) else ""
-    if options.get("ge.frameworkType", FRAMEWORK_ONNX) == FRAMEWORK_TF:
+    if opts.framework == FRAMEWORK_TF:
         from .frontend.tensorflow.loader import load_tf   # an ONNX compile does not import the TF frontend
         return FRAMEWORK_TF, (st.run("load", load_tf, model) if path else model), {}, path
     proto, weights = st.run("load", load_onnx_lazy, model) if path else (model, {})
     return FRAMEWORK_ONNX, proto, weights, path
 
 
-def _convert(loaded, options: dict[str, str], input_shape: str, st: _Stages, soc) -> Graph:
+def _convert(loaded, opts: BuildOptions, shapes: InputShapes, st: _Stages) -> Graph:
     framework, proto, weights, path = loaded
-    # ATC rejects 0 dims (E10011); the API option input_shape_allow_empty=1 admits empty tensors (onnx tests)
-    shapes = parse_input_shape(input_shape, options.get("input_shape_allow_empty") == "1")
     if framework == FRAMEWORK_TF:
         from .frontend.tensorflow.converter import convert_tf
-        graph, info = st.run("parse", convert_tf, proto, shapes, options.get("input_format") or "NHWC", path, soc)
+        graph, info = st.run("parse", convert_tf, proto, shapes, opts.default_input_format, path, opts.soc)
     else:
-        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, fold_size_limit(options), soc)
-    apply_out_nodes(graph, parse_out_nodes(options.get("ge.outputNodeName", "")), info["node_outputs"],
-                    info["values"])
-    apply_attr_config(graph, options.get("op_attr_config", ""))
-    _input_format(graph, options.get("input_format", ""))
-    graph.counters["aipp_inserted"] = insert_aipp(graph, options.get("insert_op_conf", ""))
-    feed_fp16(graph, input_fp16_nodes(options.get("input_fp16_nodes", "")))
+        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, opts.fold_limit, opts.soc)
+    apply_out_nodes(graph, list(opts.out_nodes), info["node_outputs"], info["values"])
+    apply_attr_config(graph, opts.attr_config)
+    _input_format(graph, opts.input_format)
+    graph.counters["aipp_inserted"] = insert_aipp(graph, opts.aipp)
+    feed_fp16(graph, list(opts.precision.fp16_inputs))
     return graph
 
 
@@ -145,16 +123,15 @@ def _copy(loaded):
     return framework, dup, weights, path
 
 
-def frontend(model, options: dict[str, str], st: _Stages, soc=None, gears: GearSpec | None = None) -> Graph:
+def frontend(model, opts: BuildOptions, st: _Stages) -> Graph:
     """The model as a Graph. With gears, the model is converted once per gear (each at static shapes) and the
     gear graphs become the branches of GE's multi-batch Case (passes/multi_batch.py)."""
-    load_plugins(options.get("op_plugin", ""))
-    loaded = _load(model, options, st)
-    text = options.get("input_shape", "")
+    load_plugins(opts.op_plugin)
+    loaded = _load(model, opts, st)
+    gears = opts.gears
     if gears is None:
-        return _convert(loaded, options, text, st, soc)
-    shapes = parse_input_shape(text)
-    graphs = [_convert(_copy(loaded), options, gears.input_shape_text(shapes, g), st, soc) for g in gears.gears]
+        return _convert(loaded, opts, opts.input_shapes, st)
+    graphs = [_convert(_copy(loaded), opts, gears.input_shapes(opts.input_shapes, g), st) for g in gears.gears]
     return st.run("multi_batch", assemble, graphs, gears)
 
 
@@ -168,7 +145,7 @@ def _input_format(graph: Graph, fmt: str) -> None:
 
 
 def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
-             precision: str = "must_keep_origin_dtype", output_type: str = "",
+             precision: str = "must_keep_origin_dtype", output_type: OutputTypes = OutputTypes(),
              late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT,
              mix: MixList | None = None, keep: frozenset = frozenset()) -> dict[str, int]:
     """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
@@ -223,18 +200,38 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
     return stats
 
 
-def _model_attrs(soc, framework: str, options: dict, streams: int, events: int, labels: int = 0) -> dict:
+@dataclass
+class ModelRecord:
+    """What the .om's model attributes say about the build beyond the graph: the options as given and resolved,
+    the gears and the tiling-sink decisions (filled in as the build learns them)."""
+    opts: BuildOptions
+    keep_dtype: list[str] = field(default_factory=list)     # --keep_dtype resolved to node names
+    gear_attrs: dict = field(default_factory=dict)
+    sink_decisions: list[str] = field(default_factory=list)
+
+    def knobs(self) -> dict:
+        """The precision and fusion knobs as the .om records them."""
+        out = dict(self.opts.recorded)
+        if self.keep_dtype:
+            out["keep_dtype"] = self.keep_dtype
+        if self.opts.precision.mix_doc:
+            out["modify_mixlist"] = json.dumps(self.opts.precision.mix_doc, sort_keys=True)
+        if self.opts.fusion_switch_doc:
+            out["fusion_switch_file"] = self.opts.fusion_switch_doc
+        return out
+
+
+def _model_attrs(record: ModelRecord, streams: int, events: int, labels: int = 0) -> dict:
+    opts = record.opts
     return {"stream_num": streams, "event_num": events, "label_num": labels, "batch_num": 0,
-            **options.get("_gear_attrs", {}),
-            "_sink_decisions": options.get("_sink_decisions", []),
-            "soc_version": soc.soc_version, "core_type": "AiCore", "framework_type": int(framework),
-            "precision_mode": options.get("_precision_mode", "force_fp16"), **record(options),
-            "atc_version": f"atc-py {__version__}", "atc_cmdline": options.get("atc_cmdline", "")}
+            **record.gear_attrs, "_sink_decisions": record.sink_decisions,
+            "soc_version": opts.soc.soc_version, "core_type": "AiCore", "framework_type": int(opts.framework),
+            "precision_mode": opts.precision.mode, **record.knobs(),
+            "atc_version": f"atc-py {__version__}", "atc_cmdline": opts.atc_cmdline}
 
 
-def _keep_dtype(graph: Graph, path: str) -> frozenset:
+def _keep_dtype(graph: Graph, names, types) -> frozenset:
     """--keep_dtype: the named nodes and every node of the listed op types keep their model dtype."""
-    names, types = keep_dtype(path)
     nodes = all_nodes(graph)
     present = {_gear_free(n.name): n.name for n in nodes}
     keep = set()
@@ -266,20 +263,20 @@ def tiling_data_size(sm: StaticModel) -> int:
     return len(sm.sink_ops) * (MAX_TILING_DATA_SIZE + 64 + 192)
 
 
-def static_partitions(sm: StaticModel, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
+def static_partitions(sm: StaticModel, name: str, record: ModelRecord) -> dict[int, bytes]:
     tbe, cust = kernel_partitions(sm)
     tasks = task_info(sm)
-    attrs = _model_attrs(soc, framework, options, sm.stream_num, sm.event_num, sm.label_num)
+    attrs = _model_attrs(record, sm.stream_num, sm.event_num, sm.label_num)
     attrs.update({"_fm_lower_bound": sm.plan.lower_bound, "_workspace_size": sm.plan.workspace_size,
                   "_tiling_data_size": tiling_data_size(sm), "_inplace_outputs": sm.plan.inplace,
-                  "_reuse_memory": options.get("ge.exec.disableReuseMemory", "0") != "1"})
+                  "_reuse_memory": record.opts.reuse_memory})
     attrs["om_info_list"] = [sm.plan.weight_size, len(tbe), len(cust), len(tasks), 0]
     md = model_def(sm.graph, sm.ids, sm.plan, attrs, sm.node_attrs, name)
     return {pt.MODEL_DEF: md.SerializeToString(deterministic=True), pt.WEIGHTS_DATA: sm.plan.weights,
             pt.TBE_KERNELS: tbe, pt.CUST_AICPU_KERNELS: cust, pt.TASK_INFO: tasks}
 
 
-def dynamic_partitions(graph: Graph, name: str, soc, framework: str, options: dict) -> dict[int, bytes]:
+def dynamic_partitions(graph: Graph, name: str, record: ModelRecord) -> dict[int, bytes]:
     """What the host executor needs: the graph with its attributes and its weights; no tasks."""
     plan = plan_weights_only(graph)
     tasks = task_pb2.ModelTaskDef(version="2.0", weight_size=plan.weight_size, weight_addr=WEIGHT_BASE)
@@ -287,7 +284,7 @@ def dynamic_partitions(graph: Graph, name: str, soc, framework: str, options: di
     node_attrs = {n.name: {"_ge_attr_op_kernel_lib_name": "AIcoreEngine" if n.meta.get("engine") == "AICORE"
                            else "aicpu_ascend_kernel", "_cube_vector_core_type": n.meta["core_type"]}
                   for n in graph.nodes if n.meta.get("engine") not in (None, "NONE")}
-    attrs = _model_attrs(soc, framework, options, 0, 0)
+    attrs = _model_attrs(record, 0, 0)
     attrs["om_info_list"] = [plan.weight_size, 0, 0, len(task_bytes), 0]
     attrs["_is_unknown_shape"] = True
     md = model_def(graph, _ids(graph), plan, attrs, node_attrs, name)
@@ -312,7 +309,7 @@ def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
             for name, v in vals]
 
 
-def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = False, device=None,
+def build(model: str | onnx.ModelProto, options: Mapping[str, str] | BuildOptions, online: bool = False, device=None,
           log: Callable[[str, str], None] = _no_log) -> BuildResult:
     """Compile a model. Python's cyclic garbage collector is paused meanwhile: the passes create and drop
     graph objects by the hundred thousand, each collection walks every live one (IR nodes and values point at
@@ -327,73 +324,55 @@ def build(model: str | onnx.ModelProto, options: dict[str, str], online: bool = 
             gc.enable()
 
 
-def _build(model, options: dict[str, str], online: bool, device, log: Callable[[str, str], None]) -> BuildResult:
-    options = dict(options)
-    check_tiling_schedule_optimize_session(options.get("ge.tiling_schedule_optimize", ""))
-    if online:
-        options.pop("ge.buildGraphMode", None) if options.get("ge.buildGraphMode") == "offline" else None
-    else:
-        options["ge.buildGraphMode"] = "offline"
-    framework = options.get("ge.frameworkType", FRAMEWORK_ONNX)
-    if framework not in (FRAMEWORK_ONNX, FRAMEWORK_TF):
-        raise AtcError("E10001", value=framework, parameter="--framework",
-                       reason="The value must be " + FRAMEWORK_SUPPORT + ".")
-    soc = load_soc(options.get("ge.socVersion", ""))
-    fold_limit = fold_size_limit(options)
-    debug_sink_nops(options)
-    if options.get("debug_sink_nops", "") != "":
-        log("alert", f"--debug_sink_nops={options['debug_sink_nops']} overrides the SoC's prefetch_num "
-                       f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
-                       "prefetched before its UPDATE (debug only, never deploy it)")
-    limit = _lower_limit(options)
+def _build(model, options, online: bool, device, log: Callable[[str, str], None]) -> BuildResult:
+    opts = options if isinstance(options, BuildOptions) else BuildOptions.parse(options, online, log)
+    soc = opts.soc
+    if opts.sink_nops is not None:
+        log("alert", f"--debug_sink_nops={opts.sink_nops} overrides the SoC's prefetch_num "
+                     f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
+                     "prefetched before its UPDATE (debug only, never deploy it)")
     st = _Stages(log)
-    gears = parse_gears(options, parse_input_shape(options.get("input_shape", ""),
-                                                   options.get("input_shape_allow_empty") == "1"),
-                        options.get("input_format", "") or ("NHWC" if framework == FRAMEWORK_TF else "NCHW"))
-    graph = frontend(model, options, st, soc, gears)
+    graph = frontend(model, opts, st)
     for warning in graph.warnings:
         log("warning", warning)
-    precision = check_precision_mode(precision_mode(options))
-    options["_precision_mode"] = precision   # recorded in the .om: om-run's default tolerance follows it
-    mix, mix_doc = modify_mixlist(options.get("modify_mixlist", ""), precision)
-    keep = _keep_dtype(graph, options.get("keep_dtype", ""))
-    impl, impl_types = implmode(options)
+    prec = opts.precision
+    keep = _keep_dtype(graph, prec.keep_names, prec.keep_types)
     for node in all_nodes(graph):
-        if impl and (impl.endswith("_for_all") or node.op_type in impl_types):
-            node.attrs["_op_impl_mode"] = impl.replace("_for_all", "")
-    switches = {**fusion_switches(options.get("fusion_switch_file", ""), log),
-                **parse_optimization_switch(options.get("optimization_switch", ""))}
-    options.update({"_keep_dtype_resolved": sorted(keep), "_modify_mixlist_resolved": json.dumps(mix_doc, sort_keys=True)
-                    if mix_doc else "", "_fusion_switch_file_resolved": json.dumps(switches, sort_keys=True)
-                    if options.get("fusion_switch_file") else ""})
+        if prec.impl_mode and (prec.impl_mode.endswith("_for_all") or node.op_type in prec.impl_types):
+            node.attrs["_op_impl_mode"] = prec.impl_mode.replace("_for_all", "")
+    record = ModelRecord(opts, sorted(keep))
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
-    stats = optimize(graph, soc, st, switches, precision, options.get("output_type", ""), late, fold_limit, mix, keep)
+    stats = optimize(graph, soc, st, dict(opts.switches), prec.mode, opts.output_types, late, opts.fold_limit,
+                     prec.mix, keep)
+    gears = opts.gears
     if gears is not None:
-        options["_gear_attrs"] = gear_attrs(graph, gears)
+        record.gear_attrs = gear_attrs(graph, gears)
     engines = st.run("engines", assign_engines, graph)
-    decisions = st.run("tiling_sink", decide_tiling_sink, graph, options, device if online else None)
+    decisions = st.run("tiling_sink", decide_tiling_sink, graph, opts.tiling_sink, opts.offline,
+                       None if opts.offline else device)
     for d in decisions:
         log("info", d.line())
-    part = st.run("partition", partition, graph, limit)
+    part = st.run("partition", partition, graph, opts.static_ops_lower_limit)
     if gears is not None and part is not None:
         raise AtcError("E10055", reason="a gear of --dynamic_batch_size / --dynamic_image_size / --dynamic_dims has "
                                         "ops whose shapes depend on values (a dynamic-shape partition); atc-py builds "
                                         "gears of static models only")
-    name = options.get("om_name", graph.name)
-    options["_sink_decisions"] = [d.line() for d in decisions]
+    name = opts.om_name or graph.name
+    record.sink_decisions = [d.line() for d in decisions]
     fused = FuseStats()
-    autofuse_on = switches.get("autofuse", True)
+    autofuse_on = opts.switch("autofuse")
     if part is None:
         fuse_model(graph, autofuse_on, st, fused)
         engines = engine_counts(graph)
-        sm = st.run("compile", compile_static, graph, _ids(graph), soc, options)
-        parts = st.run("model_def", static_partitions, sm, name, soc, framework, options)
+        sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
+                    opts.sink_nops)
+        parts = st.run("model_def", static_partitions, sm, name, record)
         parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False),
-                                                 gear_blocks(options.get("_gear_attrs", {})))
+                                                 gear_blocks(record.gear_attrs))
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
-        om, statics, dynamics = _build_partitioned(part, name, soc, framework, options, st, fused, autofuse_on)
+        om, statics, dynamics = _build_partitioned(part, name, record, st, fused, autofuse_on)
     stats.update({"autofused_ops": fused.ops_fused, "ascbackend_nodes": fused.asc_backend,
                   "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
@@ -439,10 +418,11 @@ def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> No
         total.fused_asc_backend += s.fused_asc_backend
 
 
-def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, options: dict, st: _Stages,
+def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st: _Stages,
                        fused: FuseStats, autofuse_on: bool):
     root_plan = MemoryPlan()
-    root_attrs = _model_attrs(soc, framework, options, 0, 0)
+    root_attrs = _model_attrs(record, 0, 0)
+    opts = record.opts
     root_attrs["_dynamic_shape_partitioned"] = True
     root_md = model_def(part.root, _ids(part.root), root_plan, root_attrs, {}, name)
     models = [_om_model({pt.MODEL_INOUT_INFO: build_inout(_io_descs(part.root, True), _io_descs(part.root, False)),
@@ -451,10 +431,11 @@ def _build_partitioned(part: PartitionResult, name: str, soc, framework: str, op
     for sub in part.subgraphs:
         fuse_model(sub.graph, autofuse_on, st, fused)
         if sub.known:
-            sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), soc, options)
+            sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
+                        opts.single_stream, opts.reuse_memory, opts.sink_nops)
             statics.append(sm)
-            models.append(_om_model(static_partitions(sm, sub.name, soc, framework, options)))
+            models.append(_om_model(static_partitions(sm, sub.name, record)))
         else:
             dynamics.append(sub.name)
-            models.append(_om_model(dynamic_partitions(sub.graph, sub.name, soc, framework, options)))
+            models.append(_om_model(dynamic_partitions(sub.graph, sub.name, record)))
     return write_om(models, name, is_unknown=True), statics, dynamics

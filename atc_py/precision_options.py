@@ -10,7 +10,7 @@
 * --op_select_implmode high_performance | high_precision (| _for_all) and --optypelist_for_implmode (needs it);
 * --fusion_switch_file FILE: {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}} with "on"/"off" per GE
   fusion pass name (or ALL), mapped onto atc-py's passes (FUSION_PASSES).
-Each is recorded in the .om's model attributes."""
+Each is recorded in the .om's model attributes (atc_py/build_options.py gathers them)."""
 from __future__ import annotations
 
 from .errors import AtcError
@@ -31,9 +31,8 @@ FUSION_PASSES = {
 }
 
 
-def precision_mode(options: dict[str, str]) -> str:
+def precision_mode(v1: str, v2: str) -> str:
     """--precision_mode, or --precision_mode_v2 mapped onto it (never both)."""
-    v1, v2 = options.get("ge.exec.precision_mode", ""), options.get("ge.exec.precision_mode_v2", "")
     if v1 and v2:
         raise AtcError("E10056", parameter1="--precision_mode", parameter2="--precision_mode_v2")
     if v2:
@@ -97,8 +96,8 @@ def modify_mixlist(path: str, mode: str) -> tuple[MixList, dict]:
     return MixList(frozenset(lists["white-list"]), frozenset(lists["black-list"])), doc
 
 
-def implmode(options: dict[str, str]) -> tuple[str, list[str]]:
-    mode, types = options.get("op_select_implmode", ""), options.get("optypelist_for_implmode", "")
+def implmode(mode: str, types: str) -> tuple[str, list[str]]:
+    """--op_select_implmode and --optypelist_for_implmode (the list needs the mode)."""
     if types and not mode:
         raise AtcError("E10001", value=types, parameter="--optypelist_for_implmode",
                        reason="Parameters --op_select_implmode and --optypelist_for_implmode must be set at the "
@@ -134,14 +133,3 @@ def fusion_switches(path: str, log=None) -> dict[str, bool]:
             for t in targets:
                 out[t] = state == "on"
     return out
-
-
-def record(options: dict[str, str]) -> dict:
-    """What the .om's model attributes say about these knobs."""
-    keys = ("ge.exec.precision_mode_v2", "input_fp16_nodes", "op_select_implmode", "optypelist_for_implmode")
-    out = {k.replace("ge.exec.", ""): options[k] for k in keys if options.get(k)}
-    for key in ("keep_dtype", "modify_mixlist", "fusion_switch_file"):
-        if options.get(f"_{key}_resolved"):
-            out[key] = options[f"_{key}_resolved"]
-    return out
-

@@ -67,7 +67,10 @@ def test_qdq_conv_model_matches_onnxruntime():
              helper.make_node("DequantizeLinear", ["cq", "os", "oz"], ["y"])]
     m = model(nodes, [("x", F, [1, 2, 6, 6])], [("y", F)], inits)
     x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32) * 3
-    want, got = ort_run(m, [x])[0], AtcBackend.run_model(m, [x])[0]
+    # onnx's reference computes the int8 convolution exactly. onnxruntime's CPU kernel does not on every x86
+    # machine: without AVX-VNNI its u8s8 path (vpmaddubsw) saturates pairs of products at int16, so its output
+    # depends on the CPU it runs on (seen: AVX2-only cores differ by up to 18 output steps)
+    want, got = ReferenceEvaluator(m).run(None, {"x": x})[0], AtcBackend.run_model(m, [x])[0]
     assert np.abs(got - want).max() <= 0.1 + 1e-6          # at most one output quantization step
     assert np.mean(np.isclose(got, want)) > 0.95
 

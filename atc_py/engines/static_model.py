@@ -130,8 +130,10 @@ def _sequence(graph: Graph, streams: StreamPlan):
             yield "node", n, s
 
 
-def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, options: dict[str, str]) -> StaticModel:
-    single = options.get("ge.enableSingleStream", "") == "true"
+def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, single: bool = False,
+                   reuse: bool = True, sink_nops: int | None = None) -> StaticModel:
+    """Tasks, streams and memory of a static graph. `single`: --enable_single_stream; `reuse`: not
+    --disable_reuse_memory; `sink_nops`: --debug_sink_nops (None: the SoC's prefetch_num)."""
     labels = lower_labels(graph, stream_switch=not single) if any(n.subgraphs for n in graph.nodes) else LabelPlan()
     if labels.label_num or labels.stream_switches:
         for g in all_graphs(graph):
@@ -140,12 +142,10 @@ def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, optio
     tilings = tile(graph, soc)
     streams = assign_streams(graph, single_stream=single)
     plan = plan_model_memory(graph, {n: t.workspace for n, t in tilings.items()}, streams,
-                             reuse=options.get("ge.exec.disableReuseMemory", "0") != "1")
+                             reuse=reuse)
     check_device_memory(graph.name, plan, soc)
     streams.num_streams = give_switch_streams(labels, streams.num_streams)   # after planning: no tensor lives there
-    nops = soc.prefetch_num
-    if options.get("debug_sink_nops", "") != "":
-        nops = int(options["debug_sink_nops"])
+    nops = soc.prefetch_num if sink_nops is None else sink_nops
     tasks: list[task_pb2.TaskDef] = []
     kernels: dict[str, KernelInfo] = {}
     sink_ops: list[str] = []

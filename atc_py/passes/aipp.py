@@ -4,17 +4,18 @@ The input becomes the uint8 image the application feeds (NHWC, the shape atc_py/
 the Aipp node produces what the model took before, so nothing behind it changes."""
 from __future__ import annotations
 
-from ..aipp import parse_config, resolve
+from ..aipp import resolve
 from ..errors import AtcError
 from ..ir.graph import Graph, TensorDesc
 
 
-def insert_aipp(graph: Graph, config_path: str) -> int:
-    if not config_path:
+def insert_aipp(graph: Graph, configs) -> int:
+    """`configs`: the aipp_op entries of --insert_op_conf (AippOpParams, parsed with the options)."""
+    if not configs:
         return 0
     data = graph.data_nodes
     done: set[int] = set()
-    for params in parse_config(config_path):
+    for params in configs:
         node = data[params.related_input_rank] if params.related_input_rank < len(data) else None
         spec = resolve(params, len(data), node.outputs[0].desc.shape if node is not None else ())
         if spec.rank in done:

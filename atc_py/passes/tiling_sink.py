@@ -52,11 +52,12 @@ def mark_tiling_depend(graph: Graph) -> list[Node]:
     return marked
 
 
-def gate(node: Node, options: dict[str, str], device) -> tuple[bool, str]:
+def gate(node: Node, enabled: bool, offline: bool, device) -> tuple[bool, str]:
+    """`enabled`: --tiling_schedule_optimize=1; `offline`: an ATC build (no device to ask)."""
     spec = get_op(node.op_type)
-    if options.get("ge.tiling_schedule_optimize", "0") != "1":
+    if not enabled:
         return False, "Tiling sink is not supported. If support is needed, configure the tiling_schedule_optimize option."
-    if options.get("ge.buildGraphMode", "") != "offline":
+    if not offline:
         if device is None:
             raise AtcError("E19999", message="online build without a device: cannot query "
                                              f"{FEATURE_TYPE_MODEL_TASK_UPDATE}")
@@ -65,11 +66,11 @@ def gate(node: Node, options: dict[str, str], device) -> tuple[bool, str]:
                           f"{FEATURE_TYPE_MODEL_TASK_UPDATE})"
     if ON_AICPU not in spec.tiling_placements:
         return False, "has no TILING_ON_AICPU placement"
-    return True, "option on, " + ("offline build skips the device check" if options.get("ge.buildGraphMode") ==
-                                  "offline" else "device supports task update") + ", TILING_ON_AICPU registered"
+    return True, "option on, " + ("offline build skips the device check" if offline else
+                                  "device supports task update") + ", TILING_ON_AICPU registered"
 
 
-def decide_tiling_sink(graph: Graph, options: dict[str, str], device=None) -> list[SinkDecision]:
+def decide_tiling_sink(graph: Graph, enabled: bool, offline: bool = True, device=None) -> list[SinkDecision]:
     """The root graph's marked nodes go through the gate. Inside a control-flow subgraph tiling is not sunk
     (an UPDATE patching a kernel every iteration of a lowered loop is not what GE generates): a marked node
     there goes dynamic, and with it its control node (partition.py)."""
@@ -84,7 +85,7 @@ def decide_tiling_sink(graph: Graph, options: dict[str, str], device=None) -> li
         if HOST not in spec.tiling_placements:
             raise AtcError("E19999", message=f"Node {node.name} ({node.op_type}) depends on input values for tiling "
                                              f"but does not support TILING_ON_HOST; the dynamic-shape partition fails")
-        ok, reason = gate(node, options, device)
+        ok, reason = gate(node, enabled, offline, device)
         if ok:
             node.attrs[TILING_SINK_OP] = True
             if node.attrs.get(OP_EXEC_NEVER_TIMEOUT):

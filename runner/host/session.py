@@ -37,8 +37,8 @@ def shape_fits(io, shape) -> bool:
                for d, want, (lo, hi) in zip(shape, io.desc.shape, ranges))
 
 
-def execute(model: ModelBase, inputs: list[np.ndarray], **options) -> list[np.ndarray]:
+def execute(model: ModelBase, inputs: list[np.ndarray], **settings) -> list[np.ndarray]:
     """Outputs of one run (numerics); the simulated time is available through sim.host.Simulation."""
     check_inputs(model, inputs)
-    outs, _ = Simulation(model, **options).run(inputs)
+    outs, _ = Simulation(model, **settings).run(inputs)
     return outs
