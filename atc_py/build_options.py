@@ -15,6 +15,7 @@ from .cmdline import FRAMEWORK_SUPPORT
 from .errors import AtcError
 from .gears import OPTION as GEAR_OPTIONS, GearSpec, parse_gears
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
+from .op_precision import CustomizeDtypes, OpPrecisionModes, parse_customize_dtypes, parse_op_precision_mode
 from .options import (InputShapes, check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit,
                       parse_input_shape, parse_input_shape_range, parse_optimization_switch, parse_out_nodes)
 from .passes.attr_config import parse_attr_config
@@ -27,6 +28,7 @@ from .precision_options import (fusion_switches, implmode, input_fp16_nodes, kee
                                 precision_mode)
 
 FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
+BUFFER_OPTIMIZE = ("l2_optimize", "l1_optimize", "off_optimize")
 Log = Callable[[str, str], None]
 
 
@@ -45,6 +47,8 @@ class Precision:
     impl_mode: str = ""
     impl_types: tuple[str, ...] = ()
     fp16_inputs: tuple[str, ...] = ()                      # --input_fp16_nodes
+    op_modes: OpPrecisionModes = field(default_factory=OpPrecisionModes)   # --op_precision_mode
+    custom_dtypes: CustomizeDtypes = field(default_factory=CustomizeDtypes)  # --customize_dtypes
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,8 @@ class BuildOptions:
     static_ops_lower_limit: int = DEFAULT_LOWER_LIMIT
     reuse_memory: bool = True
     single_stream: bool = False
+    buffer_optimize: str = "l2_optimize"                   # l2_optimize | l1_optimize | off_optimize
+    small_channel: bool = False                            # --enable_small_channel (accepted; C04 not applied)
     op_plugin: str = ""
     om_name: str | None = None
     atc_cmdline: str = ""
@@ -106,6 +112,16 @@ class BuildOptions:
         attr_config = parse_attr_config(get("op_attr_config"))
         aipp = tuple(parse_config(get("insert_op_conf"))) if get("insert_op_conf") else ()
         precision, recorded = _precision(options)
+        buffer_optimize = get("ge.bufferOptimize", "l2_optimize")
+        if buffer_optimize not in BUFFER_OPTIMIZE:
+            raise AtcError("E10001", value=buffer_optimize, parameter="--buffer_optimize",
+                           reason=f"The value must be one of {', '.join(BUFFER_OPTIMIZE)}.")
+        small_channel = get("ge.enableSmallChannel", "0")
+        if small_channel not in ("0", "1"):
+            raise AtcError("E10006", value=small_channel, parameter="enable_small_channel")
+        if small_channel == "1":
+            log("warning", "--enable_small_channel=1: accepted, but atc-py does not lay the first convolution's input "
+                           "out as C04 (small-channel) yet; the model builds with the usual layout")
         switches = {**fusion_switches(get("fusion_switch_file"), log),
                     **parse_optimization_switch(get("optimization_switch"))}
         return cls(
@@ -116,7 +132,8 @@ class BuildOptions:
             fusion_switch_doc=json.dumps(switches, sort_keys=True) if get("fusion_switch_file") else "",
             fold_limit=fold_limit, sink_nops=sink_nops, static_ops_lower_limit=lower_limit,
             reuse_memory=get("ge.exec.disableReuseMemory", "0") != "1",
-            single_stream=get("ge.enableSingleStream") == "true", op_plugin=get("op_plugin"),
+            single_stream=get("ge.enableSingleStream") == "true", buffer_optimize=buffer_optimize,
+            small_channel=small_channel == "1", op_plugin=get("op_plugin"),
             om_name=options.get("om_name") or None, atc_cmdline=get("atc_cmdline"), recorded=recorded)
 
     def switch(self, name: str) -> bool:
@@ -146,8 +163,17 @@ def _precision(options: Mapping[str, str]) -> tuple[Precision, dict[str, str]]:
     impl, impl_types = implmode(options.get("op_select_implmode", "") or "",
                                 options.get("optypelist_for_implmode", "") or "")
     fp16_text = options.get("input_fp16_nodes", "") or ""
+    op_modes = parse_op_precision_mode(options.get("ge.exec.op_precision_mode", "") or "")
+    custom = parse_customize_dtypes(options.get("ge.customizeDtypes", "") or "")
     keys = {"ge.exec.precision_mode_v2": "precision_mode_v2", "input_fp16_nodes": "input_fp16_nodes",
             "op_select_implmode": "op_select_implmode", "optypelist_for_implmode": "optypelist_for_implmode"}
     recorded = {name: options[key] for key, name in keys.items() if options.get(key)}
+    if op_modes:
+        recorded["op_precision_mode"] = json.dumps({"ByOpType": op_modes.by_type, "ByNodeName": op_modes.by_name},
+                                                   sort_keys=True)
+    if custom:
+        recorded["customize_dtypes"] = json.dumps(
+            {kind: {k: {"InputDtype": list(v.inputs), "OutputDtype": list(v.outputs)} for k, v in table.items()}
+             for kind, table in (("Opname", custom.by_name), ("OpType", custom.by_type))}, sort_keys=True)
     return Precision(mode, mix, mix_doc, tuple(names), tuple(types), impl, tuple(impl_types),
-                     tuple(input_fp16_nodes(fp16_text))), recorded
+                     tuple(input_fp16_nodes(fp16_text)), op_modes, custom), recorded

@@ -112,7 +112,9 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "op_select_implmode": v("op_select_implmode"), "optypelist_for_implmode": v("optypelist_for_implmode"),
         "fusion_switch_file": v("fusion_switch_file"),
         "ge.dynamicBatchSize": v("dynamic_batch_size"), "ge.dynamicImageSize": v("dynamic_image_size"),
-        "ge.dynamicDims": v("dynamic_dims"),
+        "ge.dynamicDims": v("dynamic_dims"), "ge.exec.op_precision_mode": v("op_precision_mode"),
+        "ge.customizeDtypes": v("customize_dtypes"), "ge.bufferOptimize": v("buffer_optimize"),
+        "ge.enableSmallChannel": v("enable_small_channel"),
     }
 
 

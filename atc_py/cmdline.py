@@ -65,6 +65,16 @@ FLAGS = {f.name: f for f in [
     Flag("fold_size_limit", "str", "", "Bytes of the largest constant folded at compile time; larger or costlier "
                                        "folds stay in the graph and run on the device (default: 268435456)"),
     Flag("enable_single_stream", "str", "", "Put every task on one stream. true or false (default: false)"),
+    Flag("op_precision_mode", "str", "", "INI file of per-op precision modes: OpType=mode lines, or [ByOpType] / "
+                                         "[ByNodeName] sections (node names win); modes high_precision, "
+                                         "high_performance, enable_float_32_execution, enable_hi_float_32_execution, "
+                                         "support_out_of_bound_index, keep_fp16. Overrides --op_select_implmode"),
+    Flag("customize_dtypes", "str", "", "File of per-op compute dtypes: Opname::InputDtype:dt,...,OutputDtype:dt,... "
+                                        "or OpType::type:InputDtype:...,OutputDtype:... lines"),
+    Flag("buffer_optimize", "str", "l2_optimize", "On-chip buffer optimisation: l2_optimize (default), l1_optimize, "
+                                                  "off_optimize"),
+    Flag("enable_small_channel", "str", "0", "Small-channel (C04) input layout for the first convolution. 0 (default) "
+                                             "or 1; atc-py accepts it but does not apply the C04 layout"),
     Flag("help", "bool", "false", "Show this help message"),
 ]}
 
@@ -75,9 +85,11 @@ VALUE_RANGE = {
     "log": ["debug", "info", "warning", "error", "null"],
     "display_model_info": ["0", "1"],
     "disable_reuse_memory": ["0", "1"],
+    "buffer_optimize": ["l1_optimize", "l2_optimize", "off_optimize"],
+    "enable_small_channel": ["0", "1"],
 }
 FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
-E10006_FLAGS = {"display_model_info", "disable_reuse_memory"}
+E10006_FLAGS = {"display_model_info", "disable_reuse_memory", "enable_small_channel"}
 BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
 
 

@@ -25,24 +25,36 @@ class InputShapes(dict):
 RANGE = re.compile(r"(\d+)~(\d+)")
 
 
+def _unbracket(dims_text: str) -> str:
+    """`[1~16,3,224,224]` -> `1~16,3,224,224`: the bracketed range form CANN 6.x took in --input_shape (the same
+    as --input_shape_range); whitespace around it is GE's to trim."""
+    dims_text = dims_text.strip()
+    if dims_text.startswith("[") and dims_text.endswith("]"):
+        return dims_text[1:-1]
+    return dims_text
+
+
 def parse_input_shape(text: str, allow_empty: bool = False) -> InputShapes:
-    """`name:d,d;name:d,d` or, by index, `d,d;d,d`; a dim may be -1 or a range `lo~hi` (a dynamic-shape model).
+    """`name:d,d;name:d,d` or, by index, `d,d;d,d`; a dim may be -1 or a range `lo~hi` (a dynamic-shape model), and
+    an input's dims may stand in brackets (`name:[1~16,3,-1,-1]`). Names are trimmed (`a:1; b:2` names `b`).
     E10002 for malformed, E10011 for non-positive static dims, E10048 for a bad range."""
     result = InputShapes()
     if not text:
         return result
-    parts = [p for p in text.split(";") if p.strip()]
+    parts = [p.strip() for p in text.split(";") if p.strip()]
     named = [":" in p for p in parts]
     if any(named) and not all(named):
         raise AtcError("E10002", value=text, reason="Mixed named and indexed shapes", sample=INPUT_SHAPE_SAMPLE)
     for idx, part in enumerate(parts):
         if ":" in part:
             name, dims_text = part.rsplit(":", 1)
+            name = name.strip()
             if not name:
                 raise AtcError("E10002", value=part, reason="The input name is empty", sample=INPUT_SHAPE_SAMPLE)
             key: str | int = name
         else:
             key, dims_text = idx, part
+        dims_text = _unbracket(dims_text)
         dims, ranges = [], []
         for tok in (t.strip() for t in dims_text.split(",")) if dims_text.strip() else []:
             if re.fullmatch(r"-?\d+\.\d*|-?\d*\.\d+", tok):

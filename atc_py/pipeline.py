@@ -36,7 +36,7 @@ from .options import InputShapes
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .autofuse.fusion import FuseStats, autofuse
 from .passes.output_type import OutputTypes, apply_output_type
-from .passes.precision import MixList, apply_precision
+from .passes.precision import MixList, apply_precision, compute_in
 from .passes.aipp import feed_fp16, insert_aipp
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
@@ -147,7 +147,8 @@ def _input_format(graph: Graph, fmt: str) -> None:
 def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
              precision: str = "must_keep_origin_dtype", output_type: OutputTypes = OutputTypes(),
              late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT,
-             mix: MixList | None = None, keep: frozenset = frozenset()) -> dict[str, int]:
+             mix: MixList | None = None, keep: frozenset = frozenset(), low: dict[str, str] | None = None
+             ) -> dict[str, int]:
     """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
     Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on.
     Graph-local passes run on the graph and on every subgraph (If branches, loop bodies: they are closed,
@@ -187,8 +188,11 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
         stats[key] = st.run(name, each, fn) if on(name) else 0
     counts = [st.run("precision", apply_precision, g, precision, mix, keep) for g in all_graphs(graph)]
     stats["fp16_cube_ops"], stats["fp16_vector_ops"] = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    stats["custom_dtype_ops"] = sum(st.run("customize_dtypes", compute_in, g, low, "customize_dtypes")
+                                    for g in all_graphs(graph)) if low else 0
     stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
-    if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"]):
+    if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"] or
+                       stats["custom_dtype_ops"]):
         if on("cse"):
             stats["cse_merged"] += st.run("cse dtypes", each, eliminate_common_subexpressions, False)
         stats["constants_folded"] += st.run("fold dtypes", fold_each)
@@ -227,6 +231,7 @@ def _model_attrs(record: ModelRecord, streams: int, events: int, labels: int = 0
             **record.gear_attrs, "_sink_decisions": record.sink_decisions,
             "soc_version": opts.soc.soc_version, "core_type": "AiCore", "framework_type": int(opts.framework),
             "precision_mode": opts.precision.mode, **record.knobs(),
+            **({"buffer_optimize": opts.buffer_optimize} if opts.buffer_optimize != "l2_optimize" else {}),
             "atc_version": f"atc-py {__version__}", "atc_cmdline": opts.atc_cmdline}
 
 
@@ -243,6 +248,40 @@ def _keep_dtype(graph: Graph, names, types) -> frozenset:
         keep |= {n.name for n in nodes if _gear_free(n.name) == base}
     keep |= {n.name for n in nodes if n.op_type in set(types)}
     return frozenset(keep)
+
+
+def _per_op_precision(graph: Graph, prec, keep: frozenset, log) -> tuple[frozenset, dict[str, str]]:
+    """--op_precision_mode and --customize_dtypes on the graph's nodes: each mode lands in `_op_impl_mode` (over
+    --op_select_implmode's); keep_fp16 and a customized fp16/bf16 compute dtype make the node compute low
+    (returned as name -> dtype), enable_float_32_execution and a customized fp32 keep it in fp32. Customized
+    dtypes win over --keep_dtype. Names the graph lacks are warned about (fusion may have renamed them)."""
+    keep, low = set(keep), {}
+    seen_modes, seen_custom = set(), set()
+    for node in all_nodes(graph):
+        base = _gear_free(node.name)
+        mode = prec.op_modes.mode_of(base, node.op_type)
+        if mode:
+            seen_modes.add(base)
+            node.attrs["_op_impl_mode"] = mode
+            if mode == "keep_fp16":
+                low[node.name] = "float16"
+            elif mode in ("enable_float_32_execution", "enable_hi_float_32_execution"):
+                keep.add(node.name)
+        custom = prec.custom_dtypes.of(base, node.op_type)
+        if custom is not None:
+            seen_custom.add(base)
+            node.attrs["_customize_dtypes"] = ",".join(custom.inputs) + ";" + ",".join(custom.outputs)
+            if custom.compute == "float32":
+                keep.add(node.name)
+                low.pop(node.name, None)
+            elif custom.compute:
+                low[node.name] = custom.compute
+                keep.discard(node.name)
+    for flag, names, seen in (("--op_precision_mode", prec.op_modes.by_name, seen_modes),
+                              ("--customize_dtypes", prec.custom_dtypes.by_name, seen_custom)):
+        for name in sorted(set(names) - seen):
+            log("warning", f"{flag}: node {name} is not in the graph; its entry is ignored")
+    return frozenset(keep), low
 
 
 def _gear_free(name: str) -> str:
@@ -340,10 +379,11 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     for node in all_nodes(graph):
         if prec.impl_mode and (prec.impl_mode.endswith("_for_all") or node.op_type in prec.impl_types):
             node.attrs["_op_impl_mode"] = prec.impl_mode.replace("_for_all", "")
+    keep, low = _per_op_precision(graph, prec, keep, log)
     record = ModelRecord(opts, sorted(keep))
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
     stats = optimize(graph, soc, st, dict(opts.switches), prec.mode, opts.output_types, late, opts.fold_limit,
-                     prec.mix, keep)
+                     prec.mix, keep, low)
     gears = opts.gears
     if gears is not None:
         record.gear_attrs = gear_attrs(graph, gears)

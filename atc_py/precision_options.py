@@ -109,11 +109,17 @@ def implmode(mode: str, types: str) -> tuple[str, list[str]]:
 
 
 def fusion_switches(path: str, log=None) -> dict[str, bool]:
-    """--fusion_switch_file -> atc-py pass name -> on/off."""
+    """--fusion_switch_file -> atc-py pass name -> on/off. Two forms, as ATC's docs show them: JSON
+    {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}, or text lines `PassName:off` (a name is looked up in
+    both tables; `ALL:off` switches every fusion pass; `#` starts a comment)."""
     if not path:
         return {}
-    doc = read_json(path, lambda why: AtcError("E10001", value=path, parameter="--fusion_switch_file",
-                                               reason=f"The file cannot be used: {why}"))
+    fail = lambda why: AtcError("E10001", value=path, parameter="--fusion_switch_file",  # noqa: E731
+                                reason=f"The file cannot be used: {why}")
+    data = read_bytes(path, fail, 1 << 20)
+    if data.lstrip()[:1] != b"{":
+        return _fusion_switch_lines(path, data, log)
+    doc = read_json(path, fail)
     switch = doc.get("Switch") if isinstance(doc, dict) else None
     if not isinstance(switch, dict) or set(switch) - set(FUSION_PASSES):
         raise AtcError("E10001", value=path, parameter="--fusion_switch_file",
@@ -123,13 +129,36 @@ def fusion_switches(path: str, log=None) -> dict[str, bool]:
         if not isinstance(table, dict):
             raise AtcError("E10001", value=path, parameter="--fusion_switch_file", reason=f"{kind} must be an object.")
         for name, state in table.items():
-            if state not in ("on", "off"):
-                raise AtcError("E10001", value=f"{name}: {state}", parameter="--fusion_switch_file",
-                               reason="Each fusion switch is \"on\" or \"off\".")
-            targets = set(FUSION_PASSES[kind].values()) if name == "ALL" else \
-                {FUSION_PASSES[kind][name]} if name in FUSION_PASSES[kind] else set()
-            if not targets and log is not None:
-                log("warning", f"--fusion_switch_file: {kind} pass {name} has no atc-py counterpart; ignored")
-            for t in targets:
-                out[t] = state == "on"
+            _switch(out, (kind,), name, state, log)
     return out
+
+
+def _fusion_switch_lines(path: str, data: bytes, log) -> dict[str, bool]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise AtcError("E10001", value=path, parameter="--fusion_switch_file",
+                       reason="The file is neither JSON nor UTF-8 text.") from None
+    out: dict[str, bool] = {}
+    for line in (ln.split("#", 1)[0].strip() for ln in text.splitlines()):
+        if not line:
+            continue
+        name, sep, state = (t.strip() for t in line.partition(":"))
+        if not sep or not name:
+            raise AtcError("E10001", value=line, parameter="--fusion_switch_file",
+                           reason='Each line of the text form is "PassName:on" or "PassName:off".')
+        _switch(out, tuple(FUSION_PASSES), name, state.strip('"'), log)
+    return out
+
+
+def _switch(out: dict[str, bool], kinds: tuple[str, ...], name: str, state, log) -> None:
+    """Sets the atc-py passes GE pass `name` (of one of `kinds`, or ALL) maps onto."""
+    if state not in ("on", "off"):
+        raise AtcError("E10001", value=f"{name}: {state}", parameter="--fusion_switch_file",
+                       reason="Each fusion switch is \"on\" or \"off\".")
+    targets = {t for kind in kinds for t in (FUSION_PASSES[kind].values() if name == "ALL" else
+                                              [FUSION_PASSES[kind][name]] if name in FUSION_PASSES[kind] else [])}
+    if not targets and log is not None:
+        log("warning", f"--fusion_switch_file: {'/'.join(kinds)} pass {name} has no atc-py counterpart; ignored")
+    for t in targets:
+        out[t] = state == "on"

@@ -54,7 +54,7 @@ def _raw_option_params(path: pathlib.Path) -> list[str]:
         params = a.posonlyargs + a.args + a.kwonlyargs + [p for p in (a.vararg, a.kwarg) if p is not None]
         for p in params:
             note = ast.unparse(p.annotation) if p.annotation is not None else ""
-            if p.arg == "options" or note.replace(" ", "") in ("dict[str,str]", "Mapping[str,str]"):
+            if p.arg in ("options", "given") or ("option" in p.arg and "str" in note and "BuildOptions" not in note):
                 found.append(f"{node.name}({p.arg}: {note or '-'}) line {node.lineno}")
     return found
 

@@ -17,6 +17,8 @@ def apply_out_nodes(graph: Graph, items: list[tuple[str, int | None]], node_outp
             tensor = name
         else:
             outs = node_outputs.get(name)
+            if outs is None and _is_graph_input(values.get(name)):
+                outs = [name]          # a Data node: its one output is the input tensor of that name
             if outs is None:
                 raise AtcError("E10016", opname=name, parameter="out_nodes")
             if idx >= len(outs) or not outs[idx]:
@@ -28,3 +30,8 @@ def apply_out_nodes(graph: Graph, items: list[tuple[str, int | None]], node_outp
     net = graph.net_output
     graph.remove_node(net)
     graph.add_node("NetOutput", "NetOutput", chosen, [], attrs={"output_names": names})
+
+
+def _is_graph_input(value) -> bool:
+    """GE resolves --out_nodes by node name, and a model input is a Data node named after it."""
+    return value is not None and value.producer is not None and value.producer.op_type == "Data"

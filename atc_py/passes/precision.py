@@ -86,11 +86,36 @@ def _apply(graph: Graph, mode: str, mix: MixList, keep: frozenset) -> tuple[int,
     return changed, moved
 
 
-def _cast_input(graph: Graph, node: Node, i: int) -> None:
+def compute_in(graph: Graph, low: dict[str, str], reason: str) -> int:
+    """Nodes named in `low` (name -> float16 | bfloat16) compute in that dtype whatever the precision mode
+    (--customize_dtypes, --op_precision_mode keep_fp16): fp32 inputs through a Cast, a Cast back after. Returns
+    how many nodes moved; a node whose kernel lacks the dtype stays as it is (as ATC ignores such an entry)."""
+    moved = 0
+    for node in list(graph.nodes):
+        dtype = low.get(node.name)
+        if dtype is None or not node.outputs or node.outputs[0].desc.dtype != "float32":
+            continue
+        spec = get_op(node.op_type)
+        if spec is None or dtype not in spec.dtypes or {"dtype", "dst_type"} & set(node.attrs):
+            continue
+        for i, v in enumerate(node.inputs):
+            if v is not None and v.desc.dtype == "float32":
+                _cast_input(graph, node, i, dtype)
+        node.attrs["_precision_mode"] = reason
+        infer_node(node)
+        if node.outputs[0].desc.dtype == dtype:
+            _cast_output_back(graph, node)
+        moved += 1
+    graph.topo_sort()
+    return moved
+
+
+def _cast_input(graph: Graph, node: Node, i: int, dtype: str | None = None) -> None:
     """Input i of node through a new Cast to fp16 (a constant's folds into an fp16 constant)."""
     v = node.inputs[i]
-    cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_{_LOW[0][:4]}"), "Cast", [v], [v.desc],
-                          {"dst_type": _LOW[0]})
+    dtype = dtype or _LOW[0]
+    cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_{dtype[:4]}"), "Cast", [v], [v.desc],
+                          {"dst_type": dtype})
     infer_node(cast)
     graph.set_input(node, i, cast.outputs[0])
 

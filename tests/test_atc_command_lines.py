@@ -1,0 +1,177 @@
+"""ATC command lines as public READMEs write them: bracketed ranges and spaces in --input_shape, the text form of
+--fusion_switch_file, --out_nodes naming a graph input, --enable_small_channel, --buffer_optimize,
+--op_precision_mode and --customize_dtypes — each with its effect, not only that it parses."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import atc_py
+from atc_py.cli import run as atc_run
+from atc_py.errors import AtcError
+from tests.test_precision_knobs import APART, SOC, conv_model, dtypes, model_attrs
+
+RNG = np.random.default_rng(33)
+FP32 = {**APART, "ge.exec.precision_mode": "force_fp32"}
+
+
+def save(model, path):
+    path.write_bytes(model.SerializeToString())
+    return str(path)
+
+
+@pytest.mark.parametrize("text", ["x:[1~16,3,8,8]", " x : [1~16,3,8,8] ", "x:[-1,3,8,8]", "x:[1~16,3,-1,8]"])
+def test_bracketed_ranges_in_input_shape_are_input_shape_range(text):
+    """`--input_shape="x:[1~16,3,224,224]"` (CANN 6.x) builds the same dynamic model as --input_shape_range."""
+    plain = text.replace("[", "").replace("]", "").replace(" ", "")
+    m = conv_model()
+    a = atc_py.build(m, {**SOC, "input_shape": text})
+    b = atc_py.build(m, {**SOC, "input_shape": plain})
+    assert a.om == b.om and a.summary["unknown_subgraphs"] >= 1
+
+
+def test_spaces_after_semicolons_are_trimmed():
+    x = helper.make_tensor_value_info("x", TP.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TP.FLOAT, [1, 4])
+    g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "g", [x, y],
+                          [helper.make_tensor_value_info("z", TP.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    res = atc_py.build(m, {**SOC, "input_shape": "x:2,4; y:2,4"})
+    assert [d.outputs[0].desc.shape for d in res.graph.data_nodes] == [(2, 4), (2, 4)]
+
+
+def test_out_nodes_may_name_a_graph_input(tmp_path):
+    res = atc_py.build(conv_model(), {**SOC, "ge.outputNodeName": "x:0;sm:0"})
+    net = res.graph.net_output
+    assert [v.producer.op_type for v in net.inputs][0] == "Data" and net.attrs["output_names"][0] == "x"
+    with pytest.raises(AtcError, match="E10016"):
+        atc_py.build(conv_model(), {**SOC, "ge.outputNodeName": "nosuch:0"})
+
+
+def test_fusion_switch_file_in_the_text_form(tmp_path):
+    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
+                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    f = tmp_path / "fusion_switch.cfg"
+    f.write_text("# switch BN folding off\nConvBatchnormFusionPass:off\nTbeEltwiseReluFusion : on\n")
+    res = atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
+    assert res.summary["bn_folded_into_conv"] == 0
+    assert json.loads(model_attrs(res)["fusion_switch_file"]) == {"bn_conv_fold": False, "relu_fusion": True}
+    f.write_text("ALL:off\n")
+    assert atc_py.build(m, {**SOC, "fusion_switch_file": str(f)}).summary["bn_folded_into_conv"] == 0
+    f.write_text("ConvBatchnormFusionPass off\n")
+    with pytest.raises(AtcError, match="E10001.*fusion_switch_file"):
+        atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
+
+
+def test_enable_small_channel_is_value_checked_and_accepted(tmp_path, capsys):
+    path = save(conv_model(), tmp_path / "m.onnx")
+    base = [f"--model={path}", "--framework=5", f"--output={tmp_path / 'o'}", "--soc_version=Ascend910B1"]
+    assert atc_run(base + ["--enable_small_channel=1", "--log=warning"]) == 0
+    assert "C04" in capsys.readouterr().out
+    assert atc_run(base + ["--enable_small_channel=2"]) != 0
+    assert "E10006" in capsys.readouterr().out
+
+
+def test_buffer_optimize_is_checked_and_recorded(tmp_path, capsys):
+    res = atc_py.build(conv_model(), {**SOC, "ge.bufferOptimize": "off_optimize"})
+    assert model_attrs(res)["buffer_optimize"] == "off_optimize"
+    assert "buffer_optimize" not in model_attrs(atc_py.build(conv_model(), SOC))   # l2_optimize: the default
+    path = save(conv_model(), tmp_path / "m.onnx")
+    assert atc_run([f"--model={path}", "--framework=5", f"--output={tmp_path / 'o'}", "--soc_version=Ascend910B1",
+                    "--buffer_optimize=l3_optimize"]) != 0
+    assert "E10001" in capsys.readouterr().out
+
+
+def test_op_precision_mode_sets_each_ops_mode_and_keep_fp16_computes_in_fp16(tmp_path):
+    f = tmp_path / "op_precision.ini"
+    f.write_text("[ByOpType]\nSigmoid=keep_fp16\nSoftmaxV2=high_performance\n[ByNodeName]\nsm=high_precision\n")
+    res = atc_py.build(conv_model(), {**FP32, "ge.exec.op_precision_mode": str(f), "op_select_implmode":
+                                      "high_performance_for_all"})
+    nodes = {n.name: n for n in res.graph.nodes}
+    assert nodes["act"].attrs["_op_impl_mode"] == "keep_fp16" and dtypes(res)["act"] == "float16"
+    assert nodes["sm"].attrs["_op_impl_mode"] == "high_precision"          # the node name wins over its type
+    assert nodes["conv"].attrs["_op_impl_mode"] == "high_performance"      # --op_select_implmode where no entry
+    assert dtypes(res)["conv"] == "float32"
+    assert json.loads(model_attrs(res)["op_precision_mode"])["ByNodeName"] == {"sm": "high_precision"}
+
+
+def test_op_precision_mode_in_the_mode_1_json(tmp_path):
+    f = tmp_path / "op_precision.ini"
+    f.write_text("Sigmoid=high_precision\n")
+    path = save(conv_model(), tmp_path / "m.onnx")
+    assert atc_run([f"--model={path}", "--framework=5", f"--output={tmp_path / 'o'}", "--soc_version=Ascend910B1",
+                    f"--op_precision_mode={f}", "--optimization_switch=autofuse:off"]) == 0
+    assert atc_run(["--mode=1", f"--om={tmp_path / 'o.om'}", f"--json={tmp_path / 'o.json'}"]) == 0
+    ops = [op for g in json.loads((tmp_path / "o.json").read_text())["graph"] for op in g["op"]]
+    act = next(op for op in ops if op["name"] == "act")
+    assert "high_precision" in json.dumps(act["attr"])
+
+
+@pytest.mark.parametrize("text, match", [("Sigmoid=fastest\n", "mode must be one of"),
+                                         ("[ByWhat]\nSigmoid=keep_fp16\n", "sections"),
+                                         ("Sigmoid keep_fp16\n", "OpType=mode")])
+def test_op_precision_mode_refuses_what_atc_refuses(tmp_path, text, match):
+    f = tmp_path / "op_precision.ini"
+    f.write_text(text)
+    with pytest.raises(AtcError, match=match):
+        atc_py.build(conv_model(), {**SOC, "ge.exec.op_precision_mode": str(f)})
+    for bad in (tmp_path / "missing.ini", tmp_path):      # missing, and not a regular file
+        with pytest.raises(AtcError, match="E10001.*op_precision_mode"):
+            atc_py.build(conv_model(), {**SOC, "ge.exec.op_precision_mode": str(bad)})
+
+
+def test_customize_dtypes_by_name_and_type(tmp_path):
+    import onnxruntime as ort
+    f = tmp_path / "customize_dtypes.cfg"
+    f.write_text("act::InputDtype:float16,OutputDtype:float16\nOpType::Conv2D:InputDtype:float32,float32,"
+                 "OutputDtype:float32\n")
+    keep = tmp_path / "keep.cfg"
+    keep.write_text("act\n")
+    res = atc_py.build(conv_model(), {**APART, "ge.customizeDtypes": str(f), "keep_dtype": str(keep)})
+    d = dtypes(res)
+    assert d["act"] == "float16"      # customized over --keep_dtype, in the default fp16 build
+    assert d["conv"] == "float32"     # the op type kept in fp32 under force_fp16
+    m = conv_model()
+    fp32 = atc_py.build(m, {**FP32, "ge.customizeDtypes": str(f)})
+    assert dtypes(fp32)["act"] == "float16" and fp32.summary["custom_dtype_ops"] == 1
+    assert "act" in json.loads(model_attrs(fp32)["customize_dtypes"])["Opname"]
+    # the numbers: an fp16 Sigmoid inside an fp32 model is off by fp16's rounding, not more
+    from runner.loader import load_model
+    x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0]
+    model = load_model_bytes(fp32.om, tmp_path, load_model)
+    got = run_once(model, x)
+    err = np.abs(got - want).max()
+    assert 0 < err < 2e-3
+
+
+def load_model_bytes(om: bytes, tmp_path, load_model):
+    p = tmp_path / "m.om"
+    p.write_bytes(om)
+    return load_model(str(p))
+
+
+def run_once(model, x):
+    from runner.sim.host import Simulation
+    from runner.sim.profile import RuntimeProfile
+    outs, _ = Simulation(model, RuntimeProfile()).run([x])
+    return outs[0]
+
+
+@pytest.mark.parametrize("text", ["act::float16\n", "act::InputDtype:float99,OutputDtype:float16\n",
+                                  "OpType::InputDtype:float16,OutputDtype:float16\n"])
+def test_customize_dtypes_refuses_malformed_lines(tmp_path, text):
+    f = tmp_path / "customize_dtypes.cfg"
+    f.write_text(text)
+    with pytest.raises(AtcError, match="E10001.*customize_dtypes"):
+        atc_py.build(conv_model(), {**SOC, "ge.customizeDtypes": str(f)})
