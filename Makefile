@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo bench fidelity golden proto clean fuzz conformance
+.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,18 @@ test: venv
 demo: venv
 	SOC=$(SOC) BIN=$(VENV)/bin bash tools/demo.sh
 
-# issue 18's table (om-run / onnxruntime ratios, compile, threads, simulation rate, memory plans);
+# the documentation site: regenerates docs/reference/ from the code (tools/gen_docs.py), then builds site/;
+# any MkDocs warning fails the build
+$(VENV)/.docs-stamp: $(VENV)/.stamp
+	$(PY) -m pip install -q -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs-stamp
+	$(PY) tools/gen_docs.py
+	$(PY) -m mkdocs build --strict
+
+# compile and run speed next to onnxruntime, the simulator's rate, memory plans, fidelity, fusion, and last the
+# speed table (om-run / onnxruntime ratios, compile, threads, simulation rate, memory plans): docs/benchmarks.md;
 # `make bench BENCH_ARGS=--quick` runs two light models only, for iterating
 BENCH_ARGS ?=
 bench: venv
@@ -28,16 +39,16 @@ bench: venv
 	$(PY) -m bench.fidelity
 	$(PY) -m bench.speed_table $(BENCH_ARGS)
 
-# issue 20: simulated time against the roofline and every published anchor; rewrites README.md's fidelity tables
+# simulated time against the roofline and every published anchor; rewrites the tables of docs/fidelity.md
 fidelity: venv
-	$(PY) -m bench.fidelity --readme
+	$(PY) -m bench.fidelity --docs
 
-# issue 13: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag; totals in out/fuzz.json
+# the fuzz campaign: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag; totals in out/fuzz.json
 fuzz: venv
 	mkdir -p out
 	OPENBLAS_NUM_THREADS=1 $(PY) -m tools.fuzz --om 12000 --models 3000 --flags --seed 1 --json out/fuzz.json
 
-# issue 14: every ONNX node case (atc-py + om-run next to onnxruntime) and the onnx package's data suites
+# conformance: every ONNX node case (atc-py + om-run next to onnxruntime) and the onnx package's data suites
 conformance: venv
 	$(PY) -m atc_py.conformance.node_cases --quiet
 	$(PY) -m atc_py.conformance.node_cases --ort --quiet
@@ -50,4 +61,4 @@ proto: venv
 	$(PY) tools/gen_proto.py
 
 clean:
-	rm -rf out .pytest_cache
+	rm -rf out .pytest_cache site

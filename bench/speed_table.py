@@ -275,7 +275,7 @@ def fmt_range(vals, unit="x") -> str:
 def main(argv=None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
     cores = usable_cores()
-    print(f"issue 18 table: {cores} usable cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
+    print(f"speed table: {cores} usable cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"at the start")
     with tempfile.TemporaryDirectory() as tmp:
         d = pathlib.Path(tmp)

@@ -1,7 +1,7 @@
 """om-sweep scaling on this machine (not a test): the samples x 2 SoCs x sink x precision x single-stream
 (224 jobs), timing-only and numeric, on the local engine and a Dask LocalCluster with 1 and 2 workers;
-plus the Dask scheduler's own cost per task and the cost of shipping a model. The README's 10,000-job
-figures are extrapolated from these numbers (see --help of the printout).
+plus the Dask scheduler's own cost per task and the cost of shipping a model. The 10,000-job
+figures of docs/om-sweep.md are extrapolated from these numbers (see --help of the printout).
 
     .venv/bin/python bench/sweep_scaling.py            # ~3 min on 2 cores
 """

@@ -245,8 +245,8 @@ def _gear_data(tmp_path):
 
 
 def test_done_means_vision_aipp_dynamic_batch_and_bert_dynamic_dims(atc, om_run, tmp_path):
-    """The README's two deployments: each compiles to one .om and runs at every gear with onnxruntime's numbers
-    (default precision, so om-run's fp16 tolerance)."""
+    """The two deployments of docs/deployment.md: each compiles to one .om and runs at every gear with
+    onnxruntime's numbers (default precision, so om-run's fp16 tolerance)."""
     mod = _gear_data(tmp_path)
     rc, out, _ = atc(f"--model={GEARS / 'vision_net.onnx'}", "--framework=5", f"--output={tmp_path / 'vision'}",
                      f"--soc_version={SOC}", "--input_shape=image:-1,3,224,224", "--dynamic_batch_size=1,2,4",

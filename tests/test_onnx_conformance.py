@@ -1,6 +1,6 @@
 """The onnx package's backend test-data suites (pytorch-converted, pytorch-operator, simple) through
 AtcBackend: compile with atc-py, load the .om with om-run's loader, simulate with compute, compare with the
-shipped outputs (rtol 1e-3, atol 1e-7). No case is excluded (README: conformance)."""
+shipped outputs (rtol 1e-3, atol 1e-7). No case is excluded (docs/conformance.md)."""
 import pytest
 
 from atc_py.conformance.suites import SUITES, cases, run_case

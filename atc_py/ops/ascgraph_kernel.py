@@ -10,7 +10,7 @@ Numbers: each node computes as the GE op its AscIR type names does (ascir.py). E
 a reduction adds along its axes moved last and made contiguous (pairwise summation, as SoftmaxV2, LayerNorm
 and a reduction over trailing axes do), so fused results equal the unfused ones bit for bit, except a
 reduction over a non-trailing axis, which the unfused ReduceSumD/MeanD add in another order (within a few
-ulp of the row sum: the tolerance documented in README).
+ulp of the row sum: the tolerance documented in docs/autofuse.md).
 
 Cost (Work, per launch, costed like any kernel by ops/cost.py): bytes the Loads and Stores move (gathered
 rows, a hoisted input once per block, spilled tensors written and read back in GM workspace), vector element

@@ -1,8 +1,8 @@
-"""`make fidelity` (python -m bench.fidelity [--calibrate] [--readme]): prints, for the op sweep and whole models,
+"""`make fidelity` (python -m bench.fidelity [--calibrate] [--docs]): prints, for the op sweep and whole models,
 simulated time against the roofline, then every anchor's prediction against its published figure.
 --calibrate refits the calibrated profile parameters from their anchors and rewrites calibration.json (the
-profile's defaults must then be updated to match: tests/test_fidelity.py); --readme rewrites README.md's
-fidelity section from this run."""
+profile's defaults must then be updated to match: tests/test_fidelity.py); --docs rewrites the tables of the
+documentation page docs/fidelity.md (between its fidelity:begin / fidelity:end markers) from this run."""
 from __future__ import annotations
 
 import argparse
@@ -21,7 +21,8 @@ from bench.fidelity.models import light_model  # noqa: E402
 from bench.fidelity.sweep import DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, run_case, simulate  # noqa: E402
 from runner.sim.profile import RuntimeProfile  # noqa: E402
 
-BEGIN, END = "<!-- fidelity:begin (python -m bench.fidelity --readme) -->", "<!-- fidelity:end -->"
+BEGIN, END = "<!-- fidelity:begin (python -m bench.fidelity --docs) -->", "<!-- fidelity:end -->"
+DOCS_PAGE = ROOT / "docs" / "fidelity.md"
 MODELS = [("resnet50", 1, "Ascend910B1"), ("resnet50", 1, "Ascend310P3"), ("resnet50", 64, "Ascend310P3"),
           ("densenet121", 8, "Ascend310P3")]
 
@@ -68,7 +69,7 @@ def anchors(prof: RuntimeProfile) -> list[tuple]:
     return rows
 
 
-def readme_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
+def docs_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
     lines = [BEGIN, "",
              "| anchor | SoC | published | simulated | off by | target | source |", "|---|---|---|---|---|---|---|"]
     for a, pred, off, ok in anchor_rows:
@@ -94,10 +95,21 @@ def readme_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
     return "\n".join(lines)
 
 
+def rewrite_section(page: pathlib.Path, section: str) -> bool:
+    """Replace the text from BEGIN to END (both included) in `page` by `section`; False when a marker is missing."""
+    text = page.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text.split(BEGIN, 1)[1]:
+        return False
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(head + section + tail, encoding="utf-8")
+    return True
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.fidelity")
     ap.add_argument("--calibrate", action="store_true", help="refit calibration.json from the anchors")
-    ap.add_argument("--readme", action="store_true", help="rewrite README.md's fidelity section")
+    ap.add_argument("--docs", action="store_true", help=f"rewrite the tables of {DOCS_PAGE.relative_to(ROOT)}")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     values = cal.load()
@@ -109,16 +121,11 @@ def main(argv=None) -> int:
     sweep_rows = sweep(prof)
     model_rows = whole_models(prof)
     anchor_rows = anchors(prof)
-    if args.readme:
-        readme = ROOT / "README.md"
-        text = readme.read_text()
-        if BEGIN not in text or END not in text:
-            print(f"README.md has no {BEGIN} ... {END} section", file=sys.stderr)
+    if args.docs:
+        if not rewrite_section(DOCS_PAGE, docs_section(sweep_rows, model_rows, anchor_rows, values)):
+            print(f"{DOCS_PAGE} has no {BEGIN} ... {END} section", file=sys.stderr)
             return 1
-        head, rest = text.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        readme.write_text(head + readme_section(sweep_rows, model_rows, anchor_rows, values) + tail)
-        print("README.md fidelity section rewritten")
+        print(f"{DOCS_PAGE.relative_to(ROOT)}: fidelity tables rewritten")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0 if all(ok != "MISSED" for *_, ok in anchor_rows) else 1
 

@@ -2,7 +2,7 @@
 Keras models, exported the way users export them, with the inputs and the framework's own outputs.
 
 Needs PyTorch, torchvision, transformers, onnxscript, onnxruntime and TensorFlow/Keras — none of them a
-dependency of atc-py or of `make test`; install them in a venv outside the repo (see README, "Real models"):
+dependency of atc-py or of `make test`; install them in a venv outside the repo (see docs/real-models.md):
 
     python -m tools.real_models.torch_models   # torchvision + Hugging Face -> ONNX (opset 17 and dynamo 18)
     python -m tools.real_models.keras_models   # Keras 3 and tf-keras -> frozen GraphDef .pb

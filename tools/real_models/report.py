@@ -1,5 +1,5 @@
 """Compiles every real-model fixture with atc-py, runs it in om-run and compares with the framework's outputs;
-`python -m tools.real_models.report` prints the README's table (needs only atc-py's own dependencies).
+`python -m tools.real_models.report` prints the table of docs/real-models.md (needs only atc-py's own dependencies).
 tests/test_real_models.py asserts the same numbers against the tolerances below."""
 from __future__ import annotations
 
