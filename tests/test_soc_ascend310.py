@@ -1,0 +1,61 @@
+"""--soc_version=Ascend310 (Atlas 200/300/500, CANN <= 8): builds, runs in om-run with onnxruntime's numbers in
+force_fp32, and its simulated time comes from its own platform data (2 AI Cores at 680 MHz, 8 MB L2, LPDDR4X)."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto as TP
+from onnx import helper, numpy_helper
+
+import atc_py
+from atc_py.platform import load_soc
+from atc_py.platform.soc import supported_socs
+
+RNG = np.random.default_rng(310)
+
+
+def conv_relu(channels=64, size=56):
+    w = numpy_helper.from_array(RNG.standard_normal((channels, channels, 3, 3)).astype(np.float32) * 0.05, "w")
+    b = numpy_helper.from_array(RNG.standard_normal(channels).astype(np.float32), "b")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, channels, size, size])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, b])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def run(om: bytes, x, tmp_path, name):
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    from runner.sim.profile import RuntimeProfile
+    path = tmp_path / f"{name}.om"
+    path.write_bytes(om)
+    outs, stats = Simulation(load_model(str(path)), RuntimeProfile()).run([x])
+    return outs[0], stats
+
+
+def test_the_platform_data():
+    soc = load_soc("Ascend310")
+    assert "Ascend310" in supported_socs()
+    assert (soc.ai_core_cnt, soc.vector_cores, soc.cube_freq_mhz, soc.l2_size) == (2, 2, 680, 8 << 20)
+    assert not soc.cube_vector_split and not soc.model_task_update and soc.prefetch_num == 0
+    assert round(soc.cube_flops_per_ns("float16") / 1e3, 1) == 11.1        # 2 x 4096 MAC x 2 x 0.68 GHz
+    assert round(soc.cube_flops_per_ns("int8") / 1e3, 1) == 22.3           # "up to 22 TOPS INT8"
+    assert soc.dram_bytes_per_ns == 51.2
+
+
+def test_force_fp32_matches_onnxruntime_and_times_follow_the_platform(tmp_path):
+    m = conv_relu()
+    x = RNG.standard_normal((1, 64, 56, 56)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    device = {}
+    for soc in ("Ascend310", "Ascend310P3"):
+        res = atc_py.build(m, {"ge.socVersion": soc, "ge.exec.precision_mode": "force_fp32"})
+        assert res.summary["soc_version"] == soc
+        got, stats = run(res.om, x, tmp_path, soc)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        device[soc] = stats.device_ns
+    # 2 cores at 680 MHz against 310P3's 8 at 1060 MHz: the same conv takes longer, by less than the peak ratio
+    peak = load_soc("Ascend310P3").cube_flops_per_ns("float16") / load_soc("Ascend310").cube_flops_per_ns("float16")
+    assert 1.5 < device["Ascend310"] / device["Ascend310P3"] <= peak * 1.05
+
