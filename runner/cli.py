@@ -18,13 +18,14 @@ from atc_py.ieee_quiet import quiet_ieee_warnings
 from atc_py.plugins import load_plugins
 
 from .compare import compare_outputs
-from .host.session import check_inputs
 from atc_py.atomic_write import make_output_dir, write_atomic
 
 from .io import load_expected, write_outputs
 from .gears import BUILT_WITH, read_gears
 from .msame_inputs import Batch, input_batches, input_shapes, parse_dym_shape
-from .loader import DeviceModel, RootModel, load_model
+from .loader import load_model
+from .model import DeviceModel, RootModel
+from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .sim.profile import RuntimeProfile

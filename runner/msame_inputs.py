@@ -16,8 +16,8 @@ import numpy as np
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name
 
-from .host.session import describe, shape_fits
 from .io import MAX_ARRAY_BYTES, as_input_type, as_model_types, load_npy, load_npz, random_inputs, regular_file
+from .model import describe, shape_fits
 
 MAX_BATCH_FILES = 100_000
 

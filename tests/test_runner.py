@@ -3,7 +3,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from runner.host.session import execute
+from runner.sim.execute import execute
 from runner.io import random_inputs
 from runner.loader import load_model
 

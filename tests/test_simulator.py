@@ -311,7 +311,7 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
     """Inputs are views (no copy per read); a kernel cannot write through them, and an output that is a view
     of device memory is copied when the kernel runs, so later writes to that memory do not change it."""
     from atc_py.ops import get_op
-    from runner.device.memory import DeviceMemory
+    from runner.sim.device_memory import DeviceMemory
     from runner.sim import device as sim_device
     from atc_py.ir.graph import TensorDesc
 

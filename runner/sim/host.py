@@ -17,14 +17,13 @@ from atc_py.ops.base import OpError
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
-from ..device.memory import DeviceMemory, load_weights
-from ..limits import DEFAULT_DEVICE_MEMORY
-from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
+from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
+from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
+from .device_memory import DeviceMemory, load_weights
 from .hazards import Hazard
+from .l2 import L2Cache
 from .machine import Job, Machine
-from .memory import L2Cache
-from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .profile import RuntimeProfile
 from atc_py.om.attrs import from_attr
 

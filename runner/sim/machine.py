@@ -21,7 +21,7 @@ from typing import Callable
 from atc_py.ops.cost import BlockCost
 from atc_py.platform.soc import SocSpec
 
-from .memory import L2Cache, Traffic, cold
+from .l2 import L2Cache, Traffic, cold
 from .profile import RuntimeProfile
 
 EPS = 1e-9
