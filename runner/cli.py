@@ -27,7 +27,7 @@ from .options import RunOptions, run_options
 from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
-from .sim.report import console, summary_json, write_profile
+from .sim.report import console, msame_lines, summary_json, write_profile
 from .threads import LoadProbe, thread_budget
 
 
@@ -243,12 +243,7 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
                                          threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
-        for wall in walls:
-            click.echo(f"Inference time: {wall * 1e3:.3f}ms (wall clock of the simulation)")
-        click.echo(f"Inference average time: {sum(walls) / len(walls) * 1e3:.6f} ms")
-        if len(walls) > 1:
-            click.echo(f"Inference average time without first time: {sum(walls[1:]) / (len(walls) - 1) * 1e3:.6f} ms")
-        for line in console(loops, opts.host_threads, opts.tiling_cache):
+        for line in msame_lines(loops, walls) + console(loops, opts.host_threads, opts.tiling_cache):
             click.echo(line)
         if opts.summary_path:
             write_atomic(opts.summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
