@@ -15,7 +15,7 @@ from atc_py.errors import AtcError
 from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
 from runner.cli import simulate
 from runner.compare import compare_outputs
-from runner.host.session import check_inputs
+from runner.sim.execute import check_inputs
 from runner.io import load_expected, load_inputs
 from runner.loader import load_model
 from runner.sim.profile import RuntimeProfile

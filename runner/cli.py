@@ -2,33 +2,32 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 import click
 import numpy as np
 
+from atc_py.atomic_write import make_output_dir, write_atomic
 from atc_py.engines.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 from atc_py.ieee_quiet import quiet_ieee_warnings
 from atc_py.plugins import load_plugins
 
-from .compare import compare_outputs
-from .host.session import check_inputs
-from atc_py.atomic_write import make_output_dir, write_atomic
-
+from .compare import compare_outputs, default_tolerance
+from .gears import BUILT_WITH, read_gears, refuse_gear_flag
 from .io import load_expected, write_outputs
-from .gears import BUILT_WITH, read_gears
-from .msame_inputs import Batch, input_batches, input_shapes, parse_dym_shape
-from .loader import DeviceModel, RootModel, load_model
-from .sim.host import Simulation
 from .limits import DEFAULT_MAX_LOOP_ITERATIONS
+from .loader import load_model
+from .model import DeviceModel, RootModel
+from .msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
+from .options import RunOptions, run_options
+from .sim.execute import check_inputs
+from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
-from .sim.report import console, summary_json, write_profile
+from .sim.report import console, msame_lines, summary_json, write_profile
 from .threads import LoadProbe, thread_budget
 
 
@@ -117,12 +116,6 @@ class OmRunCommand(click.Command):
         return rv
 
 
-def _finite(ctx, param, value):
-    if value is not None and (not math.isfinite(value) or value < 0):
-        raise click.BadParameter(f"{value} is not a finite number >= 0")
-    return value
-
-
 @click.command(cls=OmRunCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model_arg", required=False, metavar="[MODEL.om]")
 @click.option("--model", "model_opt", help="The .om file to run.")
@@ -136,9 +129,9 @@ def _finite(ctx, param, value):
 @click.option("--expected", help=".npz of expected outputs (by output name, or arr_0.. in output order).")
 @click.option("--op_plugin", "--op-plugin", "op_plugin", default="",
               help="Custom operator packages (':'-separated; ASCEND_CUSTOM_OPP_PATH is read too).")
-@click.option("--rtol", type=float, default=None, callback=_finite,
+@click.option("--rtol", type=float, default=None,
               help="Relative tolerance of --expected (default 1e-4, or 1e-2 for a model built with fp16 compute).")
-@click.option("--atol", type=float, default=None, callback=_finite, help="Absolute tolerance (defaults as --rtol).")
+@click.option("--atol", type=float, default=None, help="Absolute tolerance (defaults as --rtol).")
 @click.option("--sim-config", "sim_config", help="JSON overriding runtime-profile parameters (see runner/sim/profile.py).")
 @click.option("--allow-hazards", is_flag=True, help="Report hazards and go on instead of stopping.")
 @click.option("--tiling-cache", type=click.Choice(["on", "off"]), default="on", show_default=True,
@@ -164,16 +157,11 @@ def _finite(ctx, param, value):
 @click.option("--dymBatch", "dym_batch", type=click.IntRange(min=1), help="msame: the batch gear to run.")
 @click.option("--dymHW", "dym_hw", help='msame: the image-size gear to run, "h,w".')
 @click.option("--dymDims", "dym_dims", help='msame: the dims gear to run, "x:1,128;y:1,128".')
-def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
-         max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, threads):
+def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
-    probe = LoadProbe() if threads is None else None   # the machine's load is judged while the model loads
+    probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
     try:
-        _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-             sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
-             RunExtras(device, output_size, dym_shape, dym_batch, dym_hw, dym_dims, max_loop_iterations, threads,
-                       probe))
+        run(run_options(**flags), probe)
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)
@@ -187,49 +175,11 @@ def main(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
         sys.exit(1)
 
 
-@dataclass
-class RunExtras:
-    """msame's flags beyond the common ones."""
-    device: int = 0
-    output_size: str | None = None
-    dym_shape: str | None = None
-    dym_batch: int | None = None
-    dym_hw: str | None = None
-    dym_dims: str | None = None
-    max_loop_iterations: int | None = None
-    threads: int | None = None
-    probe: LoadProbe | None = None
-
-
-FP16_COMPUTE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
-                "cube_fp16in_fp32out"}
-BF16_COMPUTE = {"allow_mix_precision_bf16", "allow_fp32_to_bf16"}
-
-
-def default_tolerance(model) -> float:
-    """1e-4 for a model computing in fp32; 1e-2 when atc-py built it with fp16 compute (whose rounding alone is
-    ~5e-4 per op against an fp32 reference), 5e-2 with bf16 (8 mantissa bits: ~4e-3 per op)."""
-    mode = model.attrs.get("precision_mode")
-    return 5e-2 if mode in BF16_COMPUTE else 1e-2 if mode in FP16_COMPUTE else 1e-4
-
-
-def _gear_flags(model, extras: RunExtras) -> None:
-    """--dymBatch / --dymHW / --dymDims select a gear of a model built with gears."""
-    for flag, value, attr in (("--dymBatch", extras.dym_batch, "dynamic_batch"),
-                              ("--dymHW", extras.dym_hw, "dynamic_hw"), ("--dymDims", extras.dym_dims, "dynamic_dims")):
-        if value is not None and not model.attrs.get(attr):
-            raise AtcError("E30002", reason=f"{flag} {value}: the model was not built with "
-                                            f"--{attr.replace('dynamic_hw', 'dynamic_image_size')}{'_size' if attr == 'dynamic_batch' else ''} gears")
-
-
-def _check_output_size(model, outputs, text: str | None) -> None:
-    if not text:
+def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:
+    """msame --outputSize: a buffer per output, each large enough for what the output holds."""
+    if sizes is None:
         return
-    try:
-        sizes = [int(v) for v in text.split(",")]
-    except ValueError:
-        raise AtcError("E30002", reason=f"--outputSize '{text}' is not comma-separated byte counts") from None
-    if len(sizes) != len(model.outputs) or min(sizes) < 0:
+    if len(sizes) != len(model.outputs):
         raise AtcError("E30002", reason=f"--outputSize gives {len(sizes)} sizes; the model has {len(model.outputs)} "
                                         "outputs")
     for io, arr, size in zip(model.outputs, outputs, sizes):
@@ -238,50 +188,41 @@ def _check_output_size(model, outputs, text: str | None) -> None:
                                                                 f"than its --outputSize buffer of {size}")
 
 
-def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
-         sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute, no_verify,
-         extras: RunExtras | None = None):
-    extras = extras or RunExtras()
-    path = model_opt or model_arg
-    if model_opt and model_arg and model_opt != model_arg:
-        raise AtcError("E30002", reason=f"two models given ({model_arg} and --model {model_opt})")
-    if not path:
-        raise AtcError("E30002", reason="no model given: om-run MODEL.om or om-run --model MODEL.om")
-    load_plugins(op_plugin)
-    model = load_model(path, verify=not no_verify)
-    click.echo(f"[INFO] open device {extras.device} success")
-    click.echo(f"[INFO] load model {path} success")
+def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
+    """om-run with its flags parsed: load the model, choose its gear and inputs, simulate, report, compare."""
+    load_plugins(opts.op_plugin)
+    model = load_model(opts.model_path, verify=opts.verify)
+    click.echo(f"[INFO] open device {opts.device} success")
+    click.echo(f"[INFO] load model {opts.model_path} success")
     print_model(model)
-    gears = read_gears(model, path)
+    gears = read_gears(model, opts.model_path)
     if gears is None:
-        _gear_flags(model, extras)
-    prof = RuntimeProfile.load(sim_config)
+        refuse_gear_flag(model, opts.gear)
     user = model
     gear = None
     if gears is not None:
         click.echo(f"[INFO] gears ({BUILT_WITH[gears.kind]}): {gears.listing}")
         user = gears.view(model, None)
-        dym = parse_dym_shape(extras.dym_shape, user) if extras.dym_shape else {}
-        gear = gears.from_flags(extras, dym, model)
-        if gear is None and not input_spec:
+        gear = gears.from_flags(opts.gear, check_dym_shape(opts.dym_shape, user), model)
+        if gear is None and opts.inputs is None:
             gear = gears.largest(model)
         user = gears.view(model, gear) if gear is not None else user
         dym = {}
     else:
-        dym = parse_dym_shape(extras.dym_shape, model) if extras.dym_shape else {}
+        dym = check_dym_shape(opts.dym_shape, model)
     tol = default_tolerance(model)
-    rtol, atol = (tol if rtol is None else rtol), (tol if atol is None else atol)
-    if no_compute and not _needs_values(model):
+    rtol, atol = (tol if opts.rtol is None else opts.rtol), (tol if opts.atol is None else opts.atol)
+    if not opts.compute and not _needs_values(model):
         batches = [Batch(None, None)]
         shapes = input_shapes(model, dym)
     else:
-        batches = input_batches(user, input_spec, seed, dym)
+        batches = input_batches(user, opts.inputs, opts.seed, dym)
         shapes = None
-        if not input_spec:
-            click.echo(f"[INFO] inputs: random (seed {seed})")
-    threads = extras.threads or (extras.probe.idle_cores() if extras.probe else None)
+        if opts.inputs is None:
+            click.echo(f"[INFO] inputs: random (seed {opts.seed})")
+    threads = opts.threads or (probe.idle_cores() if probe else None)
     if threads is not None:
-        click.echo(f"[INFO] threads: {threads}" + ("" if extras.threads else " (the idle cores om-run may use)"))
+        click.echo(f"[INFO] threads: {threads}" + ("" if opts.threads else " (the idle cores om-run may use)"))
     ok = True
     for batch in batches:
         arrays, transfer = batch.arrays, None
@@ -296,43 +237,39 @@ def _run(model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expec
             check_inputs(model, arrays)
         if batch.stem:
             click.echo(f"[INFO] start to process file: {batch.stem}")
-        outputs, loops, walls = simulate(model, prof, arrays, loop, not no_compute, allow_hazards,
-                                         tiling_cache == "on", int(host_threads), shapes, timed=True,
-                                         max_loop_iterations=extras.max_loop_iterations, transfer_bytes=transfer,
+        outputs, loops, walls = simulate(model, opts.profile, arrays, opts.loop, opts.compute, opts.allow_hazards,
+                                         opts.tiling_cache, opts.host_threads, shapes, timed=True,
+                                         max_loop_iterations=opts.max_loop_iterations, transfer_bytes=transfer,
                                          threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
-        for wall in walls:
-            click.echo(f"Inference time: {wall * 1e3:.3f}ms (wall clock of the simulation)")
-        click.echo(f"Inference average time: {sum(walls) / len(walls) * 1e3:.6f} ms")
-        if len(walls) > 1:
-            click.echo(f"Inference average time without first time: {sum(walls[1:]) / (len(walls) - 1) * 1e3:.6f} ms")
-        for line in console(loops, int(host_threads), tiling_cache == "on"):
+        for line in msame_lines(loops, walls) + console(loops, opts.host_threads, opts.tiling_cache):
             click.echo(line)
-        if summary_path:
-            write_atomic(summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
-                                        + "\n").encode())
-            click.echo(f"[INFO] wrote {summary_path}")
-        if profile_dir:
-            make_output_dir(profile_dir, "--profile")
-            for p in write_profile(profile_dir, loops[-1], model.name, write_atomic):
+        if opts.summary_path:
+            write_atomic(opts.summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
+                                             + "\n").encode())
+            click.echo(f"[INFO] wrote {opts.summary_path}")
+        if opts.profile_dir:
+            make_output_dir(opts.profile_dir, "--profile")
+            for p in write_profile(opts.profile_dir, loops[-1], model.name, write_atomic):
                 click.echo(f"[INFO] wrote {p}")
         if outputs is None:
             continue
-        _check_output_size(user, outputs, extras.output_size)
+        check_output_size(user, outputs, opts.output_size)
         for io, arr in zip(user.outputs, outputs):
             a = arr.astype(np.float64) if arr.size else np.zeros(1)
             click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
                        f"max {a.max():.6g} mean {a.mean():.6g}")
-        if output_dir:
-            for p in write_outputs(user, outputs, output_dir, outfmt.upper(), batch.stem):
+        if opts.output_dir:
+            for p in write_outputs(user, outputs, opts.output_dir, opts.outfmt, batch.stem):
                 click.echo(f"[INFO] wrote {p}")
             click.echo("[INFO] output data success")
-        if expected:
-            ok &= compare(user, outputs, load_expected(user, expected), rtol, atol)
+        if opts.expected:
+            ok &= compare(user, outputs, load_expected(user, opts.expected), rtol, atol)
     if not ok:
         raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
     click.echo("[INFO] om-run finished successfully")
+
 
 if __name__ == "__main__":
     main()

@@ -25,6 +25,18 @@ class OutputError:
         return self.shape_ok and self.mismatched == 0
 
 
+FP16_COMPUTE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
+                "cube_fp16in_fp32out"}
+BF16_COMPUTE = {"allow_mix_precision_bf16", "allow_fp32_to_bf16"}
+
+
+def default_tolerance(model) -> float:
+    """1e-4 for a model computing in fp32; 1e-2 when atc-py built it with fp16 compute (whose rounding alone is
+    ~5e-4 per op against an fp32 reference), 5e-2 with bf16 (8 mantissa bits: ~4e-3 per op)."""
+    mode = model.attrs.get("precision_mode")
+    return 5e-2 if mode in BF16_COMPUTE else 1e-2 if mode in FP16_COMPUTE else 1e-4
+
+
 def compare_outputs(model, outputs, expected, rtol: float, atol: float) -> list[OutputError]:
     """Max abs / rel error and mismatches per output, in float64 (np.isclose semantics, NaN == NaN)."""
     result = []

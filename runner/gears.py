@@ -25,11 +25,12 @@ from atc_py.ir.dtypes import dtype_by_name
 from atc_py.ir.graph import TensorDesc
 
 from . import limits
+from .options import GEAR_FLAGS, GearFlag
 
 SHAPE_DATA = "ascend_mbatch_shape_data"
 KINDS = {1: "batch", 2: "image", 3: "dims"}
-FLAG_OF = {"batch": "--dymBatch", "image": "--dymHW", "dims": "--dymDims"}
 BUILT_WITH = {"batch": "--dynamic_batch_size", "image": "--dynamic_image_size", "dims": "--dynamic_dims"}
+GEAR_ATTRS = {"batch": "dynamic_batch", "image": "dynamic_hw", "dims": "dynamic_dims"}   # model attrs of gear builds
 MAX_GEARS = 256          # ATC allows 100 (256 on Ascend950)
 MAX_INFO_CHARS = 1 << 16
 
@@ -72,23 +73,19 @@ class Gears:
         return ";".join(",".join(map(str, v)) for v in self.values)
 
     # -- choosing the gear ----------------------------------------------------------------------------
-    def from_flags(self, extras, dym: dict[str, tuple[int, ...]], model) -> int | None:
-        given = [(f, v) for f, v in (("batch", extras.dym_batch), ("image", extras.dym_hw), ("dims", extras.dym_dims))
-                 if v is not None]
-        if len(given) > 1:
-            raise AtcError("E30002", reason=f"{FLAG_OF[given[0][0]]} and {FLAG_OF[given[1][0]]} both choose a gear")
-        if given:
-            kind, text = given[0]
-            if kind != self.kind:
-                raise AtcError("E30002", reason=f"{FLAG_OF[kind]}: the model was built with {BUILT_WITH[self.kind]} "
-                                                f"(gears {self.listing}); choose one with {FLAG_OF[self.kind]}")
-            if kind == "dims":
-                return self._by_shapes(_dym_dims(text), model, FLAG_OF[kind] + f" {text}")
-            want = (int(text),) if kind == "batch" else _hw(text)
-            if want not in self.values:
-                raise AtcError("E30002", reason=f"{FLAG_OF[kind]} {text} is not a gear of the model (gears "
+    def from_flags(self, flag: GearFlag | None, dym: dict[str, tuple[int, ...]], model) -> int | None:
+        """The gear --dymBatch / --dymHW / --dymDims choose, else the one whose inputs --dymShape gives (None:
+        neither was given)."""
+        if flag is not None:
+            if flag.kind != self.kind:
+                raise AtcError("E30002", reason=f"{flag.flag}: the model was built with {BUILT_WITH[self.kind]} "
+                                                f"(gears {self.listing}); choose one with {GEAR_FLAGS[self.kind]}")
+            if flag.shapes is not None:
+                return self._by_shapes(flag.shapes, model, f"{flag.flag} {flag.text}")
+            if flag.dims not in self.values:
+                raise AtcError("E30002", reason=f"{flag.flag} {flag.text} is not a gear of the model (gears "
                                                 f"{self.listing})")
-            return self.values.index(want)
+            return self.values.index(flag.dims)
         if dym:
             return self._by_shapes(dym, model, "--dymShape")
         return None
@@ -180,24 +177,11 @@ def _with_shape(io, shape, ranges=None):
     return c
 
 
-def _hw(text: str) -> tuple[int, int]:
-    m = re.fullmatch(r"\s*(\d{1,10})\s*,\s*(\d{1,10})\s*", text)
-    if m is None:
-        raise AtcError("E30002", reason=f"--dymHW '{text}' is not h,w")
-    return int(m.group(1)), int(m.group(2))
-
-
-def _dym_dims(text: str) -> dict[str, tuple[int, ...]]:
-    """msame --dymDims "x:1,128;y:1,128": each dynamic input's whole shape at the gear."""
-    out = {}
-    for part in (p.strip() for p in text.split(";") if p.strip()):
-        m = re.fullmatch(r"(.+):(\d{1,10}(?:,\d{1,10})*)", part)
-        if m is None:
-            raise AtcError("E30002", reason=f"--dymDims item '{part}' is not name:d,d,... (msame's format)")
-        out[m.group(1)] = tuple(int(d) for d in m.group(2).split(","))
-    if not out:
-        raise AtcError("E30002", reason="--dymDims is empty")
-    return out
+def refuse_gear_flag(model, flag: GearFlag | None) -> None:
+    """--dymBatch / --dymHW / --dymDims on a model built without gears."""
+    if flag is not None and not model.attrs.get(GEAR_ATTRS[flag.kind]):
+        raise AtcError("E30002", reason=f"{flag.flag} {flag.text}: the model was not built with "
+                                        f"{BUILT_WITH[flag.kind]} gears")
 
 
 def read_gears(model, path: str = "") -> Gears | None:

@@ -21,7 +21,7 @@ from atc_py.atomic_write import make_output_dir, write_atomic
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name, is_float
 
-from .loader import DeviceModel
+from .model import DeviceModel
 
 MAX_ARRAY_BYTES = 16 << 30        # one input or expected array (the largest model input we simulate is far below)
 MAX_NPY_HEADER = 1 << 16          # numpy writes headers of a few hundred bytes

@@ -1,16 +1,12 @@
-""".om -> a loaded model: DeviceModel (a static model: ops, tasks, memory, weights), HostModel (an unknown
-subgraph the host executor runs) or RootModel (a multi-model om: root graph + sub-models by name)."""
+""".om -> a loaded model (model.py): decoded, validated (validate.py), its inputs and outputs read."""
 from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
 
 from atc_py.errors import AtcError
-from atc_py.ir.dtypes import dtype_from_proto
-from atc_py.ir.graph import TensorDesc
 from atc_py.om import read_om
 from atc_py.om import partitions as pt
 from atc_py.om.attrs import from_attr
@@ -20,76 +16,8 @@ from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
 
 from . import limits
+from .model import DeviceModel, HostModel, IoTensor, ModelBase, RootModel, desc_from_proto
 from .validate import Invalid, validate, validate_calls
-
-
-@dataclass
-class IoTensor:
-    name: str
-    desc: TensorDesc
-    address: int | None
-    ranges: list[tuple[int, int]] | None = None   # per dim (low, high; high -1 unbounded) of a dynamic input
-
-
-@dataclass
-class ModelBase:
-    name: str
-    soc_version: str
-    ops: dict[int, ge.OpDef]
-    weights: bytes
-    weight_base: int
-    attrs: dict
-    inputs: list[IoTensor] = field(default_factory=list)
-    outputs: list[IoTensor] = field(default_factory=list)
-    # MODEL_DEF's graphs: the root (graph 0) and the subgraphs control ops own, each op's graph by op id
-    graphs: dict[str, list] = field(default_factory=dict)
-    root_graph: str = ""
-    graph_of: dict[int, str] = field(default_factory=dict)
-
-    def graph_ops(self, name: str | None = None) -> list:
-        """A graph's ops in id order (the root graph's by default)."""
-        return sorted(self.graphs[name or self.root_graph], key=lambda o: o.id)
-
-
-@dataclass
-class DeviceModel(ModelBase):
-    tasks: list = field(default_factory=list)
-    memory_size: int = 0
-    fm_base: int = 0
-    stream_num: int = 1
-    event_num: int = 0
-    label_num: int = 0
-    kernels: dict[str, bytes] = field(default_factory=dict)
-
-
-@dataclass
-class HostModel(ModelBase):
-    """An unknown-shape subgraph: run node by node on the host (infer shape, tiling, launch)."""
-
-
-@dataclass
-class RootModel(ModelBase):
-    subs: dict[str, ModelBase] = field(default_factory=dict)
-
-    @property
-    def tasks(self) -> list:
-        return [t for s in self.subs.values() if isinstance(s, DeviceModel) for t in s.tasks]
-
-    @property
-    def memory_size(self) -> int:
-        return sum(s.memory_size for s in self.subs.values() if isinstance(s, DeviceModel))
-
-    @property
-    def stream_num(self) -> int:
-        return max([s.stream_num for s in self.subs.values() if isinstance(s, DeviceModel)] or [0])
-
-
-def desc_from_proto(td: ge.TensorDescriptor) -> TensorDesc:
-    dt = dtype_from_proto(td.dtype)
-    if dt is None:
-        raise AtcError("E30001", path="", reason=f"tensor dtype {td.dtype} is not supported")
-    fmt = td.layout or "ND"
-    return TensorDesc(tuple(td.shape.dim), dt.name, fmt, fmt)
 
 
 def _fail(path, reason: str) -> AtcError:

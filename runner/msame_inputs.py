@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
 import stat
 from dataclasses import dataclass
 
@@ -16,8 +15,9 @@ import numpy as np
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name
 
-from .host.session import describe, shape_fits
 from .io import MAX_ARRAY_BYTES, as_input_type, as_model_types, load_npy, load_npz, random_inputs, regular_file
+from .model import describe, shape_fits
+from .options import InputFiles
 
 MAX_BATCH_FILES = 100_000
 
@@ -29,23 +29,18 @@ class Batch:
     arrays: list[np.ndarray]
 
 
-def parse_dym_shape(text: str, model) -> dict[str, tuple[int, ...]]:
-    """msame --dymShape "x:1,3,224,224;y:1,128": one shape per dynamic input, each within its range."""
-    out: dict[str, tuple[int, ...]] = {}
+def check_dym_shape(shapes: dict[str, tuple[int, ...]] | None, model) -> dict[str, tuple[int, ...]]:
+    """msame --dymShape (options.parse_named_shapes read it): each name an input of the model, each shape within
+    that input's range."""
     by_name = {io.name: io for io in model.inputs}
-    for part in (p.strip() for p in text.split(";") if p.strip()):
-        m = re.fullmatch(r"(.+):(\d{1,12}(?:,\d{1,12})*)", part)
-        if m is None:
-            raise AtcError("E30002", reason=f"--dymShape item '{part}' is not name:d,d,... (msame's format)")
-        name, shape = m.group(1), tuple(int(d) for d in m.group(2).split(","))
+    for name, shape in (shapes or {}).items():
         io = by_name.get(name)
         if io is None:
             raise AtcError("E30002", reason=f"--dymShape names '{name}'; the model's inputs are {list(by_name)}")
         if not shape_fits(io, shape):
             raise AtcError("E30002", reason=f"--dymShape {name}:{list(shape)} does not fit the input's shape "
                                             f"{describe(io)}")
-        out[name] = shape
-    return out
+    return dict(shapes or {})
 
 
 def input_shapes(model, dym: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]] | None:
@@ -103,22 +98,23 @@ def _folder(path: str) -> list[str]:
     return files
 
 
-def input_batches(model, spec: str | None, seed: int, dym: dict[str, tuple[int, ...]]) -> list[Batch]:
+def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]]) -> list[Batch]:
+    """The executions' inputs: random (seed) without --input, else read from its files."""
     shapes = input_shapes(model, dym)
-    if not spec:
+    if files is None:
         if shapes is None:
             raise AtcError("E30002", reason="the model has dynamic inputs: give their shapes with --dymShape (or "
                                             "give the inputs) to run it on random data")
         return [Batch(None, random_inputs(model, seed, shapes))]
-    if spec.endswith(".npz"):
-        data = load_npz(spec)
+    if files.npz is not None:
+        data = load_npz(files.npz)
         names = [io.name for io in model.inputs]
         if set(data) == set(names):
             return [Batch(None, as_model_types(model, [data[n] for n in names]))]
         if all(k.startswith("arr_") for k in data) and len(data) == len(names):
             return [Batch(None, as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))]))]
-        raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
-    items = spec.split(",")
+        raise AtcError("E30002", reason=f"{files.npz} has arrays {sorted(data)}, the model's inputs are {names}")
+    items = files.paths
     if len(items) != len(model.inputs):
         raise AtcError("E30002", reason=f"--input gives {len(items)} item(s); the model has {len(model.inputs)} "
                                         "inputs (comma-separated, one file or folder each)")

@@ -28,6 +28,7 @@ from atc_py.ops.base import REQUIRED, OpError
 from atc_py.platform import load_soc
 
 from . import limits
+from .model import DeviceModel, RootModel
 
 INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weight_addr", "stream_num",
              "event_num", "label_num", "batch_num")
@@ -705,7 +706,6 @@ def _desc_key(td) -> tuple:
 def validate(model, op_lists: dict[int, list]) -> None:
     """Check a decoded model (for a multi-model om, the root and every sub-model); op_lists: id(model) -> its
     OpDefs in file order."""
-    from .loader import DeviceModel, RootModel
     if isinstance(model, RootModel):
         RootValidator(model, op_lists[id(model)], False).check()
         for sub in model.subs.values():

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from atc_py.platform import load_soc
-from runner.sim.memory import L2Cache
+from runner.sim.l2 import L2Cache
 from runner.sim.profile import RuntimeProfile
 from runner.sim.roofline import cube_peak
 

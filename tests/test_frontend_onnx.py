@@ -119,7 +119,7 @@ def test_gemm_alpha_beta_and_bias_fold_into_matmul():
     g, _ = convert_onnx(m)
     assert "MatMulV2" in [n.op_type for n in g.nodes]
     om = compile_om(m)
-    from runner.host.session import execute
+    from runner.sim.execute import execute
     from runner.loader import load_model
     import tempfile, os
     with tempfile.TemporaryDirectory() as d:

@@ -1,9 +1,12 @@
-"""om-run: numerics vs onnxruntime on the samples, inputs/outputs/expected handling, corrupt files."""
+"""om-run: numerics vs onnxruntime on the samples, inputs/outputs/expected handling, corrupt files, the timing
+lines an msame user reads."""
+import json
+
 import numpy as np
 import onnxruntime as ort
 import pytest
 
-from runner.host.session import execute
+from runner.sim.execute import execute
 from runner.io import random_inputs
 from runner.loader import load_model
 
@@ -64,6 +67,45 @@ def test_inputs_outputs_and_expected(om_run, compiled, tmp_path):
     for fmt, ext in (("NPY", "npy"), ("TXT", "txt")):
         assert om_run("--model", om, "--output", str(tmp_path / fmt), "--outfmt", fmt)[0] == 0
         assert (tmp_path / fmt / f"small_transformer_output_0.{ext}").is_file()
+
+
+def _line(out: str, prefix: str) -> str:
+    (line,) = [ln for ln in out.splitlines() if ln.startswith(prefix)]
+    return line
+
+
+@pytest.mark.parametrize("soc,aicore", [("Ascend910B1", "AI Core (cube)"), ("Ascend310P3", "AI Core")])
+def test_msame_timing_lines_are_the_simulated_e2e_time_and_the_ai_core_shows_its_busy_share(om_run, tmp_path, soc,
+                                                                                            aicore):
+    """msame's `Inference time` lines carry the simulated end-to-end time (--summary-json's e2e), not the host's
+    wall clock, which gets a line of its own; the utilisation gives the AI Core that ran the kernels a real share."""
+    om = tmp_path / "cnn.om"
+    om.write_bytes(compile_om(MODELS / "small_cnn.onnx", soc=soc))
+    code, out, err = om_run(str(om), "--summary-json", str(tmp_path / "s.json"))
+    assert code == 0, err
+    s = json.loads((tmp_path / "s.json").read_text())
+    e2e_ms = s["e2e_us"] / 1000
+    assert _line(out, "Inference time: ") == f"Inference time: {e2e_ms:.3f}ms"
+    assert _line(out, "Inference average time: ") == f"Inference average time: {e2e_ms:.6f} ms"
+    assert "Inference average time without first time" not in out     # one loop: msame prints no such line
+    wall = _line(out, "[INFO] host wall clock of the simulation: ")
+    assert wall.endswith(" ms per execution (average)") and float(wall.split()[-5]) > 0
+    busy = s["utilisation"][f"{aicore} busy"]
+    assert 0 < busy <= 1
+    printed = _line(out, "[SIM] utilisation (last loop): ").split(f"{aicore} busy ")[1].split("%")[0]
+    assert 0 < float(printed) <= 100 and float(printed) == pytest.approx(busy * 100, rel=1e-2)
+
+
+def test_msame_timing_lines_of_several_loops(om_run, compiled, tmp_path):
+    code, out, err = om_run(str(compiled["small_cnn"]), "--loop", "3", "--summary-json", str(tmp_path / "s.json"))
+    assert code == 0, err
+    s = json.loads((tmp_path / "s.json").read_text())
+    times = [float(ln.split()[-1].removesuffix("ms")) for ln in out.splitlines() if ln.startswith("Inference time: ")]
+    assert len(times) == 3 and all(s["e2e_us_min"] / 1000 - 5e-4 <= t <= s["e2e_us_max"] / 1000 + 5e-4 for t in times)
+    mean = float(_line(out, "Inference average time: ").split()[-2])
+    assert mean == pytest.approx(s["e2e_us_mean"] / 1000, abs=1e-6)
+    assert _line(out, "Inference average time without first time: ").endswith(" ms")
+    assert len([ln for ln in out.splitlines() if ln.startswith("[INFO] host wall clock of the simulation")]) == 1
 
 
 def test_bad_inputs_are_clean_errors(om_run, compiled, tmp_path):

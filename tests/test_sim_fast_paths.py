@@ -116,7 +116,7 @@ def test_l2_resident_counts_whole_inner_pages_like_the_page_by_page_sum():
     """resident() adds the whole pages between a range's two ends at once: the same bytes as summing every
     page's overlap, over random ranges and a changing LRU."""
     import random
-    from runner.sim.memory import L2Cache
+    from runner.sim.l2 import L2Cache
     rng = random.Random(18)
     for cap in (1 << 20, 5000):
         l2 = L2Cache(cap)
@@ -132,7 +132,7 @@ def test_holds_answers_a_fresh_array_without_scanning_the_regions(monkeypatch):
     """A kernel's fresh result owns its memory: not device memory, decided without may_share_memory; views
     of device memory are still found."""
     from atc_py.ir.graph import TensorDesc
-    from runner.device import memory as dm
+    from runner.sim import device_memory as dm
     mem = dm.DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
     view = mem.view(0x1000, TensorDesc((4,), "float32"))
     scans = []

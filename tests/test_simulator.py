@@ -82,6 +82,27 @@ def test_mix_blocks_take_cube_and_vector_cores_on_split_soc():
     assert busy(load_soc("Ascend310P3")) == {"AI Core": 4000, "AICPU": 0}
 
 
+def test_a_unit_is_active_while_any_of_its_cores_is_busy():
+    """Active time (the utilisation's "busy" shares) is the union of the unit's kernels, not their sum nor core-ns:
+    on the event-queue path, on the inline path and on the AICPU pool."""
+    import heapq
+    m = Machine(SOC, PROF)
+    heap = []
+    m.bind(lambda t, fn, *a: heapq.heappush(heap, (t, len(heap), fn, a)))
+    m.submit(0, Job("AIC", 2, block_ns=10_000))
+    heapq.heappush(heap, (5_000, -1, lambda t: m.submit(t, Job("AIC", 1, block_ns=10_000)), ()))
+    while heap:
+        t, _, fn, a = heapq.heappop(heap)
+        fn(t, *a)
+    assert m.active() == {"AI Core (cube)": 15_000, "Vector Core": 0, "AICPU": 0}
+    assert m.pools()[0][1] == 30_000           # core-ns: 2 blocks x 10 us + 1 block x 10 us
+    inline = Machine(SOC, PROF)
+    assert inline.run_inline(100, Job("AIV", 4, block_ns=1000)) == 1100
+    for start, dur in ((0, 100), (50, 100), (500, 10)):
+        inline.run_aicpu(start, dur)
+    assert inline.active() == {"AI Core (cube)": 0, "Vector Core": 1000, "AICPU": 160}
+
+
 def test_deadlock_on_a_wait_nobody_records():
     with pytest.raises(AtcError, match="deadlock"):
         run([ev(0, tt.EVENT_WAIT, 0, 5), kernel(1, 0, 1, 10)])
@@ -311,7 +332,7 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
     """Inputs are views (no copy per read); a kernel cannot write through them, and an output that is a view
     of device memory is copied when the kernel runs, so later writes to that memory do not change it."""
     from atc_py.ops import get_op
-    from runner.device.memory import DeviceMemory
+    from runner.sim.device_memory import DeviceMemory
     from runner.sim import device as sim_device
     from atc_py.ir.graph import TensorDesc
 

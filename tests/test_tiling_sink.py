@@ -15,8 +15,8 @@ from atc_py.om import read_om
 from atc_py.om import partitions as pt
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
-from runner.device import Device
-from runner.host.session import execute
+from runner.sim.capabilities import Device
+from runner.sim.execute import execute
 from runner.loader import load_model
 
 from . import decoder_reference as ref

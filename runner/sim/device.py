@@ -27,8 +27,8 @@ from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.ir.graph import TensorDesc
 
-from ..device.memory import DeviceMemory, MemoryFault
-from ..loader import desc_from_proto
+from ..model import desc_from_proto
+from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
 from .machine import Job, Machine
 from .profile import RuntimeProfile

@@ -17,14 +17,13 @@ from atc_py.ops.base import OpError
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
-from ..device.memory import DeviceMemory, load_weights
-from ..limits import DEFAULT_DEVICE_MEMORY
-from ..loader import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
+from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
+from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
+from .device_memory import DeviceMemory, load_weights
 from .hazards import Hazard
+from .l2 import L2Cache
 from .machine import Job, Machine
-from .memory import L2Cache
-from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
 from .profile import RuntimeProfile
 from atc_py.om.attrs import from_attr
 
@@ -56,6 +55,7 @@ class LoopStats:
     flows: list = field(default_factory=list)
     hazards: list[Hazard] = field(default_factory=list)
     unit_busy: dict[str, tuple[float, int]] = field(default_factory=dict)   # name -> (busy core-ns, cores)
+    unit_active: dict[str, int] = field(default_factory=dict)   # name -> ns with at least one of its cores busy
     dram_bytes_per_ns: float = 0.0   # the SoC's DRAM bandwidth (utilisation)
 
     @property
@@ -63,17 +63,16 @@ class LoopStats:
         return len(self.records)
 
     def utilisation(self) -> dict[str, float]:
-        """Useful work over what the SoC could do in the loop's e2e time: cube = useful FLOPs / cube peak, vector
-        = vector ops / vector peak, DRAM = bytes across the DRAM interface / its bandwidth (roofline.py's
-        peaks); the AICPU, which runs whole tasks, by busy time."""
-        if not self.e2e_ns:
-            return {"cube": 0.0, "vector": 0.0, "DRAM": 0.0, "AICPU busy": 0.0}
-        e2e = self.e2e_ns
-        busy, n = self.unit_busy.get("AICPU", (0, 1))
-        return {"cube": sum(r.roof_cube_ns for r in self.records) / e2e,
+        """Shares of the loop's e2e time. "<unit> busy": the time the unit (AI Core, Vector Core, AICPU) ran at
+        least one task — how long the engine worked, whatever its size. Then useful work over what the SoC could
+        do in that time (roofline.py's peaks): cube = useful FLOPs / cube peak, vector = vector ops / vector
+        peak, DRAM = bytes across the DRAM interface / its bandwidth — a small model on a large chip uses a
+        sliver of these peaks even when its engines are busy."""
+        e2e = self.e2e_ns or 1
+        busy = {f"{name} busy": ns / e2e for name, ns in self.unit_active.items()}
+        return {**busy, "cube": sum(r.roof_cube_ns for r in self.records) / e2e,
                 "vector": sum(r.roof_vector_ns for r in self.records) / e2e,
-                "DRAM": sum(r.dram_bytes for r in self.records) / (self.dram_bytes_per_ns or 1) / e2e,
-                "AICPU busy": busy / (n * e2e)}
+                "DRAM": sum(r.dram_bytes for r in self.records) / (self.dram_bytes_per_ns or 1) / e2e}
 
 
 def _copy_ns(nbytes: int, latency: int, gbps: float) -> int:
@@ -160,6 +159,7 @@ class Simulation:
         s.device_ns = _union_ns(s.records)
         s.host_ns = sum(e.end - e.start for e in s.host_events if e.name != "wait")
         s.unit_busy = {name: (busy, n) for name, busy, n in self.machine.pools()}
+        s.unit_active = self.machine.active()
         return outs, s
 
     def host(self, thread: str, name: str, t: int, dur: int, wait_from: int | None = None) -> int:

@@ -21,7 +21,7 @@ from typing import Callable
 from atc_py.ops.cost import BlockCost
 from atc_py.platform.soc import SocSpec
 
-from .memory import L2Cache, Traffic, cold
+from .l2 import L2Cache, Traffic, cold
 from .profile import RuntimeProfile
 
 EPS = 1e-9
@@ -34,6 +34,7 @@ class Pool:
         self.name = name
         self.free = [0] * max(count, 1)
         self.busy_ns = 0
+        self.spans: list[tuple[int, int]] = []   # (start, end) of every task it ran
 
     @property
     def count(self) -> int:
@@ -43,7 +44,20 @@ class Pool:
         start = max(t, heapq.heappop(self.free))
         heapq.heappush(self.free, start + dur)
         self.busy_ns += dur
+        self.spans.append((start, start + dur))
         return start, start + dur
+
+    @property
+    def active_ns(self) -> int:
+        """Time at least one of its cores was running a task (the union of the tasks' spans)."""
+        total, lo, hi = 0, None, None
+        for s, e in sorted(self.spans):
+            if hi is None or s > hi:
+                total += 0 if hi is None else hi - lo
+                lo, hi = s, e
+            else:
+                hi = max(hi, e)
+        return total + (0 if hi is None else hi - lo)
 
 
 @dataclass(slots=True)
@@ -117,6 +131,7 @@ class Machine:
         self.epoch = 0
         self._at: Callable | None = None
         self.busy_ns = {"AIC": 0.0, "AIV": 0.0}   # core-ns held by blocks
+        self.active_ns = {"AIC": 0, "AIV": 0}      # ns in which at least one core of the type held a block
         self.dram_bytes = 0
         self.l2_bytes = 0
 
@@ -191,6 +206,10 @@ class Machine:
             g.left -= g.rate * dt
             busy["AIC"] += g.aic * dt
             busy["AIV"] += g.aiv * dt
+            if g.aic:
+                self.active_ns["AIC"] += dt
+            if g.aiv:
+                self.active_ns["AIV"] += dt
             self.now = nxt
             if g.left <= g.rate * 0.5 + EPS:
                 break
@@ -250,10 +269,17 @@ class Machine:
         dt = t - self.now
         if dt > 0:
             busy = self.busy_ns
+            aic = aiv = 0
             for g in self.groups:
                 g.left -= g.rate * dt
                 busy["AIC"] += g.aic * dt
                 busy["AIV"] += g.aiv * dt
+                aic += g.aic
+                aiv += g.aiv
+            if aic:
+                self.active_ns["AIC"] += dt
+            if aiv:
+                self.active_ns["AIV"] += dt
             self.now = t
 
     def _rates(self) -> None:
@@ -315,11 +341,23 @@ class Machine:
         self._reschedule()
 
     # -- what the reports read ------------------------------------------------------------------------
+    @property
+    def aicore_name(self) -> str:
+        return "AI Core (cube)" if self.split else "AI Core"
+
     def pools(self) -> list[tuple[str, float, int]]:
         """(name, busy core-ns, cores) per unit."""
-        out = [("AI Core (cube)" if self.split else "AI Core", self.busy_ns["AIC"], self.cube_cores)]
+        out = [(self.aicore_name, self.busy_ns["AIC"], self.cube_cores)]
         if self.split:
             out.append(("Vector Core", self.busy_ns["AIV"], self.vector_cores))
         out.append(("AICPU", float(self.aicpu.busy_ns), self.aicpu.count))
+        return out
+
+    def active(self) -> dict[str, int]:
+        """Per unit (named as in pools), the time at least one of its cores was busy."""
+        out = {self.aicore_name: self.active_ns["AIC"]}
+        if self.split:
+            out["Vector Core"] = self.active_ns["AIV"]
+        out["AICPU"] = self.aicpu.active_ns
         return out
 

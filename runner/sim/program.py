@@ -17,9 +17,9 @@ from atc_py.ops.cost import BlockCost, work_cost
 from atc_py.ops.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
-from ..loader import DeviceModel, desc_from_proto
+from ..model import DeviceModel, desc_from_proto
 from .hazards import Access, Deps, analyse
-from .memory import merge
+from .l2 import merge
 from .profile import RuntimeProfile
 
 COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")

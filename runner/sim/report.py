@@ -1,6 +1,6 @@
-"""Reports of simulated runs: console summary (DESIGN §8.5), --summary-json, and --profile DIR with an
-msprof-style op_summary.csv (plus, per kernel, its roofline, what bounds it — cube, vector or memory — and the
-useful FLOPs and bytes behind them) and a Chrome/Perfetto trace.json."""
+"""Reports of simulated runs: msame's timing lines, console summary (DESIGN §8.5), --summary-json, and
+--profile DIR with an msprof-style op_summary.csv (plus, per kernel, its roofline, what bounds it — cube, vector
+or memory — and the useful FLOPs and bytes behind them) and a Chrome/Perfetto trace.json."""
 from __future__ import annotations
 
 import csv
@@ -21,6 +21,25 @@ COMPUTE = ("KERNEL", "ALL_KERNEL", "FFTS_PLUS_TASK", "SUPER_KERNEL", "PREPROCESS
 
 def us(ns: int | float) -> float:
     return round(ns / 1000.0, 3)
+
+
+def percent(share: float) -> str:
+    """A share as a percentage with three significant digits: a small model's 0.05 % of the cube peak must not
+    print as 0.0 %."""
+    return f"{share * 100:.3g}%"
+
+
+def msame_lines(loops: list[LoopStats], walls: list[float]) -> list[str]:
+    """msame's timing lines, spelt as msame prints them, carrying the simulated end-to-end time of each execution
+    (what a user compares with the device), then the host's wall clock of the simulation on a line of its own."""
+    ms = [s.e2e_ns / 1e6 for s in loops]
+    lines = [f"Inference time: {t:.3f}ms" for t in ms]
+    lines.append(f"Inference average time: {sum(ms) / len(ms):.6f} ms")
+    if len(ms) > 1:
+        lines.append(f"Inference average time without first time: {sum(ms[1:]) / (len(ms) - 1):.6f} ms")
+    lines.append(f"[INFO] host wall clock of the simulation: {sum(walls) / len(walls) * 1e3:.3f} ms per execution "
+                 "(average)")
+    return lines
 
 
 def where_time_goes(s: LoopStats) -> tuple[dict, dict]:
@@ -50,7 +69,7 @@ def console(loops: list[LoopStats], host_threads: int, cache: bool) -> list[str]
                  f"median {us(statistics.median(e2e))} us, max {us(max(e2e))} us "
                  f"(host threads {host_threads}, tiling cache {'on' if cache else 'off'})")
     last = loops[-1]
-    util = ", ".join(f"{k} {v * 100:.1f}%" for k, v in last.utilisation().items())
+    util = ", ".join(f"{k} {percent(v)}" for k, v in last.utilisation().items())
     lines.append(f"[SIM] utilisation (last loop): {util}; {last.tasks} device tasks")
     host, dev = where_time_goes(last)
     lines.append("[SIM] host time: " + ", ".join(f"{k} {us(v)} us" for k, v in sorted(host.items(), key=lambda kv: -kv[1])))
@@ -73,7 +92,7 @@ def summary_json(loops: list[LoopStats], model_name: str, soc: str) -> dict:
         "h2d_us": us(med([s.h2d_ns for s in loops])), "d2h_us": us(med([s.d2h_ns for s in loops])),
         "host_device_syncs": last.syncs, "tiling_cache_hits": last.tiling_cache_hits,
         "hazards": [h.as_dict() for h in last.hazards], "tasks": last.tasks,
-        "utilisation": {k: round(v, 4) for k, v in last.utilisation().items()},
+        "utilisation": {k: round(v, 6) for k, v in last.utilisation().items()},
         "host_time_us": {k: us(v) for k, v in where_time_goes(last)[0].items()},
         "device_time_by_op_type_us": {k: us(v) for k, v in where_time_goes(last)[1].items()},
     }

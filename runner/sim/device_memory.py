@@ -1,4 +1,5 @@
-"""Device memory: the feature-map arena and the weight arena, addressed by the logical addresses of the om."""
+"""The bytes in device memory: the feature-map arena and the weight arena, addressed by the logical addresses
+of the om (l2.py models the time those bytes take to move, not their values)."""
 from __future__ import annotations
 
 import numpy as np

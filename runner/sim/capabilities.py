@@ -1,4 +1,5 @@
-"""The simulated device: capabilities, memory and task execution."""
+"""What the simulated device answers when an online build (atc_py.build(..., online=True)) asks for its
+capabilities."""
 from __future__ import annotations
 
 from atc_py.platform import load_soc

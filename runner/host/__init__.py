@@ -1,1 +1,0 @@
-"""Host side of om-run: inputs, model execute, outputs."""
