@@ -20,23 +20,6 @@ def check_inputs(model: ModelBase, inputs: list[np.ndarray]) -> None:
                                             f"got {arr.dtype}{list(arr.shape)}")
 
 
-def describe(io) -> str:
-    """An input's shape as the user may give it: dims, with lo~hi (or -1) for the dynamic ones."""
-    if not io.ranges:
-        return str(list(io.desc.shape))
-    return "[" + ", ".join(str(d) if d >= 0 else (f"{lo}~{hi}" if hi >= 0 else "-1")
-                           for d, (lo, hi) in zip(io.desc.shape, io.ranges)) + "]"
-
-
-def shape_fits(io, shape) -> bool:
-    """Static dims equal; a dynamic dim within its range (ATC E10050 on a real device)."""
-    if len(shape) != len(io.desc.shape):
-        return False
-    ranges = io.ranges or [(d, d) for d in io.desc.shape]
-    return all(d == want if want >= 0 else (lo <= d and (hi < 0 or d <= hi))
-               for d, want, (lo, hi) in zip(shape, io.desc.shape, ranges))
-
-
 def execute(model: ModelBase, inputs: list[np.ndarray], **settings) -> list[np.ndarray]:
     """Outputs of one run (numerics); the simulated time is available through host.Simulation."""
     check_inputs(model, inputs)
