@@ -175,3 +175,32 @@ def test_customize_dtypes_refuses_malformed_lines(tmp_path, text):
     f.write_text(text)
     with pytest.raises(AtcError, match="E10001.*customize_dtypes"):
         atc_py.build(conv_model(), {**SOC, "ge.customizeDtypes": str(f)})
+
+
+def _elementwise_chain(n=6, shape=(1, 64, 128, 128)):
+    nodes, v = [], "x"
+    for k in range(n):
+        nodes.append(helper.make_node("Relu" if k % 2 else "Sigmoid", [v], [f"v{k}"], name=f"op{k}"))
+        v = f"v{k}"
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, list(shape))],
+                          [helper.make_tensor_value_info(v, TP.FLOAT, None)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_off_optimize_costs_dram_time_in_the_simulator(tmp_path):
+    """4 MiB tensors between six kernels: with l2_optimize each kernel reads its input from the L2 the last one
+    wrote; with off_optimize every input comes from DRAM and every output goes back, so the chain is slower."""
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    m = _elementwise_chain()
+    x = np.zeros((1, 64, 128, 128), np.float32)
+    device, dram = {}, {}
+    for mode in ("l2_optimize", "off_optimize"):
+        res = atc_py.build(m, {**FP32, "ge.bufferOptimize": mode, "ge.socVersion": "Ascend310P3"})
+        path = tmp_path / f"{mode}.om"
+        path.write_bytes(res.om)
+        _, stats = Simulation(load_model(str(path)), compute=False).run([x])
+        device[mode] = stats.device_ns
+        dram[mode] = stats.utilisation()["DRAM"]
+    assert device["off_optimize"] > 1.5 * device["l2_optimize"]
+    assert dram["off_optimize"] > dram["l2_optimize"]

@@ -91,6 +91,12 @@ def _union_ns(records: list[TaskRecord]) -> int:
     return total + (cur_hi - cur_lo if cur_hi is not None else 0)
 
 
+def buffer_optimize(model: ModelBase) -> str:
+    """The build's --buffer_optimize (recorded in the .om's model attributes when not l2_optimize)."""
+    value = getattr(model, "attrs", {}).get("buffer_optimize", "l2_optimize")
+    return value if value in ("l2_optimize", "l1_optimize", "off_optimize") else "l2_optimize"
+
+
 class Simulation:
     """Runs a loaded model (static or multi-model) once per call, in simulated time, with or without numerics."""
 
@@ -111,7 +117,8 @@ class Simulation:
         self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
         self.cache: set = set()
-        self.l2 = L2Cache(self.soc.l2_size)        # what the L2 holds outlives one execution (--loop)
+        # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
+        self.l2 = L2Cache(self.soc.l2_size, across_kernels=buffer_optimize(model) != "off_optimize")
         # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS

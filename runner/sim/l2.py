@@ -56,8 +56,13 @@ def merge(ranges) -> list[tuple[int, int]]:
 
 
 class L2Cache:
-    def __init__(self, capacity: int):
+    """`across_kernels` False is a build with --buffer_optimize=off_optimize: GE keeps no tensor in the L2 from one
+    kernel to the next, so every kernel reads its inputs from DRAM and writes its outputs through to it (re-reads
+    inside one kernel still hit while their window fits)."""
+
+    def __init__(self, capacity: int, across_kernels: bool = True):
         self.capacity = max(1, capacity)
+        self.across_kernels = across_kernels
         self.page = max(MIN_PAGE, self.capacity // 1024)
         self.pages = max(1, self.capacity // self.page)
         self.lru: OrderedDict[int, bool] = OrderedDict()   # page -> dirty, least recently used first
@@ -116,6 +121,8 @@ class L2Cache:
         """A kernel that reads `reads`, writes `writes` (merged, sorted [lo, hi) ranges: merge()) and moves
         `moved` bytes in all; its re-reads need `window` bytes resident (0: its inputs and outputs)."""
         comp_in = comp_out = hit_in = 0
+        if not self.across_kernels:
+            self.lru.clear()          # nothing a previous kernel left is reused
         page, lru = self.page, self.lru
         for lo, hi in reads:
             comp_in += hi - lo
@@ -134,7 +141,7 @@ class L2Cache:
         overflow = max(0, window - self.capacity) / window if window else 1.0
         writeback = 0
         pages = self.pages
-        for ranges, dirty in ((reads, False), (writes, True)):
+        for ranges, dirty in ((reads, False), (writes, self.across_kernels)):
             for lo, hi in ranges:
                 p = lo // page
                 if p == (hi - 1) // page:   # _touch's one-page case, inline (the common small tensor)
@@ -145,6 +152,8 @@ class L2Cache:
                     writeback += self._touch(lo, hi, dirty)
         cold = int((comp_in - hit_in) * scale)
         dram = cold + int(rereads * overflow) + writeback
+        if not self.across_kernels:
+            dram += int(comp_out * scale)          # written through
         return Traffic(moved, dram, int(hit_in * scale), cold, int(max(0, comp_out - self.capacity) * scale),
                        writeback, int(comp * scale))
 
