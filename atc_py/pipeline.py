@@ -16,7 +16,7 @@ from typing import Callable
 
 from .frontend.onnx import onnx_lite as onnx
 
-from . import __version__
+from .version import __version__
 from .atomic_write import write_atomic
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError

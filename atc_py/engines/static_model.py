@@ -6,7 +6,7 @@ import struct
 import json
 from dataclasses import dataclass, field
 
-from .. import __version__
+from ..version import __version__
 from ..errors import AtcError
 from ..passes.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
