@@ -49,7 +49,7 @@ from .passes.control_flow import select_branches, unroll_loops
 from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
-from .passes.infer import infer_graph
+from .ops.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.partition import DEFAULT_LOWER_LIMIT, PartitionResult, partition

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..version import __version__
 from ..errors import AtcError
-from ..passes.infer import invalid
+from ..ops.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
 from ..passes.control_memory import plan_model_memory
 from ..passes.engine import assign_engines
