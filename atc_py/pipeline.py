@@ -27,7 +27,7 @@ from .om import OmModel, write_om
 from .om.container import OmImage
 from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout, gear_blocks
-from .om.modeldef import model_def
+from .engines.modeldef import model_def
 from .ops import get_op
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
 from .cmdline import FRAMEWORK_SUPPORT
