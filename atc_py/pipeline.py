@@ -398,7 +398,7 @@ def _build(model, options: dict[str, str], online: bool, device, log: Callable[[
                   "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
     tasks = [t for sm in statics for t in sm.tasks]
-    from .engines.task_types import TASK_TYPE_NAMES
+    from .om.task_types import TASK_TYPE_NAMES
     summary = {
         "soc_version": soc.soc_version,
         "ops": sum(1 for n in all_nodes(graph) if not get_op(n.op_type).no_task and get_op(n.op_type).task_kind == "kernel"),

@@ -25,7 +25,7 @@ from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
 from . import sink, superkernel
-from . import task_types as tt
+from ..om import task_types as tt
 from .aicore import KernelInfo, kernel_name, kernel_task
 
 

@@ -1,33 +1,4 @@
-"""GE's enums for tasks (rtModelTaskType_t) and kernels (ccKernelType)."""
-
-# ModelTaskType / rtModelTaskType_t
-KERNEL = 0
-EVENT_RECORD = 1
-EVENT_WAIT = 2
-STREAM_SWITCH = 7
-STREAM_ACTIVE = 8
-LABEL_SET = 9
-MEMCPY_ASYNC = 13
-LABEL_SWITCH_BY_INDEX = 23      # RT_MODEL_TASK_STREAM_LABEL_SWITCH_BY_INDEX
-LABEL_GOTO_EX = 24              # RT_MODEL_TASK_STREAM_LABEL_GOTO
-ALL_KERNEL = 26
-FFTS_PLUS_TASK = 29
-UPDATE = 41
-NOP = 42
-PREPROCESS_KERNEL = 43
-SUPER_KERNEL = 44
-
-TASK_TYPE_NAMES = {KERNEL: "KERNEL", EVENT_RECORD: "EVENT_RECORD", EVENT_WAIT: "EVENT_WAIT",
-                   ALL_KERNEL: "ALL_KERNEL", FFTS_PLUS_TASK: "FFTS_PLUS_TASK", UPDATE: "UPDATE", NOP: "NOP",
-                   PREPROCESS_KERNEL: "PREPROCESS_KERNEL", SUPER_KERNEL: "SUPER_KERNEL",
-                   STREAM_SWITCH: "STREAM_SWITCH", STREAM_ACTIVE: "STREAM_ACTIVE", LABEL_SET: "LABEL_SET",
-                   MEMCPY_ASYNC: "MEMCPY_ASYNC", LABEL_SWITCH_BY_INDEX: "LABEL_SWITCH_BY_INDEX",
-                   LABEL_GOTO_EX: "LABEL_GOTO_EX"}
-RT_MEMCPY_DEVICE_TO_DEVICE = 3   # rtMemcpyKind_t
-
-# ccKernelType
-TE = 2
-AI_CPU = 6
-CUST_AI_CPU = 7
-
-ENGINE_LIB_NAME = {"AICORE": "AIcoreEngine", "AICPU": "aicpu_ascend_kernel"}
+"""Moved to atc_py/om/task_types.py (the enums are the .om's, which om/model_info reads: from engines they
+closed an om/ <-> engines/ import cycle). This re-export keeps runner/sim/device.py and runner/sim/program.py
+working while runner/sim is being moved; delete it once they import atc_py.om.task_types."""
+from ..om.task_types import *  # noqa: F401,F403
