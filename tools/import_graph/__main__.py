@@ -30,16 +30,15 @@ def _member(name: str, scope: str, modules) -> str:
     return short + "/" if modules[name].is_package else short
 
 
-def render(modules, edges, root, show_edges=False) -> str:
+def render(by_module: list[Cycle], by_package: list[Cycle], modules, root, show_edges=False) -> str:
+    """The report: each module cycle with its modules, each package cycle with the imports between members."""
     lines = ["module cycles (SCCs of modules):"]
-    by_module = module_cycles(modules, edges, root)
     for cycle in by_module:
         lines.append(f"  [{_mark(cycle)}] {len(cycle.members)} modules in {', '.join(cycle.folders)}")
         lines += [f"      {modules[name].label(root)}" for name in cycle.members]
         if show_edges:
             lines += [f"        {_import_line(e, modules, root)}" for e in cycle.edges]
     lines.append("package cycles (SCCs among one package's children, sub-packages collapsed):")
-    by_package = package_cycles(modules, edges)
     for cycle in by_package:
         scope = cycle.scope
         names = ", ".join(_member(m, scope, modules) for m in cycle.members)
@@ -61,7 +60,7 @@ def render(modules, edges, root, show_edges=False) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.import_graph", description=__doc__.split("\n")[2])
+    parser = argparse.ArgumentParser(prog="python -m tools.import_graph", description="Print the import cycles of the project's packages.")
     parser.add_argument("packages", nargs="*", default=list(PACKAGES), help="top-level packages to scan")
     parser.add_argument("--root", type=pathlib.Path, default=ROOT, help="the directory holding the packages")
     parser.add_argument("--edges", action="store_true", help="list every import that closes a cycle")
@@ -69,9 +68,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = args.root.resolve()
     modules, edges = build(root, tuple(args.packages))
-    sys.stdout.write(render(modules, edges, root, args.edges))
-    crossing = [c for c in module_cycles(modules, edges, root) + package_cycles(modules, edges) if c.crosses_folders]
-    return 1 if args.check and crossing else 0
+    by_module, by_package = module_cycles(modules, edges, root), package_cycles(modules, edges)
+    sys.stdout.write(render(by_module, by_package, modules, root, args.edges))
+    return 1 if args.check and any(c.crosses_folders for c in by_module + by_package) else 0
 
 
 if __name__ == "__main__":

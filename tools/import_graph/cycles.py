@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .scan import Edge, Module
+from .scan import ROOT, Edge, Module
 from .scc import strongly_connected
 
 
@@ -31,7 +31,7 @@ class Cycle:
         return len(self.folders) > 1
 
 
-def module_cycles(modules: dict[str, Module], edges: list[Edge], root) -> list[Cycle]:
+def module_cycles(modules: dict[str, Module], edges: list[Edge], root=ROOT) -> list[Cycle]:
     """Every SCC of more than one module; cross-folder ones first."""
     found = []
     for component in strongly_connected(modules, [(e.source, e.target) for e in edges]):
@@ -63,12 +63,12 @@ def _scope_cycles(scope: str, modules, edges) -> list[Cycle]:
             lifted.setdefault((source, target), []).append(e)
     nodes = sorted({node for pair in lifted for node in pair})
     found = []
-    for component in strongly_connected(nodes, lifted):
+    for component in strongly_connected(nodes, list(lifted)):
         packages = [m for m in component if m != scope and modules[m].is_package]
         if len(component) > 1 and packages:
             members = set(component)
             inside = tuple(e for pair, group in lifted.items() if set(pair) <= members for e in group)
-            folders = tuple(sorted({scope or "."} | set(packages)))
+            folders = tuple(sorted({scope.replace(".", "/") or "."} | {p.replace(".", "/") for p in packages}))
             found.append(Cycle(scope, tuple(component), folders, inside))
     return found
 
