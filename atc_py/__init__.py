@@ -1,5 +1,5 @@
 """atc-py: an ATC-compatible offline model compiler for Ascend NPUs."""
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def build(model, options, online=False, device=None, log=None):

@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 
 from .frontend.onnx import onnx_lite as onnx
 
-from . import __version__
+from .version import __version__
 from .atomic_write import write_atomic
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
@@ -28,7 +28,7 @@ from .om import OmModel, write_om
 from .om.container import OmImage
 from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout, gear_blocks
-from .om.modeldef import model_def
+from .engines.modeldef import model_def
 from .ops import get_op
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
 from .build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
@@ -47,7 +47,7 @@ from .passes.control_flow import select_branches, unroll_loops
 from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
-from .passes.infer import infer_graph
+from .ops.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.partition import PartitionResult, partition
@@ -417,7 +417,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
                   "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
     tasks = [t for sm in statics for t in sm.tasks]
-    from .engines.task_types import TASK_TYPE_NAMES
+    from .om.task_types import TASK_TYPE_NAMES
     summary = {
         "soc_version": soc.soc_version,
         "ops": sum(1 for n in all_nodes(graph) if not get_op(n.op_type).no_task and get_op(n.op_type).task_kind == "kernel"),

@@ -11,7 +11,7 @@ import click
 import numpy as np
 
 from atc_py.atomic_write import make_output_dir, write_atomic
-from atc_py.engines.task_types import TASK_TYPE_NAMES
+from atc_py.om.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 from atc_py.ieee_quiet import quiet_ieee_warnings
 from atc_py.plugins import load_plugins
@@ -65,7 +65,7 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
 
 def _needs_values(model) -> bool:
     """A model whose control flow reads device memory: --no-compute still needs its inputs."""
-    from atc_py.engines import task_types as tt
+    from atc_py.om import task_types as tt
     return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in getattr(model, "tasks", []))
 
 

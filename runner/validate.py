@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
 from atc_py.engines.args import _ITEM
 from atc_py.errors import AtcError

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.errors import AtcError
 from atc_py.om import read_om
 from atc_py.om.json_dump import om_file_to_json

@@ -7,7 +7,7 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import conv_pool, get_op, matmul
-from atc_py.ops import ascgraph_kernel
+from atc_py.autofuse import ascgraph_kernel
 from atc_py.ops.execute import run_op
 from atc_py.platform import load_soc
 from runner.loader import load_model

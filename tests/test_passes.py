@@ -4,7 +4,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from atc_py.frontend.onnx import convert_onnx
 from atc_py.passes.fold import fold_constants
-from atc_py.passes.infer import infer_graph
+from atc_py.ops.infer import infer_graph
 from atc_py.passes.memory import MEM_ALIGN, WEIGHTS_START_OFFSET, plan_memory
 from atc_py.passes.prune import remove_dead_nodes, remove_identities
 from atc_py.platform import load_soc

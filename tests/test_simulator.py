@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import atc_py
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.errors import AtcError
 from atc_py.platform import load_soc
 from atc_py.proto import ge_ir_pb2 as ge

@@ -6,7 +6,7 @@ The fixtures come from models/make_tf_rnn.py (TensorFlow, dev only)."""
 import numpy as np
 import pytest
 
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.errors import AtcError
 from atc_py.frontend.tensorflow.functionalize import functionalize
 from atc_py.proto import tf_graph_pb2 as tf

@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.engines.sink import PARAM_DEF_SIZE
 from atc_py.errors import AtcError
 from atc_py.om import read_om

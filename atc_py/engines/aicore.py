@@ -18,7 +18,7 @@ from ..ops.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
-from . import task_types as tt
+from ..om import task_types as tt
 from .args import ArgsLayout, build_args
 
 TILING_SINK_BLOCK_DIM = 0xFFFFFFFF   # GE kTilingSinkBlockDim

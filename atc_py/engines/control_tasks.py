@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..ir.graph import Node
 from ..passes.memory import MemoryPlan
 from ..proto import task_pb2
-from . import task_types as tt
+from ..om import task_types as tt
 from .labels import ACTIVE_STREAMS, LABEL_INDEX, LABEL_LIST, SWITCH_DATA_TYPE
 
 

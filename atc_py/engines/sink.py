@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..ir.graph import Node
 from ..ops import get_op
 from ..proto import task_pb2
-from . import task_types as tt
+from ..om import task_types as tt
 
 KERNEL_NAME = "RunAicpuRpcSrvLaunch"
 OP_NAME = b"TilingSink"

@@ -6,9 +6,9 @@ import struct
 import json
 from dataclasses import dataclass, field
 
-from .. import __version__
+from ..version import __version__
 from ..errors import AtcError
-from ..passes.infer import invalid
+from ..ops.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
 from ..passes.control_memory import plan_model_memory
 from ..passes.engine import assign_engines
@@ -25,7 +25,7 @@ from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
 from . import sink, superkernel
-from . import task_types as tt
+from ..om import task_types as tt
 from .aicore import KernelInfo, kernel_name, kernel_task
 
 

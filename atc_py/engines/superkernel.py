@@ -17,7 +17,7 @@ from ..ir.graph import Node
 from ..ops.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..proto import task_pb2
-from . import task_types as tt
+from ..om import task_types as tt
 from .aicore import TILING_SINK_BLOCK_DIM, kernel_args
 
 SUPER_KERNEL_SCOPE = "_super_kernel_scope"

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..engines.task_types import TASK_TYPE_NAMES
 from ..proto import ge_ir_pb2 as ge
 from ..proto import task_pb2
 from . import partitions as pt
 from .attrs import from_attr
 from .container import OmFile
+from .task_types import TASK_TYPE_NAMES
 
 
 def _parse(m):

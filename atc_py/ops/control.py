@@ -13,6 +13,7 @@ import numpy as np
 from ..ir.graph import Graph, Node, TensorDesc
 from .base import OpError, OpSpec, TilingContext, TilingResult
 from .index_ops import ANY, MoveOp
+from .infer import infer_graph
 from .registry import register
 
 UNKNOWN_RANK = (-2,)
@@ -42,7 +43,6 @@ def bind_inputs(sub: Graph, descs: list[TensorDesc]) -> None:
 
 
 def infer_sub(sub: Graph, descs: list[TensorDesc]) -> list[TensorDesc]:
-    from ..passes.infer import infer_graph   # passes import ops: late import
     bind_inputs(sub, descs)
     infer_graph(sub)
     return [v.desc for v in sub.net_output.inputs]
@@ -91,7 +91,6 @@ class BranchOp(ControlOp):
 def _gear_infer(node: Node, subs: list[Graph]) -> list[TensorDesc]:
     """The multi-batch Case (passes/multi_batch.py): each branch keeps its gear's input shapes, reading the
     front of the Case's inputs (sized for the largest gear); the outputs are sized for the largest gear too."""
-    from ..passes.infer import infer_graph
     args = [v.desc for v in node.inputs[1:]]
     results = []
     for g in subs:

@@ -10,10 +10,10 @@ from ..ops import get_op
 from ..ops.base import OpError
 from ..limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ops.execute import run_op, tiling_context
+from ..ops.infer import infer_node
 from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, worth_a_thread
 from .fp16_fold import float32_to_float16
-from .infer import infer_node
 
 NEVER_FOLD = {"Data", "Const", "NetOutput", "If", "Case", "While", "PartitionedCall", "MemcpyAsync"}
 FRACTAL_MACS = 16 * 16 * 16   # one cube fractal of Work

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import AtcError
 from ..ir.graph import Graph
-from .infer import infer_node
+from ..ops.infer import infer_node
 
 OUTPUT_TYPES = {"FP32": "float32", "FP16": "float16", "UINT8": "uint8", "INT8": "int8"}
 REASON_ALL = ("The value must be FP32, FP16, UINT8, INT8. A node can only have one type. "

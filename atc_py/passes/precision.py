@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..errors import AtcError
 from ..ir.graph import Graph, Node, Value
 from ..ops import get_op
-from .infer import infer_node
+from ..ops.infer import infer_node
 
 CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
 MODES = ("force_fp16", "force_fp32", "cube_fp16in_fp32out", "allow_mix_precision", "allow_fp32_to_fp16",

@@ -15,8 +15,8 @@ import numpy as np
 from ..ir.graph import Graph, Node
 from ..ops import get_op
 from ..ops.elementwise import BinaryOp, UnaryOp
+from ..ops.infer import infer_node
 from .fusion import transpose_cancel
-from .infer import infer_node
 
 MAX_ROUNDS = 64   # each round moves every movable transpose one op down
 

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.errors import AtcError
 from atc_py.ops import get_op

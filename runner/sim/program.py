@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from atc_py.engines import task_types as tt
+from atc_py.om import task_types as tt
 from atc_py.engines.aicore import kernel_of
 from atc_py.engines.args import _ITEM, parse_args
 from atc_py.om.attrs import from_attr

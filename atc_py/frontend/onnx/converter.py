@@ -10,7 +10,7 @@ from ...ir.graph import Graph, TensorDesc, Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options import shape_range_attr
 from ...ops.base import OpError
-from ...passes.infer import infer_node
+from ...ops.infer import infer_node
 from . import boundary  # noqa: F401
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting

@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.base import OpError
-from ...passes.infer import infer_node
+from ...ops.infer import infer_node
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
 from ...options import shape_range_attr

@@ -1,6 +1,6 @@
 """The AscBackend kernel: an ImplGraph interpreted tile by tile, and its cost from the same ImplGraph.
 
-The loop nest is the schedule's (autofuse/schedule.py): for every block, for every tile of the block, the
+The loop nest is the schedule's (schedule.py): for every block, for every tile of the block, the
 nodes run in order on numpy arrays over the vectorized axes (rows of the tile x the reduce axes); nodes the
 schedule hoisted out of the tile loop run once per block. Loads gather the tile's rows of an input from
 global memory, Stores write them back; nothing else touches global memory. All loop bounds come from the
@@ -23,16 +23,15 @@ import math
 
 import numpy as np
 
-from ..autofuse import ascir
-from ..autofuse.graph import AscGraph, AscGraphError, AscNode, check_contract
-from ..autofuse.schedule import DOUBLE, KEYS, SPILL, Nest, variants
-from ..autofuse.serialize import from_graph_def
-from ..autofuse.expr import ExprError
-from ..autofuse.tiling import (TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes,
-                               tiling_struct)
+from ..ops.base import OpError, Work, ceil_div
 from ..platform.soc import SocSpec
 from ..proto import ge_ir_pb2 as ge
-from .base import OpError, Work, ceil_div
+from . import ascir
+from .expr import ExprError
+from .graph import AscGraph, AscGraphError, AscNode, check_contract
+from .schedule import DOUBLE, KEYS, SPILL, Nest, variants
+from .serialize import from_graph_def
+from .tiling import TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes, tiling_struct
 
 
 MAX_DIM = (1 << 31) - 1

@@ -1,4 +1,5 @@
-"""GE's enums for tasks (rtModelTaskType_t) and kernels (ccKernelType)."""
+"""GE's enums for tasks (rtModelTaskType_t) and kernels (ccKernelType): values of the .om's task records,
+which the engines write and om/model_info and om-run read."""
 
 # ModelTaskType / rtModelTaskType_t
 KERNEL = 0

@@ -1,5 +1,8 @@
 """Shape and dtype inference through each op's prototype.
 
+Part of the op library, not a pass: control ops infer their subgraphs with it (control.py), the frontends
+infer each node they build, and the passes re-infer what they rewrite.
+
 A node whose prototype rejects its inputs or attributes is an invalid model: E14001 naming the node, what it
 was given and why (GE's "Argument %s for Op %s with optype %s is invalid"). So is an output no device could
 hold (limits.MAX_TENSOR_BYTES) or of more than limits.MAX_RANK dimensions.
@@ -12,8 +15,8 @@ from ..errors import AtcError
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Graph, Node, TensorDesc
 from ..limits import MAX_RANK, MAX_TENSOR_BYTES
-from ..ops import get_op
-from ..ops.base import OpError
+from .base import OpError
+from .registry import get_op
 
 
 UNKNOWN_RANK = (-2,)

@@ -5,6 +5,10 @@ tiling keys' variants derive from it); infer shape, tiling, kernel and cost all 
 (ascgraph_kernel.py). A
 FusedAscBackend carries a graph of AscBackend nodes (`fused_graph`) that one kernel runs one after another:
 its tiling data is each member's (tiling key, block_dim, variables), its intermediates live in workspace.
+
+They live here, not in atc_py/ops: their kernel is the AscGraph interpreter, so they depend on the whole of
+autofuse, which itself depends on the op library; the registry finds this module through its lazy index
+(ops/registry.py BUILTIN_MODULES, op_index.py) without importing autofuse.
 """
 from __future__ import annotations
 
@@ -12,14 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from ..autofuse import ascir
-from ..autofuse.fused import FusedGraph, from_fused_def
-from ..autofuse.graph import AscGraphError
-from ..autofuse.schedule import KEYS
 from ..ir.graph import Node, TensorDesc
+from ..ops.base import (AIV, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct,
+                        Work)
+from ..ops.registry import register
+from . import ascir
 from .ascgraph_kernel import AscKernel, kernel_for
-from .base import AIV, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
-from .registry import register
+from .fused import FusedGraph, from_fused_def
+from .graph import AscGraphError
+from .schedule import KEYS
 
 
 def _shapes(descs) -> list[tuple[int, ...]]:

@@ -1,11 +1,15 @@
-"""IR + memory plan -> ge.proto.ModelDef (MODEL_DEF partition), and back to typed descs for the runner."""
+"""IR + memory plan -> ge.proto.ModelDef (MODEL_DEF partition), and back to typed descs for the runner.
+
+A back-end stage like the task generation next to it: it reads the memory plan (passes/memory.py), so it
+is not part of om/, the container format, which the planner itself uses (om/chunks.py).
+"""
 from __future__ import annotations
 
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Graph, TensorDesc, Value, all_graphs
+from ..om.attrs import LV, set_attr
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan
 from ..proto import ge_ir_pb2 as ge
-from .attrs import LV, set_attr
 
 VT_LIST_INT = LV.VT_LIST_INT
 
