@@ -50,9 +50,9 @@ fuzz: venv
 
 # conformance: every ONNX node case (atc-py + om-run next to onnxruntime) and the onnx package's data suites
 conformance: venv
-	$(PY) -m atc_py.conformance.node_cases --quiet
-	$(PY) -m atc_py.conformance.node_cases --ort --quiet
-	$(PY) -m atc_py.conformance.suites
+	$(PY) -m atc_conformance.node_cases --quiet
+	$(PY) -m atc_conformance.node_cases --ort --quiet
+	$(PY) -m atc_conformance.suites
 
 golden: venv
 	$(PY) -m pytest tests/test_golden.py --update-golden

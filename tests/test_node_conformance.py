@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from atc_py.conformance.node_cases import EXCLUSIONS, node_cases, read_exclusions, run_all
+from atc_conformance.node_cases import EXCLUSIONS, node_cases, read_exclusions, run_all
 from tests.conformance import ROOT_EXCLUSIONS
 
 NAMES = sorted(node_cases())

@@ -3,7 +3,7 @@ AtcBackend: compile with atc-py, load the .om with om-run's loader, simulate wit
 shipped outputs (rtol 1e-3, atol 1e-7). No case is excluded (docs/conformance.md)."""
 import pytest
 
-from atc_py.conformance.suites import SUITES, cases, run_case
+from atc_conformance.suites import SUITES, cases, run_case
 
 CASES = [(s, c) for s in SUITES for c in cases(s)]
 

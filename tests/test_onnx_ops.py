@@ -8,7 +8,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.conformance.backend import AtcBackend
+from atc_conformance.backend import AtcBackend
 from atc_py.errors import AtcError
 
 F = TensorProto.FLOAT

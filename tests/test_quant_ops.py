@@ -6,7 +6,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from atc_py.conformance.backend import AtcBackend
+from atc_conformance.backend import AtcBackend
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
 from atc_py.ops.execute import run_op

@@ -6,7 +6,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from atc_py.conformance.backend import AtcBackend
+from atc_conformance.backend import AtcBackend
 
 RNG = np.random.default_rng(11)
 F = TensorProto.FLOAT

@@ -10,7 +10,7 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import atc_py
-from atc_py.conformance.backend import AtcBackend
+from atc_conformance.backend import AtcBackend
 
 RNG = np.random.default_rng(9)
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}

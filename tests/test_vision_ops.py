@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import atc_py
-from atc_py.conformance.backend import AtcBackend
+from atc_conformance.backend import AtcBackend
 from atc_py.errors import AtcError
 from runner.loader import load_model
 from runner.sim.host import Simulation

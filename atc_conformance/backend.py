@@ -14,8 +14,8 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend, BackendRep
 
-from ..frontend.onnx.boundary import element_name, empty_key, kind
-from ..pipeline import build
+from atc_py.frontend.onnx.boundary import element_name, empty_key, kind
+from atc_py.pipeline import build
 
 DEFAULT_SOC = "Ascend910B1"
 
@@ -98,7 +98,7 @@ class AtcBackend(Backend):
     def prepare(cls, model, device: str = "CPU", **kwargs):
         if isinstance(model, (bytes, str)):
             model = onnx.load_from_string(model) if isinstance(model, bytes) else onnx.load(model)
-        from ..frontend.onnx.converter import OnnxConverter
+        from atc_py.frontend.onnx.converter import OnnxConverter
         OnnxConverter(model, None).check_supported()
         return AtcBackendRep(model, kwargs.get("soc", cls.soc))
 

@@ -2,7 +2,7 @@
 (the wheel ships no node data), run through AtcBackend or onnxruntime and compared as onnx's backend test
 runner compares (rtol/atol of the case, strings and sequences exactly).
 
-`python -m atc_py.conformance.node_cases [--ort] [--only SUBSTR] [--jobs N]` prints the pass rate and every
+`python -m atc_conformance.node_cases [--ort] [--only SUBSTR] [--jobs N]` prints the pass rate and every
 failing case with its reason."""
 from __future__ import annotations
 
@@ -157,14 +157,14 @@ def reason_of(r: NodeResult) -> str:
 def write_exclusions(path: str, results: list[NodeResult]) -> None:
     lines = ["# ONNX node conformance cases atc-py + om-run do not pass yet, each with its reason.",
              "# tests/test_node_conformance.py runs every other case; `make conformance` runs them all.",
-             "# Regenerate with: python -m atc_py.conformance.node_cases --write-exclusions " + path]
+             "# Regenerate with: python -m atc_conformance.node_cases --write-exclusions " + path]
     lines += [f"{r.name}  # {reason_of(r)}" for r in results if not r.ok]
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m atc_py.conformance.node_cases")
+    ap = argparse.ArgumentParser(prog="python -m atc_conformance.node_cases")
     ap.add_argument("--ort", action="store_true", help="run onnxruntime instead of atc-py + om-run")
     ap.add_argument("--only", default="", help="cases whose name contains this")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

@@ -1,6 +1,6 @@
 """Run the onnx package's backend test-data suites through AtcBackend: one result per case.
 
-`python -m atc_py.conformance.suites [suite ...]` prints per-suite pass counts and every failure."""
+`python -m atc_conformance.suites [suite ...]` prints per-suite pass counts and every failure."""
 from __future__ import annotations
 
 import glob
