@@ -59,3 +59,28 @@ def test_force_fp32_matches_onnxruntime_and_times_follow_the_platform(tmp_path):
     peak = load_soc("Ascend310P3").cube_flops_per_ns("float16") / load_soc("Ascend310").cube_flops_per_ns("float16")
     assert 1.5 < device["Ascend310"] / device["Ascend310P3"] <= peak * 1.05
 
+
+
+def test_fp32_transcendentals_compute_in_fp16_where_the_soc_has_fp16_intrinsics_only(tmp_path):
+    """Ascend310's vexp / vln take float16 only ([AICoreintrinsicDtypeMap]): an fp32 Softmax or Log computes in
+    fp16 inside, so its numbers carry fp16's rounding there and not on 310P3, whose vexp takes float32."""
+    from atc_py.passes.soc_kernels import fp32_computes_in_fp16
+    assert fp32_computes_in_fp16(load_soc("Ascend310"), "SoftmaxV2")
+    assert not fp32_computes_in_fp16(load_soc("Ascend310"), "Relu")
+    assert not fp32_computes_in_fp16(load_soc("Ascend310P3"), "SoftmaxV2")
+    g = helper.make_graph([helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+                           helper.make_node("Log", ["s"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [4, 64])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = RNG.standard_normal((4, 64)).astype(np.float32)   # no probability below fp16's smallest normal
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    errs = {}
+    for soc in ("Ascend310", "Ascend310P3"):
+        res = atc_py.build(m, {"ge.socVersion": soc, "ge.exec.precision_mode": "force_fp32",
+                               "optimization_switch": "autofuse:off"})
+        marked = {n.op_type for n in res.graph.nodes if n.attrs.get("_internal_dtype") == "float16"}
+        assert marked == ({"SoftmaxV2", "Log"} if soc == "Ascend310" else set())
+        got, _ = run(res.om, x, tmp_path, soc)
+        errs[soc] = float(np.abs(got - want).max())
+    assert errs["Ascend310P3"] < 1e-5 and 1e-4 < errs["Ascend310"] < 5e-2

@@ -25,8 +25,12 @@ from .profile import RuntimeProfile
 COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
 
 
+KERNEL_COMPILER_ATTRS = ("_internal_dtype",)   # compiler attributes the kernel reads (passes/soc_kernels.py)
+
+
 def op_attrs(op) -> dict:
-    return {k: from_attr(v) for k, v in op.attr.items() if not k.startswith(COMPILER_ATTRS_PREFIXES)}
+    return {k: from_attr(v) for k, v in op.attr.items()
+            if not k.startswith(COMPILER_ATTRS_PREFIXES) or k in KERNEL_COMPILER_ATTRS}
 
 
 @dataclass
