@@ -34,8 +34,7 @@ NOT_IMPLEMENTED = {
     "cal_conf": "a calibration (quantisation) configuration",
     "op_name_map": "a Caffe layer-name to custom-op map",
     "target": "the nano/mini target of an old ATC",
-    "allow_hf32": "HF32 for fp32 Conv/MatMul on Ascend910B (use --op_precision_mode enable_hi_float_32_execution "
-                  "per op type instead)",
+    "allow_hf32": "HF32 for fp32 Conv/MatMul on Ascend910B",
     "check_report": "the --mode=3 pre-check report file",
     "is_input_adjust_hw_layout": "NC1HWC0 layouts at the model's inputs (with --input_fp16_nodes)",
     "is_output_adjust_hw_layout": "NC1HWC0 layouts at the model's outputs",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -290,3 +291,14 @@ def test_ascend310p1_is_a_soc(tmp_path):
     assert (p1.ai_core_cnt, p3.ai_core_cnt) == (10, 8)
     res = atc_py.build(conv_model(), {"ge.socVersion": "Ascend310P1"})
     assert model_attrs(res)["soc_version"] == "Ascend310P1"
+
+
+def test_the_docs_list_every_atc_flag_atc_py_lacks():
+    """docs/atc-py.md's table is the list the parser refuses (and every ATC flag is either implemented or in it)."""
+    import pathlib
+    from atc_py import atc_flags, cmdline
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "atc-py.md").read_text()
+    section = text.split("## ATC flags atc-py does not implement")[1].split("\n## ")[0]
+    listed = set(re.findall(r"^\| `--(\w+)`", section, re.M))
+    assert listed == set(atc_flags.NOT_IMPLEMENTED) | set(atc_flags.REMOVED)
+    assert set(atc_flags.ATC_FLAGS) - set(cmdline.FLAGS) == listed

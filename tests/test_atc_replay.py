@@ -103,6 +103,10 @@ def test_the_lines_real_atc_accepts_convert(tmp_path, capsys):
             failed.append(case["id"])
     converted = len(accepted) - len(failed)
     assert len(accepted) >= 40 and converted / len(accepted) >= MIN_CONVERTED, failed
+    docs = (DATA.parents[2] / "docs" / "atc-py.md").read_text(encoding="utf-8")
+    assert f"replays {len(CASES)} `atc` command lines" in docs and f"accepts {len(accepted)} of them" in docs
+    assert f"atc-py converts **{converted} of {len(accepted)}**" in docs and \
+        f"The {len(CASES) - len(accepted)} real ATC refuses" in docs
 
 
 def test_cases_are_verbatim_and_explained():
