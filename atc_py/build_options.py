@@ -12,6 +12,7 @@ from typing import Callable, Mapping
 
 from .aipp import parse_config
 from .cmdline import FRAMEWORK_SUPPORT
+from .debug_options import device_id, op_debug_level, scope_fusion_passes
 from .errors import AtcError
 from .gears import OPTION as GEAR_OPTIONS, GearSpec, parse_gears
 from .limits import DEFAULT_FOLD_SIZE_LIMIT
@@ -75,6 +76,9 @@ class BuildOptions:
     single_stream: bool = False
     buffer_optimize: str = "l2_optimize"                   # l2_optimize | l1_optimize | off_optimize
     small_channel: bool = False                            # --enable_small_channel (accepted; C04 not applied)
+    op_debug_level: int = 0                                # --op_debug_level 0-4 (recorded; no TBE kernels here)
+    scope_fusion_passes: tuple[str, ...] = ()              # --enable_scope_fusion_passes (recorded, not applied)
+    device_id: int = 0                                     # --device_id (no device at compile time)
     op_plugin: str = ""
     om_name: str | None = None
     atc_cmdline: str = ""
@@ -103,7 +107,9 @@ class BuildOptions:
             raise AtcError("E10056", parameter1="--input_shape", parameter2="--input_shape_range")
         if ranges_text:
             shape_text = parse_input_shape_range(ranges_text)
-        shapes = parse_input_shape(shape_text, get("input_shape_allow_empty") == "1")
+        gears_given = any(get(key) for key in GEAR_OPTIONS.values())
+        digits_only = not ranges_text and (gears_given or ("~" not in shape_text and "-1" not in shape_text))
+        shapes = parse_input_shape(shape_text, get("input_shape_allow_empty") == "1", digits_only)
         input_format = get("input_format")
         gears = parse_gears({kind: get(key) for kind, key in GEAR_OPTIONS.items()}, shape_text, shapes,
                             input_format or ("NHWC" if framework == FRAMEWORK_TF else "NCHW"),
@@ -122,6 +128,12 @@ class BuildOptions:
         if small_channel == "1":
             log("warning", "--enable_small_channel=1: accepted, but atc-py does not lay the first convolution's input "
                            "out as C04 (small-channel) yet; the model builds with the usual layout")
+        debug_level, passes = op_debug_level(get("ge.opDebugLevel")), scope_fusion_passes(
+            get("enable_scope_fusion_passes"))
+        device = device_id(get("ge.exec.tuneDeviceIds"))
+        _log_recorded_only(debug_level, passes, framework, log)
+        recorded = {**recorded, **({"op_debug_level": str(debug_level)} if debug_level else {}),
+                    **({"enable_scope_fusion_passes": ",".join(passes)} if passes else {})}
         switches = {**fusion_switches(get("fusion_switch_file"), log),
                     **parse_optimization_switch(get("optimization_switch"))}
         return cls(
@@ -133,12 +145,25 @@ class BuildOptions:
             fold_limit=fold_limit, sink_nops=sink_nops, static_ops_lower_limit=lower_limit,
             reuse_memory=get("ge.exec.disableReuseMemory", "0") != "1",
             single_stream=get("ge.enableSingleStream") == "true", buffer_optimize=buffer_optimize,
-            small_channel=small_channel == "1", op_plugin=get("op_plugin"),
+            small_channel=small_channel == "1", op_debug_level=debug_level, scope_fusion_passes=passes,
+            device_id=device, op_plugin=get("op_plugin"),
             om_name=options.get("om_name") or None, atc_cmdline=get("atc_cmdline"), recorded=recorded)
 
     def switch(self, name: str) -> bool:
         """Whether graph pass `name` runs (--optimization_switch / --fusion_switch_file; default on)."""
         return self.switches.get(name, True)
+
+
+def _log_recorded_only(debug_level: int, passes: tuple[str, ...], framework: str, log: Log) -> None:
+    """Say what the flags that change nothing here do not do."""
+    if debug_level:
+        log("info", f"--op_debug_level={debug_level}: recorded in the .om; atc-py builds no TBE kernels, so no "
+                    "kernel files or debug builds result")
+    if passes and framework == FRAMEWORK_TF:
+        log("warning", f"--enable_scope_fusion_passes={','.join(passes)}: accepted and recorded, but atc-py has no "
+                       "scope fusion passes; the graph converts op by op")
+    elif passes:
+        log("warning", "--enable_scope_fusion_passes applies to TensorFlow models (--framework=3); ignored")
 
 
 def _lower_limit(text: str) -> int:

@@ -114,7 +114,8 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "ge.dynamicBatchSize": v("dynamic_batch_size"), "ge.dynamicImageSize": v("dynamic_image_size"),
         "ge.dynamicDims": v("dynamic_dims"), "ge.exec.op_precision_mode": v("op_precision_mode"),
         "ge.customizeDtypes": v("customize_dtypes"), "ge.bufferOptimize": v("buffer_optimize"),
-        "ge.enableSmallChannel": v("enable_small_channel"),
+        "ge.enableSmallChannel": v("enable_small_channel"), "ge.opDebugLevel": v("op_debug_level"),
+        "enable_scope_fusion_passes": v("enable_scope_fusion_passes"), "ge.exec.tuneDeviceIds": v("device_id"),
     }
 
 

@@ -1,4 +1,5 @@
-"""ATC's command-line syntax (cmd_flag_info.cc): --flag=v / --flag v, -flag → --flag, '-' → '_' in names.
+"""ATC's command-line syntax (cmd_flag_info.cc): --flag=v / --flag v, -flag → --flag, '-' → '_' in names, a unique
+prefix of a flag name stands for the flag (getopt_long; atc_py/atc_flags.py).
 
 Errors of the syntax itself print `ERROR: ...` to stderr like ATC; value checks raise AtcError.
 """
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import atc_flags
 from .errors import AtcError
 from .options import OPTIMIZATION_PASSES
 
@@ -68,13 +70,20 @@ FLAGS = {f.name: f for f in [
     Flag("op_precision_mode", "str", "", "INI file of per-op precision modes: OpType=mode lines, or [ByOpType] / "
                                          "[ByNodeName] sections (node names win); modes high_precision, "
                                          "high_performance, enable_float_32_execution, enable_hi_float_32_execution, "
-                                         "support_out_of_bound_index, keep_fp16. Overrides --op_select_implmode"),
+                                         "support_out_of_bound_index, keep_fp16, super_performance, norm_class (an "
+                                         "op-specific mode). Overrides --op_select_implmode"),
     Flag("customize_dtypes", "str", "", "File of per-op compute dtypes: Opname::InputDtype:dt,...,OutputDtype:dt,... "
                                         "or OpType::type:InputDtype:...,OutputDtype:... lines"),
     Flag("buffer_optimize", "str", "l2_optimize", "On-chip buffer optimisation: l2_optimize (default), l1_optimize, "
                                                   "off_optimize"),
     Flag("enable_small_channel", "str", "0", "Small-channel (C04) input layout for the first convolution. 0 (default) "
                                              "or 1; atc-py accepts it but does not apply the C04 layout"),
+    Flag("op_debug_level", "int", "0", "Debug level of operator builds, 0 (default) to 4; atc-py builds no TBE "
+                                       "kernels: checked and recorded in the .om, nothing else"),
+    Flag("enable_scope_fusion_passes", "str", "", "TensorFlow scope fusion passes to enable, comma-separated; "
+                                                   "atc-py has none: checked, recorded, warned, not applied"),
+    Flag("device_id", "str", "0", "Device ID ATC's tuning uses; atc-py compiles without a device: checked and "
+                                  "recorded only"),
     Flag("help", "bool", "false", "Show this help message"),
 ]}
 
@@ -87,10 +96,12 @@ VALUE_RANGE = {
     "disable_reuse_memory": ["0", "1"],
     "buffer_optimize": ["l1_optimize", "l2_optimize", "off_optimize"],
     "enable_small_channel": ["0", "1"],
+    "op_debug_level": ["0", "1", "2", "3", "4"],
 }
 FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
 E10006_FLAGS = {"display_model_info", "disable_reuse_memory", "enable_small_channel"}
 BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
+ATC_BOOL_FLAGS = {"help", "raw_ge_options_ignore_unsupported"}   # optional argument (getopt_long)
 
 
 class SyntaxProblem(Exception):
@@ -119,19 +130,33 @@ def parse(argv: list[str]) -> dict[str, str]:
             continue
         if not a.startswith("--") or a == "--":
             raise SyntaxProblem(f"Non-option parameter: {a}")
-        name, eq, value = a[2:].partition("=")
-        flag = FLAGS.get(name)
-        if flag is None:
-            raise SyntaxProblem(f"unknown command line flag '{name}'")
+        written, eq, value = a[2:].partition("=")
+        name = _resolve(written)
+        flag = FLAGS.get(name) or Flag(name, "bool" if name in ATC_BOOL_FLAGS else "str", "", "")
         if not eq and flag.kind != "bool":
             if i + 1 >= len(args):
-                raise SyntaxProblem(f"flag '{name}' is missing its argument; flag description: {flag.help}")
+                described = f"; flag description: {flag.help}" if flag.help else ""
+                raise SyntaxProblem(f"flag '{written}' is missing its argument{described}")
             value = argv[i + 1]
             i += 1
         i += 1
+        if name not in FLAGS:
+            raise atc_flags.refusal(name, value)
         given[name] = value
         _check(flag, value)
     return given
+
+
+def _resolve(written: str) -> str:
+    """The flag a written name stands for (exact, or a unique prefix as getopt_long reads it)."""
+    try:
+        name = atc_flags.resolve(written, set(FLAGS))
+    except ValueError as many:
+        raise SyntaxProblem(f"unknown command line flag '{written}' (it abbreviates more than one flag: {many})") \
+            from None
+    if name is None:
+        raise SyntaxProblem(f"unknown command line flag '{written}'")
+    return name
 
 
 def check(name: str, value: str) -> None:
@@ -140,13 +165,18 @@ def check(name: str, value: str) -> None:
 
 
 def _check(flag: Flag, value: str) -> None:
+    """CmdFlagInfo::CheckValue: the value range first, then the type."""
+    allowed = VALUE_RANGE.get(flag.name)
+    if allowed is not None and value not in allowed:
+        _range_error(flag, value, allowed)
     if flag.kind == "int" and not value.isdigit():  # ATC accepts digits only: no sign
         raise AtcError("E10003", value=value, parameter=flag.name, reason="The value type must be [int32].")
     if flag.kind == "bool" and value.lower() not in BOOL_TRUE | BOOL_FALSE:
         raise AtcError("E10003", value=value, parameter=flag.name, reason="The value type must be [bool].")
-    allowed = VALUE_RANGE.get(flag.name)
-    if allowed is None or value in allowed:
-        return
+
+
+def _range_error(flag: Flag, value: str, allowed: list[str]) -> None:
+    """PrintValueError: E10006 for the 0/1 switches, E10010 for --log, E10007 for --framework, else E10001."""
     if flag.name in E10006_FLAGS:
         raise AtcError("E10006", value=value, parameter=flag.name)
     if flag.name == "log":

@@ -13,8 +13,11 @@ from .errors import AtcError
 from .ir.dtypes import dtype_by_name
 from .userfiles import read_bytes
 
+# FE's kSupportImpyType (op_impl_mode_config_parser.cc): the modes a line may name; norm_class is an op-specific
+# one (BatchMultiClassNonMaxSuppression). FE skips an entry with another mode with a warning; atc-py refuses it,
+# so a misspelt mode does not silently do nothing.
 OP_PRECISION_MODES = ("high_precision", "high_performance", "super_performance", "enable_float_32_execution",
-                      "enable_hi_float_32_execution", "support_out_of_bound_index", "keep_fp16")
+                      "enable_hi_float_32_execution", "support_out_of_bound_index", "keep_fp16", "norm_class")
 SECTIONS = {"ByOpType": "type", "ByNodeName": "name"}
 MAX_FILE_BYTES = 1 << 20
 FLOATS = ("float32", "float16", "bfloat16")

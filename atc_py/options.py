@@ -6,6 +6,7 @@ import re
 from .errors import AtcError
 
 INPUT_SHAPE_SAMPLE = '"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'
+DIGITS_SAMPLE = '"input_name1:1,3,224,224"'
 TILING_SCHEDULE_OPTIMIZE_VALUES = ("", "0", "1")
 
 
@@ -34,18 +35,24 @@ def _unbracket(dims_text: str) -> str:
     return dims_text
 
 
-def parse_input_shape(text: str, allow_empty: bool = False) -> InputShapes:
+def parse_input_shape(text: str, allow_empty: bool = False, digits_only: bool = False) -> InputShapes:
     """`name:d,d;name:d,d` or, by index, `d,d;d,d`; a dim may be -1 or a range `lo~hi` (a dynamic-shape model), and
     an input's dims may stand in brackets (`name:[1~16,3,-1,-1]`). Names are trimmed (`a:1; b:2` names `b`).
-    E10002 for malformed, E10011 for non-positive static dims, E10048 for a bad range."""
+    `digits_only`: the text goes through GE's ParseInputShape (a static shape, or -1 dims with gears), which takes
+    each dim as written, so a space beside a dim (`x: 1,3` or `x:1, 3`) is "not a digit"; the shape-range path
+    (-1 or lo~hi without gears) trims dims. E10002 for malformed, E10011 for non-positive static dims, E10048
+    for a bad range."""
     result = InputShapes()
     if not text:
         return result
-    parts = [p.strip() for p in text.split(";") if p.strip()]
+    raw_parts = [p for p in text.split(";") if p.strip()]
+    parts = [p.strip() for p in raw_parts]
     named = [":" in p for p in parts]
     if any(named) and not all(named):
         raise AtcError("E10002", value=text, reason="Mixed named and indexed shapes", sample=INPUT_SHAPE_SAMPLE)
-    for idx, part in enumerate(parts):
+    for idx, (part, raw) in enumerate(zip(parts, raw_parts)):
+        if digits_only and any(t != t.strip() for t in raw.rsplit(":", 1)[-1].split(",")):
+            raise AtcError("E10002", value=raw, reason="It is not a digit", sample=DIGITS_SAMPLE)
         if ":" in part:
             name, dims_text = part.rsplit(":", 1)
             name = name.strip()

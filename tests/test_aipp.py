@@ -84,6 +84,28 @@ def test_rgb888_with_crop_swap_and_normalisation(tmp_path):
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+def test_tensorflow_nhwc_input_gets_the_image_in_nhwc(tmp_path):
+    """A TensorFlow image input is NHWC: Aipp computes NCHW, a transpose hands the model NHWC (the README lines
+    of MobileNetV3, ResNet-50 and FaceNet for TensorFlow convert this way)."""
+    from atc_py.proto import tf_graph_pb2 as tf
+    dims = tf.TensorShapeProto(dim=[tf.TensorShapeProto.Dim(size=d) for d in (1, 6, 8, 3)])
+    two = tf.TensorProto(dtype=tf.DT_FLOAT, float_val=[2.0])
+    g = tf.GraphDef(node=[
+        tf.NodeDef(name="x", op="Placeholder", attr={"dtype": tf.AttrValue(type=tf.DT_FLOAT),
+                                                       "shape": tf.AttrValue(shape=dims)}),
+        tf.NodeDef(name="two", op="Const", attr={"value": tf.AttrValue(tensor=two),
+                                                  "dtype": tf.AttrValue(type=tf.DT_FLOAT)}),
+        tf.NodeDef(name="y", op="Mul", input=["x", "two"])])
+    img = RNG.integers(0, 256, (1, 6, 8, 3), dtype=np.uint8)
+    cfg = config(tmp_path, input_format="RGB888_U8", mean_chn_0=10, mean_chn_1=20, mean_chn_2=30, var_reci_chn_0=0.5)
+    res = atc_py.build(g, {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "insert_op_conf": cfg,
+                           "ge.exec.precision_mode": "must_keep_origin_dtype"})
+    (tmp_path / "m.om").write_bytes(res.om)
+    got = Simulation(load_model(str(tmp_path / "m.om"))).run([img])[0][0] / 2.0
+    want = reference(img[0].tolist(), mean=(10, 20, 30, 0), var=(0.5, 1, 1, 1)).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_yuv420sp_nv12_to_rgb_with_padding(tmp_path):
     h, w = 6, 8
     y = RNG.integers(16, 236, (h, w), dtype=np.uint8)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -204,3 +206,128 @@ def test_off_optimize_costs_dram_time_in_the_simulator(tmp_path):
         dram[mode] = stats.utilisation()["DRAM"]
     assert device["off_optimize"] > 1.5 * device["l2_optimize"]
     assert dram["off_optimize"] > dram["l2_optimize"]
+
+
+def cli_base(tmp_path) -> list[str]:
+    path = save(conv_model(), tmp_path / "m.onnx")
+    return [f"--model={path}", "--framework=5", f"--output={tmp_path / 'o'}", "--soc_version=Ascend910B1"]
+
+
+@pytest.mark.parametrize("written", ["--op_precision", "--op_precision_m", "-op_precision", "--op-precision"])
+def test_a_unique_prefix_is_the_flag_as_getopt_long_reads_it(tmp_path, capsys, written):
+    """`--op_precision=op_precision.ini` (GPT-2's README) is --op_precision_mode: ATC parses with getopt_long."""
+    ini = tmp_path / "op.ini"
+    ini.write_text("Sigmoid=high_precision\n")
+    assert atc_run(cli_base(tmp_path) + [f"{written}={ini}"]) == 0
+    om = SimpleNamespace(om=(tmp_path / "o.om").read_bytes())
+    assert json.loads(model_attrs(om)["op_precision_mode"])["ByOpType"] == {"Sigmoid": "high_precision"}
+
+
+@pytest.mark.parametrize("written, words", [
+    ("--in=x", "abbreviates more than one flag: --input_format, --input_fp16_nodes, --input_hint_shape, --input_shape"),
+    ("--mod=0", "--mode, --model"), ("--nosuch=1", "unknown command line flag")])
+def test_an_ambiguous_or_unknown_name_is_one_syntax_error(tmp_path, capsys, written, words):
+    assert atc_run(cli_base(tmp_path) + [written]) == 255
+    captured = capsys.readouterr()
+    assert words in captured.out and captured.err.startswith("ERROR: ") and "Traceback" not in captured.out
+
+
+def test_auto_tune_mode_says_it_went_with_auto_tune(tmp_path, capsys):
+    assert atc_run(cli_base(tmp_path) + ["--auto_tune_mode=RL,GA"]) == 255
+    out = capsys.readouterr().out
+    assert "E10001: Value RL,GA for parameter --auto_tune_mode is invalid" in out
+    assert "removed from ATC with Auto Tune in CANN 6.0.1" in out and "AOE" in out
+
+
+@pytest.mark.parametrize("flag", ["--sparsity=1", "--external_weight=1", "--check_report=r.json", "--status_check=1",
+                                  "--compress_weight_conf=c.cfg"])
+def test_an_atc_flag_atc_py_lacks_names_itself(tmp_path, capsys, flag):
+    assert atc_run(cli_base(tmp_path) + [flag]) == 255
+    out = capsys.readouterr().out
+    name = flag[2:].split("=")[0]
+    assert f"E10055: The operation is not supported. Reason: --{name} (" in out and "not implemented by atc-py" in out
+
+
+def test_value_range_before_type_as_cmd_flag_info(tmp_path, capsys):
+    """`--framework=5\\ ` in a README gives ATC '5 ': outside the range, so E10007 before the int32 check."""
+    assert atc_run(["--framework=5 "]) == 255
+    assert "E10007: --framework is required" in capsys.readouterr().out
+
+
+def test_op_debug_level_is_checked_and_recorded(tmp_path, capsys):
+    from atc_py.build_options import BuildOptions
+    assert BuildOptions.parse({**SOC, "ge.opDebugLevel": "3"}).op_debug_level == 3
+    assert model_attrs(atc_py.build(conv_model(), {**SOC, "ge.opDebugLevel": "3"}))["op_debug_level"] == "3"
+    assert "op_debug_level" not in model_attrs(atc_py.build(conv_model(), {**SOC, "ge.opDebugLevel": "0"}))
+    assert atc_run(cli_base(tmp_path) + ["--op_debug_level=3"]) == 0
+    assert atc_run(cli_base(tmp_path) + ["--op_debug_level=5"]) == 255
+    assert ("E10001: Value 5 for parameter --op_debug_level is invalid. Reason: The value is not within the range of "
+            "values. The valid range is [0] [1] [2] [3] [4] .") in capsys.readouterr().out
+
+
+def test_enable_scope_fusion_passes_is_recorded_and_warned_not_applied(tmp_path):
+    from atc_py.build_options import BuildOptions
+    logged = []
+    opts = BuildOptions.parse({**SOC, "ge.frameworkType": "3", "enable_scope_fusion_passes":
+                               "ScopeBatchMultiClassNMSPass,ScopeDecodeBboxV2Pass"}, log=lambda *a: logged.append(a))
+    assert opts.scope_fusion_passes == ("ScopeBatchMultiClassNMSPass", "ScopeDecodeBboxV2Pass")
+    assert opts.recorded["enable_scope_fusion_passes"] == "ScopeBatchMultiClassNMSPass,ScopeDecodeBboxV2Pass"
+    assert any(level == "warning" and "no scope fusion passes" in msg for level, msg in logged)
+    logged.clear()
+    BuildOptions.parse({**SOC, "enable_scope_fusion_passes": "ScopeDecodeBboxV2Pass"}, log=lambda *a: logged.append(a))
+    assert any("applies to TensorFlow models" in msg for _, msg in logged)
+    with pytest.raises(AtcError, match="E10001.*enable_scope_fusion_passes"):
+        BuildOptions.parse({**SOC, "enable_scope_fusion_passes": "a,,b"})
+
+
+def test_device_id_is_checked_and_kept(tmp_path, capsys):
+    from atc_py.build_options import BuildOptions
+    assert BuildOptions.parse({**SOC, "ge.exec.tuneDeviceIds": "3"}).device_id == 3
+    assert atc_run(cli_base(tmp_path) + ["--device", "0"]) == 0       # YoloXs' README: the prefix of --device_id
+    assert atc_run(cli_base(tmp_path) + ["--device_id=x"]) == 255
+    assert "E10001: Value x for parameter --device_id is invalid" in capsys.readouterr().out
+
+
+def test_norm_class_is_an_op_specific_mode(tmp_path):
+    """YoloF's op_precision.ini: BatchMultiClassNonMaxSuppression=norm_class (in FE's list of impl modes)."""
+    f = tmp_path / "op_precision.ini"
+    f.write_text("BatchMultiClassNonMaxSuppression=norm_class\nSigmoid=high_performance\n")
+    res = atc_py.build(conv_model(), {**SOC, "ge.exec.op_precision_mode": str(f)})
+    modes = json.loads(model_attrs(res)["op_precision_mode"])["ByOpType"]
+    assert modes == {"BatchMultiClassNonMaxSuppression": "norm_class", "Sigmoid": "high_performance"}
+
+
+@pytest.mark.parametrize("shape, gears, ok", [
+    ("x: 1,3,8,8", "", False), ("x:1, 3,8,8", "", False), ("x:1,3,8,8 ", "", False),   # static: digits only
+    ("x: -1,3,8,8", "", True), ("x:1~4, 3,8,8", "", True),                             # shape range: trimmed
+    ("x:-1, 3,8,8", "1,2", False), ("x:-1,3,8,8", "1,2", True),                        # gears: digits only
+])
+def test_spaces_beside_dims_as_ge_parses_each_path(shape, gears, ok):
+    """ICNet's "actual_input_1: 1,3,1024,2048" and m2m's "src_tokens:1, 90" fail in ATC: GE's ParseInputShape
+    takes a static dim as written; the shape-range path trims."""
+    opts = {**SOC, "input_shape": shape, **({"ge.dynamicBatchSize": gears} if gears else {})}
+    if ok:
+        atc_py.build(conv_model(), opts)
+    else:
+        with pytest.raises(AtcError, match="E10002.*It is not a digit"):
+            atc_py.build(conv_model(), opts)
+
+
+def test_ascend310p1_is_a_soc(tmp_path):
+    """Pi0's README converts for Ascend310P1: CANN's ini differs from 310P3's in the core counts."""
+    from atc_py.platform import load_soc
+    p1, p3 = load_soc("Ascend310P1"), load_soc("Ascend310P3")
+    assert (p1.ai_core_cnt, p3.ai_core_cnt) == (10, 8)
+    res = atc_py.build(conv_model(), {"ge.socVersion": "Ascend310P1"})
+    assert model_attrs(res)["soc_version"] == "Ascend310P1"
+
+
+def test_the_docs_list_every_atc_flag_atc_py_lacks():
+    """docs/atc-py.md's table is the list the parser refuses (and every ATC flag is either implemented or in it)."""
+    import pathlib
+    from atc_py import atc_flags, cmdline
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "atc-py.md").read_text()
+    section = text.split("## ATC flags atc-py does not implement")[1].split("\n## ")[0]
+    listed = set(re.findall(r"^\| `--(\w+)`", section, re.M))
+    assert listed == set(atc_flags.NOT_IMPLEMENTED) | set(atc_flags.REMOVED)
+    assert set(atc_flags.ATC_FLAGS) - set(cmdline.FLAGS) == listed

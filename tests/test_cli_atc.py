@@ -36,7 +36,8 @@ def test_single_dash_and_dashed_names_and_space_separated_values(atc, tmp_path):
     (["--log=loud"], "E10010: Value loud for parameter --log is invalid."),
     (["--mode=9"], "E10001: Value 9 for parameter --mode is invalid. Reason: The value is not within the range of "
                    "values. The valid range is [0] [1] [3] [30] [5] [6] [7] ."),
-    (["--mode=x"], "E10003: Value x for parameter --mode is invalid. Reason: The value type must be [int32]."),
+    (["--mode=x"], "E10001: Value x for parameter --mode is invalid. Reason: The value is not within the range of "
+                   "values."),   # ATC checks the value range before the int32 type
     (["--display_model_info=2"], "E10006: Value 2 for parameter --display_model_info"),
     (["--input_shape=input:1,3,a,32"], "E10002"),
     (["--input_shape=input:1,3,0,32"], "E10011"),

@@ -74,7 +74,9 @@ def atc_py_flags() -> str:
         "",
         "Every flag of `atc-py` (and `python -m atc_py`), in the order `atc-py --help` prints them. The syntax is "
         "ATC's: `--flag=value` or `--flag value`; `-flag` is `--flag` and `-` is `_` in names "
-        "(`--soc-version` = `--soc_version`). A flag of kind `int` takes digits only; a `bool` flag takes "
+        "(`--soc-version` = `--soc_version`); a unique prefix of a flag name is the flag (`--op_precision` = "
+        "`--op_precision_mode`). ATC flags atc-py does not implement are listed in "
+        "[atc-py](../atc-py.md#atc-flags-atc-py-does-not-implement). A flag of kind `int` takes digits only; a `bool` flag takes "
         "`true`/`false` (also `1`/`0`, `yes`/`no`) or no value. What the flags do, with examples: "
         "[atc-py](../atc-py.md).",
         "",

@@ -1,12 +1,16 @@
 """--insert_op_conf: an Aipp node after each configured model input (GE's InsertAippToGraph, static AIPP).
 
 The input becomes the uint8 image the application feeds (NHWC, the shape atc_py/aipp.py gives each format);
-the Aipp node produces what the model took before, so nothing behind it changes."""
+the Aipp node produces what the model took before, so nothing behind it changes. Aipp computes NCHW: an NHWC
+model input (a TensorFlow image, whose format is NHWC) gets a transpose behind it, as GE's format pass does."""
 from __future__ import annotations
 
 from ..aipp import resolve
 from ..errors import AtcError
 from ..ir.graph import Graph, TensorDesc
+
+NHWC_TO_NCHW = (0, 3, 1, 2)
+NCHW_TO_NHWC = (0, 2, 3, 1)
 
 
 def insert_aipp(graph: Graph, configs) -> int:
@@ -17,7 +21,9 @@ def insert_aipp(graph: Graph, configs) -> int:
     done: set[int] = set()
     for params in configs:
         node = data[params.related_input_rank] if params.related_input_rank < len(data) else None
-        spec = resolve(params, len(data), node.outputs[0].desc.shape if node is not None else ())
+        nhwc = node is not None and node.outputs[0].desc.format == "NHWC" and len(node.outputs[0].desc.shape) == 4
+        shape = node.outputs[0].desc.shape if node is not None else ()
+        spec = resolve(params, len(data), tuple(shape[i] for i in NHWC_TO_NCHW) if nhwc else shape)
         if spec.rank in done:
             raise AtcError("E10052", reason=f"two aipp_op entries configure related_input_rank {spec.rank}")
         done.add(spec.rank)
@@ -27,10 +33,16 @@ def insert_aipp(graph: Graph, configs) -> int:
         original = v.desc
         consumers = list(v.consumers)
         v.desc = TensorDesc(spec.image_shape(original.shape[0]), "uint8", "NHWC", "NHWC")
-        aipp = graph.add_node(graph.unique_name(f"{node.name}_0_aipp"), "Aipp", [v], [original],
+        nchw = TensorDesc(tuple(original.shape[i] for i in NHWC_TO_NCHW), original.dtype, "NCHW", "NCHW") \
+            if nhwc else original
+        aipp = graph.add_node(graph.unique_name(f"{node.name}_0_aipp"), "Aipp", [v], [nchw],
                               {**spec.attrs(), "dst_type": original.dtype})
+        out = aipp.outputs[0]
+        if nhwc:
+            out = graph.add_node(graph.unique_name(f"{node.name}_0_aipp_nhwc"), "TransposeD", [out], [original],
+                                 {"perm": list(NCHW_TO_NHWC)}).outputs[0]
         for consumer, i in consumers:
-            graph.set_input(consumer, i, aipp.outputs[0])
+            graph.set_input(consumer, i, out)
         node.attrs["_aipp_input_format"] = spec.input_format
     graph.topo_sort()
     return len(done)
