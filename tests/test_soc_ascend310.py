@@ -84,3 +84,36 @@ def test_fp32_transcendentals_compute_in_fp16_where_the_soc_has_fp16_intrinsics_
         got, _ = run(res.om, x, tmp_path, soc)
         errs[soc] = float(np.abs(got - want).max())
     assert errs["Ascend310P3"] < 1e-5 and 1e-4 < errs["Ascend310"] < 5e-2
+
+
+def test_layer_norm_implementation_mode_changes_numbers_and_time(tmp_path):
+    """TBE's LayerNorm computes fp16 input in fp32 when the SoC has fp32 vexp and the mode is high_performance,
+    or when it is high_precision; otherwise in fp16. On Ascend310 the default build therefore normalises in fp16,
+    and --op_precision_mode LayerNorm=high_precision buys fp32 inside: closer numbers, more vector time."""
+    from atc_py.passes.soc_kernels import layer_norm_compute_dtype
+    assert layer_norm_compute_dtype(load_soc("Ascend310"), "high_performance") == "float16"
+    assert layer_norm_compute_dtype(load_soc("Ascend310"), "high_precision") == "float32"
+    assert layer_norm_compute_dtype(load_soc("Ascend310P3"), "high_performance") == "float32"
+    d = 768
+    g = helper.make_graph([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1)], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [64, d])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                          [numpy_helper.from_array(RNG.standard_normal(d).astype(np.float32), "s"),
+                           numpy_helper.from_array(RNG.standard_normal(d).astype(np.float32), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = (RNG.standard_normal((64, d)) * 4 + 30).astype(np.float32)    # a large mean: fp16 sums lose digits
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ini = tmp_path / "op_precision.ini"
+    ini.write_text("LayerNorm=high_precision\n")
+    err, device, inside = {}, {}, {}
+    for name, extra in (("default", {}), ("high_precision", {"ge.exec.op_precision_mode": str(ini)})):
+        res = atc_py.build(m, {"ge.socVersion": "Ascend310", "optimization_switch": "autofuse:off", **extra})
+        inside[name] = {n.attrs.get("_internal_dtype") for n in res.graph.nodes if n.op_type == "LayerNorm"}
+        got, stats = run(res.om, x, tmp_path, name)
+        err[name] = float(np.abs(got - want).mean())
+        device[name] = stats.device_ns
+    assert inside == {"default": {"float16"}, "high_precision": {"float32"}}
+    assert err["high_precision"] < 0.8 * err["default"], err
+    assert device["high_precision"] > device["default"]
+    p3 = atc_py.build(m, {"ge.socVersion": "Ascend310P3", "optimization_switch": "autofuse:off"})
+    assert not any(n.attrs.get("_internal_dtype") for n in p3.graph.nodes)   # fp32 inside: the kernel's default

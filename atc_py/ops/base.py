@@ -216,7 +216,7 @@ class OpSpec:
         w.out_elems = w.out_elems or sum(d.numel for d in ctx.outputs)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += sum(d.numel for d in ctx.outputs)
-        return w
+        return _inside(w, ctx, 1)
 
     def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
         """The work of the launch's largest block when it runs with `block_dim` blocks (the largest block decides
@@ -231,7 +231,7 @@ class OpSpec:
         w = self.block_work(ctx, block_dim)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += w.out_elems
-        return w
+        return _inside(w, ctx, block_dim)
 
     def epilogue(self, attrs: dict[str, Any], out: np.ndarray) -> np.ndarray:
         """Apply the kernel's fused epilogue in place (relu_fusion's fused_relu) to its result."""
@@ -278,3 +278,16 @@ def cores_for(spec: OpSpec, soc: SocSpec) -> int:
 
 def prod(xs) -> int:
     return int(math.prod(xs)) if xs else 1
+
+
+def _inside(w: Work, ctx: TilingContext, blocks: int) -> Work:
+    """A kernel computing in another dtype inside (`_internal_dtype`, passes/soc_kernels.py) runs its vector work
+    at that dtype's rate and casts its inputs and outputs: one vector op per element each way."""
+    inside = ctx.attrs.get("_internal_dtype")
+    if not inside or inside == w.dtype:
+        return w
+    casts = sum(d.numel for d in ctx.inputs if d is not None and d.dtype in ("float16", "float32", "bfloat16"))
+    casts += sum(d.numel for d in ctx.outputs)
+    w.vector_ops += -(-casts // max(1, blocks))
+    w.dtype = inside
+    return w

@@ -100,22 +100,25 @@ class LayerNorm(OpSpec):
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
         x, gamma, beta = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
-        eps = np.float32(t["epsilon"])
+        # fp32 inside, or what the SoC and the implementation mode give (passes/soc_kernels.py: fp16 on Ascend310)
+        inside = np.dtype(args.attrs.get("_internal_dtype") or "float32")
+        eps = inside.type(t["epsilon"])
         flat = x.reshape(t["outer"], t["axis_len"])
-        out = np.zeros((t["outer"], t["axis_len"]), dtype=np.float32)
+        out = np.zeros((t["outer"], t["axis_len"]), dtype=inside)
         means = np.zeros((t["outer"], 1), dtype=np.float32)
         vars_ = np.zeros((t["outer"], 1), dtype=np.float32)
         end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
         if end:
-            r = flat[:end].astype(np.float32)
-            means[:end] = r.mean(axis=1, keepdims=True)
-            centred = r - means[:end]
-            vars_[:end] = np.square(centred).mean(axis=1, keepdims=True)
-            out[:end] = centred / np.sqrt(vars_[:end] + eps)
+            r = flat[:end].astype(inside)
+            mean = r.mean(axis=1, keepdims=True, dtype=inside)
+            centred = r - mean
+            var = np.square(centred).mean(axis=1, keepdims=True, dtype=inside)
+            out[:end] = centred / np.sqrt(var + eps)
+            means[:end], vars_[:end] = mean, var
         shape = args.outputs[0].shape
-        y = out.reshape(shape) * gamma.astype(np.float32)
+        y = out.reshape(shape) * gamma.astype(inside)
         if beta is not None:
-            y = y + beta.astype(np.float32)
+            y = y + beta.astype(inside)
         return [y.astype(args.outputs[0].dtype), means.reshape(args.outputs[1].shape),
                 vars_.reshape(args.outputs[2].shape)]
 
