@@ -29,6 +29,9 @@ def _guard(fn):
             return fn(*args, **kwargs)
         except AtcError as exc:
             _fail(exc)
+        except BrokenPipeError:          # `om-sweep socs | head`: the reader left; nothing more to say
+            sys.stderr.close()
+            os._exit(0)
         except KeyboardInterrupt:
             click.echo("[ERROR] interrupted: finished jobs are kept in the output's jobs/ folder; run the same "
                        "command again to resume", err=True)
@@ -131,6 +134,21 @@ def report(results, out, baseline):
     from .report import write_report
     write_report(results, out, baseline)
     click.echo(f"[INFO] wrote {out}")
+
+
+
+@main.command()
+@_guard
+def socs():
+    """List the SoCs a sweep's soc_version may take, with the figures the simulator uses."""
+    from atc_py.platform.soc import load_soc, supported_socs
+    click.echo(f"{'soc_version':<16}{'AI Cores':>9}{'AIV cores':>10}{'MHz':>6}{'fp16 TFLOP/s':>14}{'L2 MiB':>8}"
+               f"{'DRAM GB/s':>11}  tiling sink")
+    for name in supported_socs():
+        soc = load_soc(name)
+        click.echo(f"{name:<16}{soc.ai_core_cnt:>9}{soc.vector_core_cnt if soc.cube_vector_split else 0:>10}"
+                   f"{soc.cube_freq_mhz:>6}{soc.cube_flops_per_ns('float16') / 1e3:>14.1f}{soc.l2_size / 2**20:>8.0f}"
+                   f"{soc.dram_bytes_per_ns:>11.1f}  {'yes' if soc.model_task_update else 'no'}")
 
 
 if __name__ == "__main__":

@@ -99,3 +99,11 @@ def test_yaml_scalars_become_flag_text(tmp_path):
     assert spec.grid == {"soc_version": ["Ascend910B1"], "enable_single_stream": ["true", "false"],
                          "tiling_schedule_optimize": ["1"]}
     assert spec.models[0].framework is None        # from the suffix at planning time
+
+
+def test_socs_lists_every_soc_with_its_figures():
+    from atc_py.platform.soc import supported_socs
+    code, out, _ = om_sweep("socs")
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+    assert code == 0 and set(rows) == set(supported_socs()) and "Ascend310" in rows
+    assert rows["Ascend310"][1:4] == ["2", "0", "680"] and rows["Ascend310"][-1] == "no"
