@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 import atc_py
 from atc_py.cli import run as atc_run
 from atc_py.errors import AtcError
-from tests.test_precision_knobs import APART, SOC, conv_model, dtypes, model_attrs
+from tests.test_precision_knobs import APART, SOC, conv_bn_model, conv_model, dtypes, model_attrs
 
 RNG = np.random.default_rng(33)
 FP32 = {**APART, "ge.exec.precision_mode": "force_fp32"}
@@ -55,13 +55,7 @@ def test_out_nodes_may_name_a_graph_input(tmp_path):
 
 
 def test_fusion_switch_file_in_the_text_form(tmp_path):
-    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
-    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
-                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = conv_bn_model()
     f = tmp_path / "fusion_switch.cfg"
     f.write_text("# switch BN folding off\nConvBatchnormFusionPass:off\nTbeEltwiseReluFusion : on\n")
     res = atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})

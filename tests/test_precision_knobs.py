@@ -31,6 +31,18 @@ def conv_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def conv_bn_model():
+    """Conv then BatchNormalization: what GE's ConvBatchnormFusionPass (atc-py's bn_conv_fold) folds."""
+    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
+    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
+                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    return m
+
+
 def dtypes(res) -> dict[str, str]:
     return {n.name: n.outputs[0].desc.dtype for n in res.graph.nodes if n.outputs}
 
@@ -109,13 +121,7 @@ def test_op_select_implmode_is_recorded(tmp_path):
 
 
 def test_fusion_switch_file_maps_ge_pass_names(tmp_path):
-    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
-    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
-                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = conv_bn_model()
     assert atc_py.build(m, SOC).summary["bn_folded_into_conv"] == 1
     f = tmp_path / "fusion.json"
     f.write_text(json.dumps({"Switch": {"GraphFusion": {"ConvBatchnormFusionPass": "off"}}}))
