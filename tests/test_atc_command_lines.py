@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
+from onnx import helper
 
 import atc_py
 from atc_py.cli import run as atc_run
