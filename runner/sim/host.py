@@ -20,14 +20,14 @@ from atc_py.platform import load_soc
 from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
 from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
-from .device_memory import DeviceMemory, load_weights
+from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
 from .l2 import L2Cache
 from .machine import Job, Machine
 from .profile import RuntimeProfile
 from atc_py.om.attrs import from_attr
 
-from .program import Program, build_program, context_cost, op_attrs
+from .program import Program, build_program, context_cost, op_attrs, plan_call
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")
 HOST_CONTROL = ("If", "Case", "While")
@@ -102,7 +102,10 @@ class Simulation:
 
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
-                 max_loop_iterations: int | None = None):
+                 max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES):
+        """Loads the model as a device would (load()): its programs, and with compute its device memory and
+        kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
+        device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do."""
         if host_threads not in (1, 3):
             raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
         self.model = model
@@ -114,7 +117,8 @@ class Simulation:
         self.soc = load_soc(model.soc_version)
         self.programs: dict[str, Program] = {}
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
-        self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
+        self.widened: dict[str, dict] = {}         # per device model: weights made ready for kernels (fp16 widened)
+        self.widen_budget = WidenBudget(widen_cache_bytes)   # ...at most this many bytes of them, all models
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
         self.cache: set = set()
         # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
@@ -123,6 +127,44 @@ class Simulation:
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
+        self.load()
+
+    def load(self) -> None:
+        """The one-time work of a model load, done before the first execution: each static model's program,
+        and when computing its device memory (the weights mapped, not copied: runner/mapped.py) and every
+        kernel's plan (its views, its widened weights: program.plan_call). What cannot be prepared (a model the program builder
+        or a plan rejects) is left to the execution, which reports it as it always did."""
+        m = self.model
+        subs = [m] if isinstance(m, DeviceModel) else list(getattr(m, "subs", {}).values())
+        for sub in subs:
+            if not isinstance(sub, DeviceModel):
+                continue
+            try:
+                prog = self.program(sub)
+            except AtcError:
+                continue
+            if not self.compute:
+                continue
+            mem = self.memory(sub)
+            for task in prog.tasks:
+                for call in task.calls:
+                    if call.plan is None:
+                        try:
+                            call.plan = plan_call(call, mem)
+                        except (MemoryFault, OpError, ValueError, KeyError, IndexError, TypeError):
+                            pass
+
+    def memory(self, m: DeviceModel) -> DeviceMemory:
+        """The model's device memory, made once per simulation (kept across executions like a loaded model's):
+        the feature map zeroed, the weights as load_weights gives them."""
+        mem = self.memories.get(m.name)
+        if mem is None:
+            if m.name not in self.weights:
+                self.weights[m.name] = load_weights(m.weights, getattr(m, "weights_file", None))
+            mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
+                                                       self.widened.setdefault(m.name, {}), self.widen_budget)
+            mem.reset()   # the feature map's pages touched now, not by the first execution
+        return mem
 
     def program(self, m: DeviceModel) -> Program:
         if m.name not in self.programs:
@@ -203,13 +245,9 @@ class Simulation:
         if self.compute or (prog.needs_values and inputs is not None):
             # a model whose label / stream switches read device memory computes even for timing: the values
             # decide which tasks run
-            mem = self.memories.get(m.name)
-            if mem is None:   # the model's device memory, kept across executions like a loaded model's
-                if m.name not in self.weights:
-                    self.weights[m.name] = load_weights(m.weights)
-                mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base,
-                                                           self.weights[m.name], self.widened.setdefault(m.name, {}))
-            else:
+            fresh = m.name not in self.memories
+            mem = self.memory(m)
+            if not fresh:
                 mem.reset()
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
