@@ -130,10 +130,11 @@ class Simulation:
         self.load()
 
     def load(self) -> None:
-        """The one-time work of a model load, done before the first execution: each static model's program,
-        and when computing its device memory (the weights mapped, not copied: runner/mapped.py) and every
-        kernel's plan (its views, its widened weights: program.plan_call). What cannot be prepared (a model the program builder
-        or a plan rejects) is left to the execution, which reports it as it always did."""
+        """The one-time work of a model load, done before the first execution: each static model's program and
+        its calls' decoded ranges and attributes, and when computing its device memory (the weights mapped, not
+        copied: runner/mapped.py) and every kernel's plan (its views, its prepared weights: program.plan_call).
+        What cannot be prepared (a model the program builder or a plan rejects) is left to the execution, which
+        reports it as it always did."""
         m = self.model
         subs = [m] if isinstance(m, DeviceModel) else list(getattr(m, "subs", {}).values())
         for sub in subs:
@@ -143,16 +144,14 @@ class Simulation:
                 prog = self.program(sub)
             except AtcError:
                 continue
-            if not self.compute:
-                continue
-            mem = self.memory(sub)
-            for task in prog.tasks:
-                for call in task.calls:
-                    if call.plan is None:
-                        try:
-                            call.plan = plan_call(call, mem)
-                        except (MemoryFault, OpError, ValueError, KeyError, IndexError, TypeError):
-                            pass
+            mem = self.memory(sub) if self.compute else None
+            for call in (c for task in prog.tasks for c in task.calls):
+                try:
+                    call.ranges, call.attrs   # noqa: B018  (cached properties, decoded now)
+                    if mem is not None and call.plan is None:
+                        call.plan = plan_call(call, mem)
+                except (AtcError, MemoryFault, OpError, ValueError, KeyError, IndexError, TypeError):
+                    pass
 
     def memory(self, m: DeviceModel) -> DeviceMemory:
         """The model's device memory, made once per simulation (kept across executions like a loaded model's):
