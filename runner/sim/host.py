@@ -120,6 +120,7 @@ class Simulation:
         self.widened: dict[str, dict] = {}         # per device model: weights made ready for kernels (fp16 widened)
         self.widen_budget = WidenBudget(widen_cache_bytes)   # ...at most this many bytes of them, all models
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
+        self.used: set[str] = set()                   # ...those an execution has written
         self.cache: set = set()
         # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
         self.l2 = L2Cache(self.soc.l2_size, across_kernels=buffer_optimize(model) != "off_optimize")
@@ -155,14 +156,17 @@ class Simulation:
 
     def memory(self, m: DeviceModel) -> DeviceMemory:
         """The model's device memory, made once per simulation (kept across executions like a loaded model's):
-        the feature map zeroed, the weights as load_weights gives them."""
+        the feature map zeroed (its pages touched when written), the weights as load_weights gives them."""
         mem = self.memories.get(m.name)
         if mem is None:
             if m.name not in self.weights:
-                self.weights[m.name] = load_weights(m.weights, getattr(m, "weights_file", None))
+                try:
+                    self.weights[m.name] = load_weights(m.weights, getattr(m, "weights_file", None))
+                except (OSError, ValueError) as exc:   # mapping the weights: no address space, no memory
+                    raise AtcError("E30001", path=m.name, reason=f"cannot map the weights "
+                                                                 f"({getattr(exc, 'strerror', None) or exc})") from None
             mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
                                                        self.widened.setdefault(m.name, {}), self.widen_budget)
-            mem.reset()   # the feature map's pages touched now, not by the first execution
         return mem
 
     def program(self, m: DeviceModel) -> Program:
@@ -244,10 +248,10 @@ class Simulation:
         if self.compute or (prog.needs_values and inputs is not None):
             # a model whose label / stream switches read device memory computes even for timing: the values
             # decide which tasks run
-            fresh = m.name not in self.memories
             mem = self.memory(m)
-            if not fresh:
+            if m.name in self.used:   # a later execution: the feature map zeroed again
                 mem.reset()
+            self.used.add(m.name)
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
         for io in m.inputs:   # the inputs were copied into DRAM behind the L2 (ASSUMED: H2D copies bypass it)
