@@ -41,7 +41,7 @@ def load_weights(weights, mapped=None) -> np.ndarray:
 
 
 class WidenBudget:
-    """How many more bytes of widened weights a simulation may keep (shared by its device memories)."""
+    """How many more bytes of prepared weights (cached_weight) a simulation may keep (shared by its memories)."""
 
     def __init__(self, nbytes: int = WIDEN_CACHE_BYTES):
         self.left = nbytes
@@ -58,7 +58,8 @@ class DeviceMemory:
                  budget: WidenBudget | None = None):
         """weights: the model's bytes (copied), or a uint8 array already loaded (shared: the weights stay in
         device memory from one execution to the next, as after a model load). widened: a cache of fp16 weights
-        widened to fp32, shared the same way, holding at most what `budget` allows (see cached_widened)."""
+        widened to fp32 (and misaligned weights copied), shared the same way, holding at most what `budget`
+        allows (see cached_weight)."""
         if not isinstance(weights, np.ndarray):
             weights = load_weights(weights)
         self.regions = [

@@ -92,7 +92,7 @@ class KernelPlan:
     """A kernel call decoded once against one device memory (DeviceRun._plan): replayed by every launch."""
     mem: object
     spec: object
-    reads: list          # (input index, read-only view or widened weight)
+    reads: list          # (input index, read-only view or prepared weight: widened, aligned)
     n_inputs: int
     outs: list           # writable views the outputs land in
     later: list = field(default_factory=list)   # (input index, make, weight view): values[i] = make(view) per launch
