@@ -21,6 +21,7 @@ from runner import loader
 from runner.io import random_inputs
 from runner.loader import load_model
 from runner.progress_line import ProgressLine
+from runner.sim.device_memory import WIDEN_CACHE_BYTES
 from runner.sim.host import Simulation
 from runner.threads import thread_budget
 
@@ -212,7 +213,7 @@ def test_outputs_are_bit_identical_to_the_read_path(monkeypatch, tmp_path, name,
     inputs = random_inputs(read, 3)
     with thread_budget(1):
         ref, _ = Simulation(read).run(inputs)
-        for budget in (512 << 20, 0):
+        for budget in (WIDEN_CACHE_BYTES, 0):
             outs, _ = Simulation(mapped_model, widen_cache_bytes=budget).run(inputs)
             assert [o.tobytes() for o in outs] == [r.tobytes() for r in ref], budget
 
@@ -227,7 +228,7 @@ def test_load_prepares_plans_and_keeps_prepared_weights_within_the_budget(mapped
     sim = Simulation(model)
     assert all(c.plan is not None for c in calls(sim))          # planned at load, not by the first execution
     kept = sim.widened[model.name]
-    assert kept and sum(a.nbytes for a in kept.values()) == (512 << 20) - sim.widen_budget.left
+    assert kept and sum(a.nbytes for a in kept.values()) == WIDEN_CACHE_BYTES - sim.widen_budget.left
     none = Simulation(model, widen_cache_bytes=0)
     assert not none.widened[model.name]
     later = [make for c in calls(none) for _, make, _ in c.plan.later]

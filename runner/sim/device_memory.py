@@ -26,9 +26,10 @@ def aligned(view: np.ndarray) -> np.ndarray:
 
 
 # bytes of weights made ready for kernels (fp16 widened for the cube, misaligned ones copied) that a simulation
-# keeps (WidenBudget): om-run's own ~250 MB plus this stay under 1 GiB, so a numeric run stays within
-# 1 GiB + 1.2 x the .om (the weights' pages, 1x, and the rest) whatever the model's size
-WIDEN_CACHE_BYTES = 512 << 20
+# keeps (WidenBudget). A numeric run holds om-run's own ~250 MB, the weights' pages (1x the .om) and
+# min(2x the weights, this): within 1 GiB + 1.2x the .om whatever the model's size. Large enough for VGG-19's
+# fp16 weights widened (574 MB): past the budget a weight is made again by every launch.
+WIDEN_CACHE_BYTES = 768 << 20
 
 
 def load_weights(weights, mapped=None) -> np.ndarray:
