@@ -119,7 +119,8 @@ def open_model_file(path: str, max_bytes: int = limits.MAX_OM_BYTES) -> tuple[Bi
             raise _fail(path, "it is not a regular file")
         if st.st_size > max_bytes:
             raise _fail(path, f"the file has {st.st_size} bytes (limit {max_bytes})")
-        os.set_blocking(fd, True)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
         return os.fdopen(fd, "rb"), st.st_size
     except BaseException:
         os.close(fd)
