@@ -24,6 +24,7 @@ from .loader import load_model
 from .model import DeviceModel, RootModel
 from .msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
 from .options import RunOptions, run_options
+from .progress_line import ProgressLine
 from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
@@ -191,7 +192,8 @@ def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:
 def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
     """om-run with its flags parsed: load the model, choose its gear and inputs, simulate, report, compare."""
     load_plugins(opts.op_plugin)
-    model = load_model(opts.model_path, verify=opts.verify)
+    with ProgressLine(f"[INFO] loading {opts.model_path}") as progress:   # a large .om: on a terminal only
+        model = load_model(opts.model_path, verify=opts.verify, progress=progress)
     click.echo(f"[INFO] open device {opts.device} success")
     click.echo(f"[INFO] load model {opts.model_path} success")
     print_model(model)

@@ -3,19 +3,20 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import BinaryIO, Callable
 
 from google.protobuf.message import DecodeError
 
 from atc_py.errors import AtcError
-from atc_py.om import read_om
 from atc_py.om import partitions as pt
 from atc_py.om.attrs import from_attr
-from atc_py.om.container import OmFormatError, OmModel
+from atc_py.om.container import InFile, OmFormatError, OmModel, read_om_file
 from atc_py.om.kernel_store import parse_store
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
 
 from . import limits
+from .mapped import MappedFile, MappedWeights
 from .model import DeviceModel, HostModel, IoTensor, ModelBase, RootModel, desc_from_proto
 from .validate import Invalid, validate, validate_calls
 
@@ -56,7 +57,7 @@ def _attr_int(attrs: dict, key: str, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else -1
 
 
-def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
+def _load_one(path, m: OmModel, op_lists: dict, mapped: MappedFile | None = None) -> ModelBase:
     md = _parse(path, ge.ModelDef(), m.get(pt.MODEL_DEF), "MODEL_DEF")
     if not md.graph:
         raise _fail(path, f"MODEL_DEF of model {md.name!r} has no graph")
@@ -68,7 +69,10 @@ def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
             raise _fail(path, f"MODEL_DEF of model {md.name!r} has two graphs named {g.name!r}")
         graphs[g.name] = list(g.op)
     attrs = {k: from_attr(v) for k, v in md.attr.items()}
-    weights = m.get(pt.WEIGHTS_DATA) or b""
+    weights, weights_file = m.part(pt.WEIGHTS_DATA) or b"", None
+    if isinstance(weights, InFile):   # left in the file (checked against its size by the reader): mapped
+        weights_file = MappedWeights(mapped, weights.offset, weights.size)
+        weights = weights_file.view()
     if attrs.get("weight_size", len(weights)) != len(weights):
         raise _fail(path, f"weight_size {attrs.get('weight_size')} does not match WEIGHTS_DATA ({len(weights)} B)")
     op_list = [op for g in md.graph for op in g.op]
@@ -77,6 +81,7 @@ def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
     ops = {op.id: op for op in op_list}
     soc = attrs.get("soc_version", "")
     common = dict(name=md.name, soc_version=soc if isinstance(soc, str) else "", ops=ops, weights=weights,
+                  weights_file=weights_file,
                   weight_base=_attr_int(attrs, "task_gen_weight_addr", 0), attrs=attrs, graphs=graphs,
                   root_graph=md.graph[0].name, graph_of={op.id: g.name for g in md.graph for op in g.op})
     if attrs.get("_is_unknown_shape") is True:
@@ -97,33 +102,60 @@ def _load_one(path, m: OmModel, op_lists: dict) -> ModelBase:
     return model
 
 
-def read_model_file(path: str, max_bytes: int = limits.MAX_OM_BYTES) -> bytes:
-    """The file's bytes: a regular file of at most max_bytes (a FIFO would block, /dev/zero never ends)."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise _fail(path, "it is not a regular file")
-    if st.st_size > max_bytes:
-        raise _fail(path, f"the file has {st.st_size} bytes (limit {max_bytes})")
-    try:
-        with open(path, "rb") as f:
-            return f.read(st.st_size)
-    except OSError as exc:
-        raise _fail(path, f"cannot read the file ({exc.strerror or exc})") from None
+MAP_MIN_BYTES = 16 << 20   # a WEIGHTS_DATA partition this large is mapped (mapped.py), a smaller one read
 
 
-def load_model(path: str, verify: bool = True) -> ModelBase:
+def open_model_file(path: str, max_bytes: int = limits.MAX_OM_BYTES) -> tuple[BinaryIO, int]:
+    """The file open for reading and its size: a regular file of at most max_bytes (a FIFO would block,
+    /dev/zero never ends). Opened without blocking and checked on the open descriptor (fstat), so the file
+    checked is the file read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError) as exc:
+        raise _fail(path, f"cannot read the file ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(path, "it is not a regular file")
+        if st.st_size > max_bytes:
+            raise _fail(path, f"the file has {st.st_size} bytes (limit {max_bytes})")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def load_model(path: str, verify: bool = True, progress: Callable[[str, int, int], None] | None = None) -> ModelBase:
     """Read, decode and validate (validate.py) an .om; every problem is one E30001. verify=False (om-run
-    --no-verify) accepts a file whose checksum is all zero; a wrong checksum is never accepted."""
-    data = read_model_file(path)
+    --no-verify) accepts a file whose checksum is all zero; a wrong checksum is never accepted.
+
+    Only the partition tables and the small partitions are read; a WEIGHTS_DATA of MAP_MIN_BYTES or more is
+    memory-mapped (mapped.py), not read, once the tables are checked against the file's size, and the checksum
+    streams the file (atc_py.om.chunks.file_digest). progress(stage, done, total) hears of both (ProgressLine)."""
+    f, size = open_model_file(path)
+    mapped = None
     try:
-        om = read_om(data, allow_unsealed=not verify)
-    except OmFormatError as exc:
-        raise _fail(path, str(exc)) from None
+        try:
+            om = read_om_file(f, size, allow_unsealed=not verify, progress=progress,
+                              in_file=lambda ptype, n: ptype == pt.WEIGHTS_DATA and n >= MAP_MIN_BYTES)
+        except OmFormatError as exc:
+            raise _fail(path, str(exc)) from None
+        if any(isinstance(d, InFile) for m in om.models for _, d in m.partitions):
+            if progress is not None:
+                progress("mapping", 0, size)
+            try:
+                mapped = MappedFile(f, size)
+            except (OSError, ValueError, OverflowError) as exc:   # no memory, a file system that cannot map
+                raise _fail(path, f"cannot map the file ({getattr(exc, 'strerror', None) or exc})") from None
+            if progress is not None:
+                progress("mapping", size, size)
+    finally:
+        if mapped is None:
+            f.close()
     op_lists: dict = {}
-    models = [_load_one(path, m, op_lists) for m in om.models]
+    models = [_load_one(path, m, op_lists, mapped) for m in om.models]
     root = models[0]
     if om.is_dynamic:
         if not isinstance(root, RootModel):

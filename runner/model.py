@@ -25,7 +25,7 @@ class ModelBase:
     name: str
     soc_version: str
     ops: dict[int, ge.OpDef]
-    weights: bytes
+    weights: bytes | memoryview   # WEIGHTS_DATA (a view of the mapped file when weights_file)
     weight_base: int
     attrs: dict
     inputs: list[IoTensor] = field(default_factory=list)
@@ -34,6 +34,8 @@ class ModelBase:
     graphs: dict[str, list] = field(default_factory=dict)
     root_graph: str = ""
     graph_of: dict[int, str] = field(default_factory=dict)
+    # weights left in the .om and mapped (runner/mapped.py): `weights` is then a read-only view of the mapping
+    weights_file: object | None = None
 
     def graph_ops(self, name: str | None = None) -> list:
         """A graph's ops in id order (the root graph's by default)."""

@@ -370,7 +370,7 @@ def test_weights_are_loaded_once_per_simulation(monkeypatch):
     from runner.sim import host as sim_host
     calls = []
     orig = sim_host.load_weights
-    monkeypatch.setattr(sim_host, "load_weights", lambda w: calls.append(len(w)) or orig(w))
+    monkeypatch.setattr(sim_host, "load_weights", lambda w, *a: calls.append(len(w)) or orig(w, *a))
     p = MODELS / "small_cnn.onnx"
     import tempfile, pathlib
     with tempfile.TemporaryDirectory() as d:

@@ -68,6 +68,42 @@ def partition_digest(buffers: list, workers: int = 1) -> bytes:
     return hashlib.sha256(b"".join(digests)).digest()
 
 
+STREAM_CHUNK = 4 * DIGEST_PIECE   # what file_digest reads at a time (16 MiB)
+
+
+def file_digest(f, offset: int, size: int, workers: int = 1,
+                progress: Callable[[int], None] | None = None) -> bytes:
+    """partition_digest of `size` bytes of an open file from `offset`, read STREAM_CHUNK at a time into one of two
+    reused buffers: the pieces of one chunk hash on `workers` threads (hashlib releases the GIL) while the next
+    chunk is read. Memory stays two chunks whatever the size; progress(bytes) after each chunk. A file shorter
+    than offset + size is an EOFError."""
+    from concurrent.futures import ThreadPoolExecutor
+    bufs = [bytearray(min(STREAM_CHUNK, max(size, 1))) for _ in range(2 if size > STREAM_CHUNK else 1)]
+    digests: list[bytes] = []
+    pending: list = []
+    f.seek(offset)
+    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="om-sha256") as pool:
+        pos, k = 0, 0
+        while pos < size or k == 0:
+            n = min(STREAM_CHUNK, size - pos)
+            buf = memoryview(bufs[k % len(bufs)])[:n]
+            got = 0
+            while got < n:   # the futures that used this buffer (two chunks ago) are done: see below
+                r = f.readinto(buf[got:])
+                if not r:
+                    raise EOFError(f"the file ends {size - pos - got} bytes before the end of the partition")
+                got += r
+            futures = [pool.submit(lambda v: hashlib.sha256(v).digest(), buf[a:a + DIGEST_PIECE])
+                       for a in range(0, max(n, 1), DIGEST_PIECE)]
+            digests += [fu.result() for fu in pending]   # the chunk before: its buffer is free for the next read
+            pending = futures
+            pos, k = pos + n, k + 1
+            if progress is not None:
+                progress(n)
+        digests += [fu.result() for fu in pending]
+    return hashlib.sha256(b"".join(digests)).digest()
+
+
 class Deferred:
     """A part whose bytes a host thread is still computing (a weight being cast): its size is known now,
     its buffer when resolve() returns (it waits)."""

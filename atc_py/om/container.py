@@ -6,7 +6,9 @@ SHA-256 over the body: for each model its partition table bytes, then the digest
 in table order (model_checksum; partition_digest in chunks.py); a reader verifies it when it is not all zero.
 Digesting per partition lets the compiler hash the weights while it is still compiling.
 
-The writer never joins the file into one bytes object: a partition may be `Chunks` (the weights: padding and
+read_om parses a file held in memory; read_om_file parses an open file, reading the tables before any partition
+and leaving the partitions a caller asks for in the file (InFile; om-run maps its weights), the checksum
+streamed. The writer never joins the file into one bytes object: a partition may be `Chunks` (the weights: padding and
 the constants' own arrays) and `OmImage.write_to` streams the buffers, then writes the header.
 """
 from __future__ import annotations
@@ -15,9 +17,9 @@ import hashlib
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Union
+from typing import BinaryIO, Callable, Union
 
-from .chunks import Chunks, partition_digest
+from .chunks import Chunks, file_digest, partition_digest
 from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, OM_PROTO_VERSION, ModelFileHeader
 from .partitions import NAMES
 
@@ -66,9 +68,16 @@ class OmModel:
     partitions: list[tuple[int, Blob]] = field(default_factory=list)
 
     def get(self, ptype: int) -> bytes | None:
+        data = self.part(ptype)
+        if isinstance(data, InFile):
+            raise ValueError(f"partition {NAMES[ptype]} was left in the file (read_om_file)")
+        return None if data is None else bytes(data)
+
+    def part(self, ptype: int):
+        """The partition as held: bytes, Chunks, or an InFile read_om_file left in the file."""
         for t, data in self.partitions:
             if t == ptype:
-                return bytes(data)
+                return data
         return None
 
     def buffers(self) -> list:
@@ -168,50 +177,135 @@ def check_header(h: ModelFileHeader, size: int) -> None:
         raise OmFormatError("the model name in the header is not UTF-8") from None
 
 
+class InFile:
+    """A partition read_om_file left in the file: where it lies (offset from the start of the file) and its size,
+    both checked against the file; its bytes were only hashed (streamed) when the checksum was verified."""
+    __slots__ = ("offset", "size")
+
+    def __init__(self, offset: int, size: int):
+        self.offset, self.size = offset, size
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class _BytesSource:
+    def __init__(self, data):
+        self.view = memoryview(data).cast("B")
+        self.size = self.view.nbytes
+
+    def read(self, offset: int, n: int) -> bytes:
+        return bytes(self.view[offset:offset + n])
+
+
+class _FileSource:
+    """An open .om of `size` bytes (fstat's): every read is exact, a short one (the file shrank since) an error."""
+
+    def __init__(self, f: BinaryIO, size: int):
+        self.f, self.size = f, size
+
+    def read(self, offset: int, n: int) -> bytes:
+        try:
+            self.f.seek(offset)
+            data = self.f.read(n)
+        except OSError as exc:
+            raise OmFormatError(f"cannot read {n} bytes at offset {offset} ({exc.strerror or exc})") from None
+        if len(data) != n:
+            raise OmFormatError(f"the file ends at byte {offset + len(data)}, {n} bytes at offset {offset} were "
+                                "expected (truncated while being read?)")
+        return data
+
+
 def read_om(data: bytes, allow_unsealed: bool = False) -> OmFile:
     """Parse and verify a whole file. The checksum is always verified; a zero checksum (an unsealed file) is
     an error unless allow_unsealed (om-run --no-verify)."""
-    size = len(data)
+    return _read(_BytesSource(data), allow_unsealed, None, None)
+
+
+def read_om_file(f: BinaryIO, size: int, allow_unsealed: bool = False,
+                 in_file: Callable[[int, int], bool] | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> OmFile:
+    """read_om of an open file of `size` bytes that reads only what it must: the header and the partition
+    tables first, every offset and size checked against `size`, then the partitions, except those for which
+    in_file(type, size) is true: those stay InFile (the caller maps them, runner/loader.py). The checksum is
+    computed streaming (chunks.file_digest: 16 MiB at a time, never the whole file in memory); progress(stage,
+    bytes done, bytes total) is told as it goes."""
+    return _read(_FileSource(f, size), allow_unsealed, in_file, progress)
+
+
+def _read(src, allow_unsealed: bool, in_file, progress) -> OmFile:
+    size = src.size
     if size < MODEL_FILE_HEAD_LEN:
         raise OmFormatError(f"file has {size} bytes, shorter than the {MODEL_FILE_HEAD_LEN}-byte header")
-    h = ModelFileHeader.unpack(data[:MODEL_FILE_HEAD_LEN])
+    h = ModelFileHeader.unpack(src.read(0, MODEL_FILE_HEAD_LEN))
     check_header(h, size)
-    body = memoryview(data)[MODEL_FILE_HEAD_LEN:]
+    body_len = size - MODEL_FILE_HEAD_LEN
     models, tables, pos = [], [], 0
     for k in range(h.model_num):
-        if pos + _TABLE_HEAD.size > len(body):
+        if pos + _TABLE_HEAD.size > body_len:
             raise OmFormatError(f"partition table of model {k} at offset {pos} is truncated")
-        num, pad = _TABLE_HEAD.unpack_from(body, pos)
+        num, pad = _TABLE_HEAD.unpack(src.read(MODEL_FILE_HEAD_LEN + pos, _TABLE_HEAD.size))
         if not 1 <= num <= MAX_PARTITIONS or pad:
             raise OmFormatError(f"model {k} has {num} partitions (pad {pad}); 1..{MAX_PARTITIONS} allowed")
         table_end = pos + _TABLE_HEAD.size + num * _ENTRY.size
-        if table_end > len(body):
+        if table_end > body_len:
             raise OmFormatError(f"partition table of model {k} runs past the end of the file")
-        entries = [_ENTRY.unpack_from(body, pos + _TABLE_HEAD.size + i * _ENTRY.size) for i in range(num)]
-        cursor, parts, seen = table_end, [], set()
+        table = src.read(MODEL_FILE_HEAD_LEN + pos, table_end - pos)
+        entries = [_ENTRY.unpack_from(table, _TABLE_HEAD.size + i * _ENTRY.size) for i in range(num)]
+        cursor, spans, seen = table_end, [], set()
         for ptype, epad, offset, psize in entries:
             if ptype not in NAMES or epad:
                 raise OmFormatError(f"model {k} has a partition of unknown type {ptype}")
             if ptype in seen:
                 raise OmFormatError(f"model {k} has two {NAMES[ptype]} partitions")
             seen.add(ptype)
-            if psize == 0 or cursor + psize > len(body) or offset != cursor - table_end:
+            if psize == 0 or cursor + psize > body_len or offset != cursor - table_end:
                 raise OmFormatError(f"partition {NAMES[ptype]} of model {k} (offset {offset}, size {psize}) does "
                                     "not fit the file")
-            parts.append((ptype, bytes(body[cursor:cursor + psize])))
+            spans.append((ptype, MODEL_FILE_HEAD_LEN + cursor, psize))
             cursor += psize
-        models.append(OmModel(parts))
-        tables.append(bytes(body[pos:table_end]))
+        models.append(spans)
+        tables.append(table)
         pos = cursor
-    if pos != len(body):
-        raise OmFormatError(f"{len(body) - pos} bytes after the last partition are not described by any table")
+    if pos != body_len:
+        raise OmFormatError(f"{body_len - pos} bytes after the last partition are not described by any table")
+    # every table checked against the file: now the partitions, read or left where they are
+    parts = [[(t, InFile(off, n) if in_file is not None and in_file(t, n) else src.read(off, n))
+              for t, off, n in spans] for spans in models]
     digest = h.checksum[:32]
     if not any(digest):
         if not allow_unsealed:
             raise OmFormatError("the checksum is all zero (an unsealed or hand-made file); om-run --no-verify "
                                 "runs it anyway")
-    elif model_checksum(zip(tables, ([d for _, d in m.partitions] for m in models))) != digest:
+    elif _checksum(src, tables, parts, progress) != digest:
         raise OmFormatError("checksum mismatch: the file is corrupted")
     if any(h.checksum[32:]):
         raise OmFormatError("the second half of the checksum field is not zero")
-    return OmFile(h, models)
+    return OmFile(h, [OmModel(p) for p in parts])
+
+
+def _checksum(src, tables, parts, progress) -> bytes:
+    """model_checksum, the partitions left in the file streamed from it (their bytes never all in memory)."""
+    total = sum(len(d) for p in parts for _, d in p)
+    done = 0
+
+    def tell(n: int) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress("checksum", done, total)
+    h = hashlib.sha256()
+    for table, p in zip(tables, parts):
+        h.update(table)
+        for _, data in p:
+            if isinstance(data, InFile):
+                try:
+                    h.update(file_digest(src.f, data.offset, data.size, os.cpu_count() or 1, tell))
+                except EOFError as exc:
+                    raise OmFormatError(f"{exc} (truncated while being read?)") from None
+                except OSError as exc:
+                    raise OmFormatError(f"cannot read the file ({exc.strerror or exc})") from None
+            else:
+                h.update(_digest(data))
+                tell(len(data))
+    return h.digest()

@@ -32,7 +32,7 @@ from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
 from .machine import Job, Machine
 from .profile import RuntimeProfile
-from .program import Call, KernelPlan, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs
+from .program import Call, KernelPlan, Program, SimTask, Sqe, _in_descs, kernel_cost, op_attrs, plan_call
 from .roofline import roofline
 
 BLOCKING_KINDS = frozenset((tt.EVENT_WAIT, tt.SUPER_KERNEL))   # what blocked_reason can hold back
@@ -472,17 +472,7 @@ class DeviceRun:
         the views its outputs land in, its kernel. Every later launch replays it."""
         plan = call.plan
         if plan is None or plan.mem is not self.mem:
-            mem, widen = self.mem, call.widens_fp16_weights
-            reads = []
-            for i, addr, desc in call.reads:
-                if addr is None:
-                    continue
-                if widen and desc.dtype == "float16" and mem.is_weight(addr):
-                    reads.append((i, mem.widened_weight(addr, desc)))   # exact; the cube kernel widens it anyway
-                else:
-                    reads.append((i, mem.view(addr, desc)))
-            outs = [mem.out_view(addr, d) for addr, d in zip(call.out_addrs, call.out_descs)]
-            plan = call.plan = KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs)
+            plan = call.plan = plan_call(call, self.mem)
         return plan
 
     def _compute(self, call: Call, tiling: TilingResult, direct: bool = False) -> list:
@@ -494,6 +484,8 @@ class DeviceRun:
         values: list = [None] * plan.n_inputs
         for i, v in plan.reads:
             values[i] = v
+        for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
+            values[i] = make(v)
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds

@@ -11,16 +11,56 @@ class MemoryFault(Exception):
     pass
 
 
-def load_weights(weights: bytes) -> np.ndarray:
-    """The weights copied into (simulated) device memory once, at model load."""
+def widen(view: np.ndarray) -> np.ndarray:
+    """An fp16 array as exact fp32, read-only (what a cube kernel would compute from)."""
+    arr = view.astype(np.float32)
+    arr.flags.writeable = False
+    return arr
+
+
+def aligned(view: np.ndarray) -> np.ndarray:
+    """A read-only copy of an array, aligned for its dtype."""
+    arr = np.array(view, order="C")
+    arr.flags.writeable = False
+    return arr
+
+
+# bytes of weights made ready for kernels (fp16 widened for the cube, misaligned ones copied) that a simulation
+# keeps (WidenBudget). A numeric run holds om-run's own ~250 MB, the weights' pages (1x the .om) and
+# min(2x the weights, this): within 1 GiB + 1.2x the .om whatever the model's size. Large enough for VGG-19's
+# fp16 weights widened (574 MB): past the budget a weight is made again by every launch.
+WIDEN_CACHE_BYTES = 768 << 20
+
+
+def load_weights(weights, mapped=None) -> np.ndarray:
+    """The weights in (simulated) device memory, once per loaded model: weights mapped from the .om
+    (runner/mapped.py) get a private copy-on-write mapping of the file (a page is read when a kernel touches
+    it, copied only if one writes it); others are copied."""
+    if mapped is not None:
+        return mapped.private()
     return np.frombuffer(bytearray(weights), dtype=np.uint8)
 
 
+class WidenBudget:
+    """How many more bytes of prepared weights (cached_weight) a simulation may keep (shared by its memories)."""
+
+    def __init__(self, nbytes: int = WIDEN_CACHE_BYTES):
+        self.left = nbytes
+
+    def take(self, nbytes: int) -> bool:
+        if nbytes > self.left:
+            return False
+        self.left -= nbytes
+        return True
+
+
 class DeviceMemory:
-    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights, widened: dict | None = None):
+    def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights, widened: dict | None = None,
+                 budget: WidenBudget | None = None):
         """weights: the model's bytes (copied), or a uint8 array already loaded (shared: the weights stay in
         device memory from one execution to the next, as after a model load). widened: a cache of fp16 weights
-        widened to fp32, shared the same way (see widened_weight)."""
+        widened to fp32 (and misaligned weights copied), shared the same way, holding at most what `budget`
+        allows (see cached_weight)."""
         if not isinstance(weights, np.ndarray):
             weights = load_weights(weights)
         self.regions = [
@@ -29,6 +69,7 @@ class DeviceMemory:
         ]
         self.weight_base, self.weight_end = weight_base, weight_base + len(weights)
         self.widened = {} if widened is None else widened
+        self.budget = WidenBudget() if budget is None else budget
 
     def reset(self) -> None:
         """A new execution on the same loaded model: the feature map zeroed again (its pages stay mapped; a fresh
@@ -44,13 +85,24 @@ class DeviceMemory:
         return self.weight_base <= address < self.weight_end
 
     def widened_weight(self, address: int, desc: TensorDesc) -> np.ndarray:
-        """An fp16 weight as exact fp32, converted once per loaded model: cube kernels widen their inputs to
-        fp32 anyway, and numpy converts fp16 at ~4 ns per element (a ResNet-50's filters every execution)."""
-        key = (address, desc.shape)
+        """An fp16 weight as exact fp32: the cached copy, or (past the budget) one converted for this use only."""
+        arr = self.cached_weight(address, desc, True)
+        return arr if arr is not None else widen(self.view(address, desc))
+
+    def cached_weight(self, address: int, desc: TensorDesc, wide: bool) -> np.ndarray | None:
+        """A weight as a kernel takes it, made once per loaded model while the budget lasts (None past it):
+        wide, an fp16 weight as exact fp32 (cube kernels widen their inputs to fp32 anyway, and numpy converts
+        fp16 at ~4 ns per element: a ResNet-50's filters every execution); else an aligned copy of a weight the
+        mapped file leaves misaligned for its dtype (aligned(): numpy computes some results from misaligned
+        arrays by another path, with other roundings). The budget bounds the copies (an LLM's fp16 weights
+        widened would double the model in memory); a weight past it is made by each launch that reads it
+        (KernelPlan.later)."""
+        key = (address, desc.shape, desc.dtype, wide)
         arr = self.widened.get(key)
         if arr is None:
-            arr = self.view(address, desc).astype(np.float32)
-            arr.flags.writeable = False
+            if not self.budget.take(4 * desc.numel if wide else desc.nbytes):
+                return None
+            arr = (widen if wide else aligned)(self.view(address, desc))
             self.widened[key] = arr
         return arr
 

@@ -20,14 +20,14 @@ from atc_py.platform import load_soc
 from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
 from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
-from .device_memory import DeviceMemory, load_weights
+from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
 from .l2 import L2Cache
 from .machine import Job, Machine
 from .profile import RuntimeProfile
 from atc_py.om.attrs import from_attr
 
-from .program import Program, build_program, context_cost, op_attrs
+from .program import Program, build_program, context_cost, op_attrs, plan_call
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")
 HOST_CONTROL = ("If", "Case", "While")
@@ -102,7 +102,10 @@ class Simulation:
 
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
-                 max_loop_iterations: int | None = None):
+                 max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES):
+        """Loads the model as a device would (load()): its programs, and with compute its device memory and
+        kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
+        device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do."""
         if host_threads not in (1, 3):
             raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
         self.model = model
@@ -114,8 +117,10 @@ class Simulation:
         self.soc = load_soc(model.soc_version)
         self.programs: dict[str, Program] = {}
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
-        self.widened: dict[str, dict] = {}         # per device model: fp16 weights widened for cube kernels
+        self.widened: dict[str, dict] = {}         # per device model: weights made ready for kernels (fp16 widened)
+        self.widen_budget = WidenBudget(widen_cache_bytes)   # ...at most this many bytes of them, all models
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
+        self.used: set[str] = set()                   # ...those an execution has written
         self.cache: set = set()
         # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
         self.l2 = L2Cache(self.soc.l2_size, across_kernels=buffer_optimize(model) != "off_optimize")
@@ -123,6 +128,46 @@ class Simulation:
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
+        self.load()
+
+    def load(self) -> None:
+        """The one-time work of a model load, done before the first execution: each static model's program and
+        its calls' decoded ranges and attributes, and when computing its device memory (the weights mapped, not
+        copied: runner/mapped.py) and every kernel's plan (its views, its prepared weights: program.plan_call).
+        What cannot be prepared (a model the program builder or a plan rejects) is left to the execution, which
+        reports it as it always did."""
+        m = self.model
+        subs = [m] if isinstance(m, DeviceModel) else list(getattr(m, "subs", {}).values())
+        for sub in subs:
+            if not isinstance(sub, DeviceModel):
+                continue
+            try:
+                prog = self.program(sub)
+            except AtcError:
+                continue
+            mem = self.memory(sub) if self.compute else None
+            for call in (c for task in prog.tasks for c in task.calls):
+                try:
+                    call.ranges, call.attrs   # noqa: B018  (cached properties, decoded now)
+                    if mem is not None and call.plan is None:
+                        call.plan = plan_call(call, mem)
+                except (AtcError, MemoryFault, OpError, ValueError, KeyError, IndexError, TypeError):
+                    pass
+
+    def memory(self, m: DeviceModel) -> DeviceMemory:
+        """The model's device memory, made once per simulation (kept across executions like a loaded model's):
+        the feature map zeroed (its pages touched when written), the weights as load_weights gives them."""
+        mem = self.memories.get(m.name)
+        if mem is None:
+            if m.name not in self.weights:
+                try:
+                    self.weights[m.name] = load_weights(m.weights, getattr(m, "weights_file", None))
+                except (OSError, ValueError) as exc:   # mapping the weights: no address space, no memory
+                    raise AtcError("E30001", path=m.name, reason=f"cannot map the weights "
+                                                                 f"({getattr(exc, 'strerror', None) or exc})") from None
+            mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base, self.weights[m.name],
+                                                       self.widened.setdefault(m.name, {}), self.widen_budget)
+        return mem
 
     def program(self, m: DeviceModel) -> Program:
         if m.name not in self.programs:
@@ -203,14 +248,10 @@ class Simulation:
         if self.compute or (prog.needs_values and inputs is not None):
             # a model whose label / stream switches read device memory computes even for timing: the values
             # decide which tasks run
-            mem = self.memories.get(m.name)
-            if mem is None:   # the model's device memory, kept across executions like a loaded model's
-                if m.name not in self.weights:
-                    self.weights[m.name] = load_weights(m.weights)
-                mem = self.memories[m.name] = DeviceMemory(m.fm_base, m.memory_size, m.weight_base,
-                                                           self.weights[m.name], self.widened.setdefault(m.name, {}))
-            else:
+            mem = self.memory(m)
+            if m.name in self.used:   # a later execution: the feature map zeroed again
                 mem.reset()
+            self.used.add(m.name)
             for io, arr in zip(m.inputs, inputs):
                 mem.write(io.address, arr)
         for io in m.inputs:   # the inputs were copied into DRAM behind the L2 (ASSUMED: H2D copies bypass it)

@@ -18,6 +18,7 @@ from atc_py.ops.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
 from ..model import DeviceModel, desc_from_proto
+from .device_memory import aligned, widen
 from .hazards import Access, Deps, analyse
 from .l2 import merge
 from .profile import RuntimeProfile
@@ -91,9 +92,36 @@ class KernelPlan:
     """A kernel call decoded once against one device memory (DeviceRun._plan): replayed by every launch."""
     mem: object
     spec: object
-    reads: list          # (input index, read-only view or widened weight)
+    reads: list          # (input index, read-only view or prepared weight: widened, aligned)
     n_inputs: int
     outs: list           # writable views the outputs land in
+    later: list = field(default_factory=list)   # (input index, make, weight view): values[i] = make(view) per launch
+
+
+def plan_call(call: Call, mem) -> KernelPlan:
+    """A call decoded against one device memory (bounds checked now): its input views and the views its outputs
+    land in. A weight the kernel cannot take as a view of the weights — fp16 for a cube kernel (widened: exact,
+    the cube widens it anyway), or misaligned for its dtype in the mapped file — is made once while the
+    memory's budget lasts (DeviceMemory.cached_weight), else by each launch (plan.later: one kernel's weights
+    at a time, no copy of the model kept)."""
+    cube = call.widens_fp16_weights
+    reads, later = [], []
+    for i, addr, desc in call.reads:
+        if addr is None:
+            continue
+        view = mem.view(addr, desc)                      # bounds checked; no page of it is touched
+        if mem.is_weight(addr):
+            wide = cube and desc.dtype == "float16"
+            if wide or not view.flags.aligned:
+                arr = mem.cached_weight(addr, desc, wide)
+                if arr is None:
+                    later.append((i, widen if wide else aligned, view))
+                else:
+                    reads.append((i, arr))
+                continue
+        reads.append((i, view))
+    outs = [mem.out_view(addr, d) for addr, d in zip(call.out_addrs, call.out_descs)]
+    return KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs, later)
 
 
 @dataclass
