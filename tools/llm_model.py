@@ -28,7 +28,7 @@ import numpy as np
 EXTERNAL_MIN_BYTES = 1024     # onnx.save_model's size_threshold: smaller tensors stay inside the model
 ALIGN = 64
 POOL = 1 << 22                # random values every tensor is cut from (16 MiB of float32)
-SLICE = 1 << 22               # elements written per step
+SLICE = 1 << 20               # elements written per step, each from its own random place in the pool
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,8 @@ class _DataWriter:
         """Up to SLICE values at a time: pool slices at random places, scaled for the kind of weight."""
         for start in range(0, count, SLICE):
             n = min(SLICE, count - start)
-            at = int(self.rng.integers(0, POOL - n + 1)) if n < POOL else 0
-            base = self.pool[at:at + n] if n <= POOL else np.resize(self.pool, n)
+            at = int(self.rng.integers(0, POOL - n + 1))
+            base = self.pool[at:at + n]
             if kind == "norm":
                 yield (1.0 + 0.1 * base).astype(dtype)
             else:
