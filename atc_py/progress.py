@@ -65,7 +65,7 @@ class Progress:
 
     def advance(self, n: int) -> None:
         self.count += n
-        self._draw()
+        self._draw(force=bool(self.total) and self.count >= self.total)   # the stage's end is always shown
 
     def done(self) -> None:
         self._stop.set()

@@ -75,17 +75,22 @@ def write_image(f: BinaryIO, image, progress) -> None:
     """The header's slot, each model's table and partitions, then the sealed header over its slot."""
     if not f.seekable():
         f.write(image.seal())
+        progress.advance(MODEL_FILE_HEAD_LEN)
         for m in image.models:
-            f.write(m.table())
+            table = m.table()
+            f.write(table)
+            progress.advance(len(table))
             for _, data in m.partitions:
                 _plain(f, data, progress)
         return
     start = f.tell()
     f.write(bytes(MODEL_FILE_HEAD_LEN))
+    progress.advance(MODEL_FILE_HEAD_LEN)
     digests = []
     for m in image.models:
         table = m.table()
         f.write(table)
+        progress.advance(len(table))
         digests.append((table, [write_partition(f, data, progress) for _, data in m.partitions]))
     end = f.tell()
     f.seek(start)
