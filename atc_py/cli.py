@@ -162,7 +162,8 @@ def run_mode_0(given, argv, log) -> None:
     if cmdline.value(given, "display_model_info") == "1":
         from .om import read_om
         from .om.model_info import model_info
-        echo(model_info(read_om(result.om)))
+        # the file just written (the image's streamed weights are not read again into memory)
+        echo(model_info(read_om(out.read_bytes() if out.is_file() else result.om)))
 
 
 def summary_lines(s: dict) -> list[str]:
