@@ -7,7 +7,7 @@ model with external data (tools/llm_model.py), next to a plain `cp` of its data 
 
 The model is generated into a temp folder (--dir to choose where), the data file copied once with `cp`
 (timed, then deleted), then `atc-py` converts the model in a subprocess: its wall time and its peak resident
-memory (wait4's ru_maxrss of that child alone). The targets printed: peak RSS <= 1 GiB + 0.25 x the weight
+memory (ru_maxrss of that child alone, from a small launcher process). The targets printed: peak RSS <= 1 GiB + 0.25 x the weight
 bytes, wall <= 3 x the copy. Everything is deleted afterwards (--keep keeps the folder). Part of
 `make bench`, not of `make test`. Nothing here is asserted.
 """
@@ -32,15 +32,23 @@ GIB = 1 << 30
 RSS_FIXED, RSS_PER_WEIGHT_BYTE, WALL_PER_COPY = GIB, 0.25, 3.0
 
 
-def run_child(cmd: list[str], **kw) -> tuple[float, int, subprocess.CompletedProcess | None, str]:
-    """(wall seconds, peak RSS bytes, return code, output) of one child process."""
+# A process forked from a big one starts with that one's pages (ru_maxrss, kept across exec, counts them): the
+# command runs under this small launcher, whose children's peak is the command's own.
+_LAUNCHER = ("import resource, subprocess, sys\n"
+             "code = subprocess.call(sys.argv[1:])\n"
+             "print('peak_rss_kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+             "sys.exit(code)\n")
+
+
+def run_child(cmd: list[str], **kw) -> tuple[float, int, int, str]:
+    """(wall seconds, peak RSS bytes, exit code, output) of one command, in a process of its own."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    res = subprocess.run([sys.executable, "-c", _LAUNCHER, *cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, **kw)
     wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss * 1024, proc.returncode, out
+    out, _, last = res.stdout.rstrip("\n").rpartition("\n")
+    peak = int(last.split()[1]) * 1024 if last.startswith("peak_rss_kib ") else 0
+    return wall, peak, res.returncode, out
 
 
 def verify(om: pathlib.Path) -> str:
