@@ -6,7 +6,7 @@ model with external data (tools/llm_model.py), next to a plain `cp` of its data 
     python -m bench.llm_scale --layers 2 --hidden 1024 --intermediate 2816 --vocab 32000   # any shape
 
 The model is generated into a temp folder (--dir to choose where), the data file copied once with `cp`
-(timed, then deleted), then `atc-py` converts the model in a subprocess: its wall time and its peak resident
+(timed, then deleted; `sync` before each timed step), then `atc-py` converts the model in a subprocess: its wall time and its peak resident
 memory (ru_maxrss of that child alone, from a small launcher process). The targets printed: peak RSS <= 1 GiB + 0.25 x the weight
 bytes, wall <= 3 x the copy. Everything is deleted afterwards (--keep keeps the folder). Part of
 `make bench`, not of `make test`. Nothing here is asserted.
@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  generated in {time.perf_counter() - t0:.1f} s")
         data = pathlib.Path(info["data"])
         weight_bytes = data.stat().st_size
+        os.sync()   # each timed step starts with no dirty pages of the other's to write back
         copy_wall, _, _, _ = run_child(["cp", str(data), str(work / "copy.data")])
+        os.sync()
         (work / "copy.data").unlink()
         out = work / "model"
         cmd = [sys.executable, "-m", "atc_py", f"--model={info['model']}", "--framework=5", f"--output={out}",
