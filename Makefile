@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance
+.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance llm-scale
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,13 @@ bench: venv
 	$(PY) bench/bench.py
 	$(PY) -m bench.fidelity
 	$(PY) -m bench.speed_table $(BENCH_ARGS)
+	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
+
+# converting an LLM-shaped model bigger than memory allows: atc-py's wall time and peak RSS next to `cp` of its
+# data file (bench/llm_scale.py; 3 GB of weights by default, LLM_SCALE_ARGS="--preset 7b" for 13.5 GB)
+LLM_SCALE_ARGS ?=
+llm-scale: venv
+	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
 
 # simulated time against the roofline and every published anchor; rewrites the tables of docs/fidelity.md
 fidelity: venv

@@ -26,27 +26,26 @@ def _fail(path, reason: str) -> AtcError:
     return AtcError("E13004", file=str(path), errmsg=reason)
 
 
-def _writer(data: Any) -> Callable:
-    """data: bytes, an object with write_to(file) (an OmImage streams its parts), or a callable(file)."""
+def _writer(data: Any, progress=None) -> Callable:
+    """data: bytes, an object with write_to(file, progress) (an OmImage streams its parts), or a callable(file)."""
     if callable(data):
         return data
     if hasattr(data, "write_to"):
-        return data.write_to
+        return lambda f: data.write_to(f, progress)
     return lambda f: f.write(data)
 
 
-def _write_through(target: str, data: Any, path) -> None:
-    """A character device: written in order (a device need not seek, so an image is joined first)."""
-    if hasattr(data, "tobytes") and not isinstance(data, (bytes, bytearray, memoryview)):
-        data = data.tobytes()
+def _write_through(target: str, data: Any, path, progress=None) -> None:
+    """A character device: written in order (an image that cannot seek there writes its header first)."""
     try:
         with open(target, "wb", buffering=0) as f:
-            _writer(data)(f)
+            _writer(data, progress)(f)
     except OSError as exc:
         raise _fail(path, exc.strerror or str(exc)) from None
 
 
-def write_atomic(path, data: Any) -> None:
+def write_atomic(path, data: Any, progress=None) -> None:
+    """`progress` (atc_py/progress.py) is told the bytes an image writes."""
     path = pathlib.Path(path)
     target = os.path.realpath(path)
     try:
@@ -58,7 +57,7 @@ def write_atomic(path, data: Any) -> None:
     mode = 0o666 & ~_UMASK
     if st is not None:
         if stat.S_ISCHR(st.st_mode):
-            _write_through(target, data, path)
+            _write_through(target, data, path, progress)
             return
         if stat.S_ISDIR(st.st_mode):
             raise _fail(path, "it is a directory")
@@ -77,7 +76,7 @@ def write_atomic(path, data: Any) -> None:
     try:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
-            _writer(data)(f)
+            _writer(data, progress)(f)
         os.replace(tmp, target)
     except BaseException as exc:
         if os.path.exists(tmp):

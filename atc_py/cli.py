@@ -12,6 +12,7 @@ from google.protobuf.message import DecodeError
 from . import cmdline
 from .errors import AtcError
 from .atomic_write import write_atomic
+from .progress import NoProgress, Progress
 from .userfiles import read_bytes
 
 MAX_OM_BYTES = 64 << 30
@@ -24,9 +25,13 @@ LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9, "alert
 PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
 
 
+_PROGRESS = NoProgress()   # mode 0's progress line on stderr, when it is a terminal (atc_py/progress.py)
+
+
 def echo(message: str = "", err: bool = False) -> None:
     """One line to stdout (stderr), flushed at once as ATC's log lines are. Plain writes: the CLI does not
     import click, whose import alone was ~20 ms of every compile's start-up."""
+    _PROGRESS.suspend()   # the progress line (a terminal's) is erased first; it comes back at its next redraw
     stream = sys.stderr if err else sys.stdout
     stream.write(f"{message}\n")
     stream.flush()
@@ -131,7 +136,7 @@ def _read_om(path: str):
         raise AtcError("E10041", path=path, reason=str(exc)) from None
 
 
-def build_from_flags(given: dict[str, str], argv: list[str], log=None):
+def build_from_flags(given: dict[str, str], argv: list[str], log=None, progress=None):
     """Mode 0 without the messages: ATC's flag checks, flags -> GE options, build. om-sweep builds through
     this too, so a sweep point compiles exactly as `atc-py` with the same flags would (same errors)."""
     from .pipeline import build
@@ -139,19 +144,26 @@ def build_from_flags(given: dict[str, str], argv: list[str], log=None):
         raise AtcError("E10007", parameter="framework", support=cmdline.FRAMEWORK_SUPPORT)
     _check_flags(given)
     kwargs = {"log": log} if log is not None else {}
-    return build(cmdline.value(given, "model"), _options(given, argv), **kwargs)
+    return build(cmdline.value(given, "model"), _options(given, argv), progress=progress, **kwargs)
 
 
 def run_mode_0(given, argv, log) -> None:
-    result = build_from_flags(given, argv, log)
-    out = _output_path(cmdline.value(given, "output"))
-    for line in summary_lines(result.summary):
-        echo(line)
-    result.save(out)
+    global _PROGRESS
+    _PROGRESS = Progress(sys.stderr)
+    try:
+        result = build_from_flags(given, argv, log, _PROGRESS)
+        out = _output_path(cmdline.value(given, "output"))
+        for line in summary_lines(result.summary):
+            echo(line)
+        result.save(out, _PROGRESS)
+    finally:
+        _PROGRESS.done()
+        _PROGRESS = NoProgress()
     if cmdline.value(given, "display_model_info") == "1":
         from .om import read_om
         from .om.model_info import model_info
-        echo(model_info(read_om(result.om)))
+        # the file just written (the image's streamed weights are not read again into memory)
+        echo(model_info(read_om(out.read_bytes() if out.is_file() else result.om)))
 
 
 def summary_lines(s: dict) -> list[str]:

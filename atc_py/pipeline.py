@@ -19,6 +19,7 @@ from .frontend.onnx import onnx_lite as onnx
 
 from .version import __version__
 from .atomic_write import write_atomic
+from .progress import NoProgress, Progress
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx_lazy
@@ -68,18 +69,25 @@ class BuildResult:
         """The whole file in memory (tests, --display_model_info); `save` writes without joining it."""
         return self.image.tobytes()
 
-    def save(self, path) -> None:
-        write_atomic(pathlib.Path(path), self.image)
+    def save(self, path, progress: Progress | None = None) -> None:
+        """Writes the .om (through a temp file: a failure leaves nothing); streamed weights are read from the
+        model's data file now, one tensor at a time. `progress` shows the bytes written on a terminal."""
+        progress = progress if progress is not None else NoProgress()
+        progress.start("writing the .om", self.image.size)
+        write_atomic(pathlib.Path(path), self.image, progress)
 
 
 class _Stages:
-    """Stage timing for --log=info."""
+    """Stage timing for --log=info; each stage is shown on the progress line (a terminal's, when compiling is
+    slow)."""
 
-    def __init__(self, log: Callable[[str, str], None]):
+    def __init__(self, log: Callable[[str, str], None], progress: Progress | None = None):
         self.log = log
+        self.progress = progress if progress is not None else NoProgress()
         self.times: dict[str, float] = {}
 
     def run(self, name: str, fn, *args):
+        self.progress.start(name)
         t0 = time.perf_counter()
         res = fn(*args)
         self.times[name] = time.perf_counter() - t0
@@ -350,7 +358,7 @@ def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
 
 
 def build(model: str | onnx.ModelProto, options: Mapping[str, str] | BuildOptions, online: bool = False, device=None,
-          log: Callable[[str, str], None] = _no_log) -> BuildResult:
+          log: Callable[[str, str], None] = _no_log, progress: Progress | None = None) -> BuildResult:
     """Compile a model. Python's cyclic garbage collector is paused meanwhile: the passes create and drop
     graph objects by the hundred thousand, each collection walks every live one (IR nodes and values point at
     each other), and that was 30-40% of DenseNet-121's compile; the build's own cycles are collected after
@@ -358,20 +366,21 @@ def build(model: str | onnx.ModelProto, options: Mapping[str, str] | BuildOption
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _build(model, options, online, device, log)
+        return _build(model, options, online, device, log, progress)
     finally:
         if paused:
             gc.enable()
 
 
-def _build(model, options, online: bool, device, log: Callable[[str, str], None]) -> BuildResult:
+def _build(model, options, online: bool, device, log: Callable[[str, str], None],
+           progress: Progress | None = None) -> BuildResult:
     opts = options if isinstance(options, BuildOptions) else BuildOptions.parse(options, online, log)
     soc = opts.soc
     if opts.sink_nops is not None:
         log("alert", f"--debug_sink_nops={opts.sink_nops} overrides the SoC's prefetch_num "
                      f"({soc.prefetch_num}) NOPs before each tiling-sink kernel: the model may run a kernel "
                      "prefetched before its UPDATE (debug only, never deploy it)")
-    st = _Stages(log)
+    st = _Stages(log, progress)
     graph = frontend(model, opts, st)
     for warning in graph.warnings:
         log("warning", warning)

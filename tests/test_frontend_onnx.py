@@ -162,11 +162,14 @@ def test_lazy_weights_are_views_of_the_file_with_the_values_onnx_load_gives(tmp_
     assert sum(n.op_type == "Const" for n in g.nodes) >= len(arrays)
 
 
-def test_lazy_loader_falls_back_for_external_data_and_reports_garbage(tmp_path):
+def test_lazy_loader_leaves_external_data_in_its_file_and_reports_garbage(tmp_path):
+    """External weights are FileTensors (read when used, mapped one at a time), not bytes in the proto."""
     path = _external_model(tmp_path, "w.bin")
     (path.parent / "w.bin").write_bytes(np.arange(4, dtype=np.float32).tobytes())
     model, weights = load_onnx_lazy(str(path))
-    assert weights == {} and numpy_helper.to_array(model.graph.initializer[0]).tolist() == [0, 1, 2, 3]
+    assert list(weights) == ["w"] and weights["w"].load().tolist() == [0, 1, 2, 3]
+    assert model.graph.initializer[0].data_location == TensorProto.EXTERNAL
+    assert not weights["w"].load().flags.writeable
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x3a\xff\xff\xff\xff\x0f junk")   # a graph field whose length runs past the file
     with pytest.raises(AtcError, match="E10041"):

@@ -5,7 +5,7 @@ import heapq
 import math
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -44,12 +44,17 @@ class Value:
         self.index = index
         self._data: np.ndarray | None = None
         self._pending: Future | None = None
-        self.threaded = False   # value computed on a host thread (set when created pending; stays set)
+        self._load: Callable[[], np.ndarray] | None = None
+        self.threaded = False   # value computed on a host thread or on demand (set when created so; stays set)
         self.consumers: list[tuple[Node, int]] = []
 
     @property
     def data(self) -> np.ndarray | None:
-        """The constant's value; a pending one (being computed on a host thread) is waited for here."""
+        """The constant's value; a pending one (being computed on a host thread) is waited for here; a lazy
+        one is loaded (mapped from its file, or computed) anew at each read and never kept here."""
+        load = self._load
+        if load is not None:
+            return load()
         pending = self._pending   # read once: the hashing thread may resolve it at the same time
         if pending is not None:
             self._data = pending.result()   # set before clearing _pending: once that is None, _data is set
@@ -58,12 +63,32 @@ class Value:
 
     @data.setter
     def data(self, value: np.ndarray | None) -> None:
-        self._data, self._pending = value, None
+        self._data, self._pending, self._load = value, None, None
+
+    @property
+    def lazy(self) -> bool:
+        """Whether the value is loaded on demand (a weight streamed from its file, or computed from one)."""
+        return self._load is not None
 
     def set_pending(self, future: Future) -> None:
         """The value arrives later (future of an array of exactly this Value's desc)."""
-        self._data, self._pending = None, future
+        self._data, self._pending, self._load = None, future, None
         self.threaded = True
+
+    def set_lazy(self, load: Callable[[], np.ndarray], computed: bool) -> None:
+        """The value is `load()` (an array of exactly this Value's desc), called whenever it is read: the bytes
+        stay in their file (or are recomputed) instead of in memory. `computed`: derived from other constants
+        (placed in the weights without the identity check, as a threaded value is)."""
+        self._data, self._pending, self._load = None, None, load
+        self.threaded = computed
+
+    def share_data(self, other: "Value") -> None:
+        """The same constant as `other` (a copy of its Const node): its array (waited for), or its loader. The
+        copy is an ordinary constant of its graph (its weights compare it with the others), either way."""
+        if other._load is not None:
+            self.set_lazy(other._load, computed=False)
+        else:
+            self.data = other.data
 
     @property
     def is_const(self) -> bool:
@@ -152,6 +177,13 @@ class Graph:
         """A Const whose value a host thread is still computing (an array of exactly `desc`)."""
         node = self.add_node(name, "Const", out_descs=[desc])
         node.outputs[0].set_pending(future)
+        return node.outputs[0]
+
+    def add_lazy_const(self, name: str, desc: TensorDesc, load: Callable[[], np.ndarray], computed: bool = False
+                       ) -> Value:
+        """A Const whose value is loaded on demand (Value.set_lazy)."""
+        node = self.add_node(name, "Const", out_descs=[desc])
+        node.outputs[0].set_lazy(load, computed)
         return node.outputs[0]
 
     def set_input(self, node: Node, i: int, v: Value | None) -> None:

@@ -12,6 +12,8 @@ import bisect
 import hashlib
 import os
 import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 DIGEST_PIECE = 4 << 20
@@ -104,13 +106,77 @@ def file_digest(f, offset: int, size: int, workers: int = 1,
     return hashlib.sha256(b"".join(digests)).digest()
 
 
+def _hash_segments(segments: list) -> bytes:
+    h = hashlib.sha256()
+    for seg in segments:
+        h.update(seg)
+    return h.digest()
+
+
+_hash_pool: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _hash_pool
+    if _hash_pool is None:
+        _hash_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="om-sha256")
+    return _hash_pool
+
+
+class StreamDigest:
+    """partition_digest of bytes given in order (update), in buffers of any size: each piece is hashed on a
+    pool thread as soon as it is complete, at most `ahead` bytes of pieces waiting at a time (the caller may
+    drop its buffers once update returns: the pieces keep what they need until hashed)."""
+
+    def __init__(self, ahead: int = 16 * DIGEST_PIECE):
+        self.ahead = ahead
+        self.segments: list = []    # the current piece's bytes
+        self.fill = 0
+        self.queued: deque = deque()   # (future digest, piece size), in piece order
+        self.queued_bytes = 0
+        self.digests: list[bytes] = []
+
+    def update(self, buf) -> None:
+        view = memoryview(buf).cast("B")
+        pos = 0
+        while pos < len(view):
+            take = min(DIGEST_PIECE - self.fill, len(view) - pos)
+            self.segments.append(view[pos:pos + take])
+            self.fill += take
+            pos += take
+            if self.fill == DIGEST_PIECE:
+                self._submit()
+
+    def _submit(self) -> None:
+        segments, size = self.segments, self.fill
+        self.segments, self.fill = [], 0
+        self.queued.append((_pool().submit(_hash_segments, segments), size))
+        self.queued_bytes += size
+        while self.queued_bytes > self.ahead:
+            self._collect()
+
+    def _collect(self) -> None:
+        future, size = self.queued.popleft()
+        self.digests.append(future.result())
+        self.queued_bytes -= size
+
+    def digest(self) -> bytes:
+        if self.fill or not (self.queued or self.digests):   # the last, shorter piece (an empty partition: one)
+            self._submit()
+        while self.queued:
+            self._collect()
+        return hashlib.sha256(b"".join(self.digests)).digest()
+
+
 class Deferred:
     """A part whose bytes a host thread is still computing (a weight being cast): its size is known now,
-    its buffer when resolve() returns (it waits)."""
+    its buffer when resolve() returns (it waits). A `streamed` one is read from its file (or computed) anew
+    at each resolve and held by nobody: it is resolved once, when the partition is written."""
 
-    def __init__(self, nbytes: int, resolve: Callable[[], Any]):
+    def __init__(self, nbytes: int, resolve: Callable[[], Any], streamed: bool = False):
         self.nbytes = nbytes
         self._resolve = resolve
+        self.streamed = streamed
 
     def resolve(self):
         buf = self._resolve()
@@ -138,9 +204,19 @@ class Chunks:
             self.parts.append(buf)
             self.size += n
 
+    @property
+    def streamed(self) -> bool:
+        """Whether a part is streamed (Deferred.streamed): its bytes are in no buffer until resolved."""
+        return any(isinstance(p, Deferred) and p.streamed for p in self.parts)
+
     def buffers(self) -> list:
         """The parts with deferred ones resolved (waits for them)."""
         return [p.resolve() if isinstance(p, Deferred) else p for p in self.parts]
+
+    def iter_buffers(self):
+        """The parts one at a time, each deferred one resolved when its turn comes."""
+        for p in self.parts:
+            yield p.resolve() if isinstance(p, Deferred) else p
 
     def __len__(self) -> int:
         return self.size
@@ -150,6 +226,12 @@ class Chunks:
 
     def _hash(self) -> None:
         try:
+            if self.streamed:   # each part resolved once, in order (partition_digest resolves one per piece)
+                h = StreamDigest()
+                for buf in self.iter_buffers():
+                    h.update(buf)
+                self._digest.append(h.digest())
+                return
             self._digest.append(partition_digest(self.parts, os.cpu_count() or 1))
         except BaseException as exc:   # a deferred part failed: digest() re-raises it on the caller's thread
             self._error = exc
@@ -168,3 +250,8 @@ class Chunks:
         if self._error is not None:
             raise self._error
         return self._digest[0]
+
+
+def partition_digest_of(data) -> bytes:
+    """The digest of a partition given as bytes or as Chunks (whose digest may be on its way already)."""
+    return data.digest() if isinstance(data, Chunks) else partition_digest([data], os.cpu_count() or 1)

@@ -19,7 +19,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Union
 
-from .chunks import Chunks, file_digest, partition_digest
+from ..progress import NoProgress
+from .chunks import Chunks, file_digest, partition_digest_of
+from .writer import write_image
 from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, OM_PROTO_VERSION, ModelFileHeader
 from .partitions import NAMES
 
@@ -40,10 +42,6 @@ def _buffers(data: Blob) -> list:
     return data.buffers() if isinstance(data, Chunks) else [data]
 
 
-def _digest(data) -> bytes:
-    return data.digest() if isinstance(data, Chunks) else partition_digest([data], os.cpu_count() or 1)
-
-
 def _table(partitions) -> bytes:
     table = bytearray(_TABLE_HEAD.pack(len(partitions), 0))
     offset = 0
@@ -55,11 +53,17 @@ def _table(partitions) -> bytes:
 
 def model_checksum(tables_and_partitions) -> bytes:
     """SHA-256 of each model's table bytes followed by the digest of each of its partitions (chunks.py)."""
+    return checksum_of_digests((table, [partition_digest_of(d) for d in partitions])
+                               for table, partitions in tables_and_partitions)
+
+
+def checksum_of_digests(tables_and_digests) -> bytes:
+    """model_checksum from each model's table bytes and its partitions' digests."""
     h = hashlib.sha256()
-    for table, partitions in tables_and_partitions:
+    for table, digests in tables_and_digests:
         h.update(table)
-        for data in partitions:
-            h.update(_digest(data))
+        for d in digests:
+            h.update(d)
     return h.digest()
 
 
@@ -80,6 +84,9 @@ class OmModel:
                 return data
         return None
 
+    def table(self) -> bytes:
+        return _table(self.partitions)
+
     def buffers(self) -> list:
         """The table then the partitions, as the file holds them."""
         return [_table(self.partitions)] + [b for _, data in self.partitions for b in _buffers(data)]
@@ -98,25 +105,26 @@ class OmImage:
     def body(self) -> list:
         return [b for m in self.models for b in m.buffers()]
 
-    def _seal(self) -> bytes:
-        self.header.checksum = model_checksum(
-            (_table(m.partitions), [d for _, d in m.partitions]) for m in self.models) + b"\0" * 32
+    @property
+    def size(self) -> int:
+        return MODEL_FILE_HEAD_LEN + self.header.model_length
+
+    def seal(self, digests=None) -> bytes:
+        """The header with its checksum, from each model's (table, partition digests) when the writer has them
+        (om/writer.py), else computed here."""
+        if digests is None:
+            digests = [(m.table(), [partition_digest_of(d) for _, d in m.partitions]) for m in self.models]
+        self.header.checksum = checksum_of_digests(digests) + b"\0" * 32
         return self.header.pack()
 
-    def write_to(self, f: BinaryIO) -> None:
+    def write_to(self, f: BinaryIO, progress=None) -> None:
         """The body first, then the header over the space kept for it: the checksum needs the weights' digest,
-        which host threads are still computing, so writing the body overlaps with hashing it."""
-        start = f.tell()
-        f.write(bytes(MODEL_FILE_HEAD_LEN))
-        for b in self.body:
-            f.write(b)
-        end = f.tell()
-        f.seek(start)
-        f.write(self._seal())
-        f.seek(end)
+        which host threads are still computing or which is taken while the weights stream through
+        (om/writer.py). `progress` (atc_py/progress.py) is told the bytes written."""
+        write_image(f, self, progress if progress is not None else NoProgress())
 
     def tobytes(self) -> bytes:
-        return b"".join([self._seal()] + self.body)
+        return b"".join([self.seal()] + self.body)
 
 
 @dataclass
@@ -306,6 +314,6 @@ def _checksum(src, tables, parts, progress) -> bytes:
                 except OSError as exc:
                     raise OmFormatError(f"cannot read the file ({exc.strerror or exc})") from None
             else:
-                h.update(_digest(data))
+                h.update(partition_digest_of(data))
                 tell(len(data))
     return h.digest()

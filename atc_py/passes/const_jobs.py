@@ -7,13 +7,17 @@ scaling and the fp16 weight casts one ConstJobs that it waits for at the end of 
 partition takes pending constants as deferred parts, om/chunks.py), so they overlap the passes and the
 compile that do not need their values; a failing job is then reported by the build, naming its node. Names
 and order are decided on the calling thread: the graph does not depend on timing.
+
+A job computed from a weight left in its file (a lazy value: ir/file_tensor.py) is not run now: its Const is
+lazy too, computed when the .om's weights are written, one tensor at a time (read, cast, write, drop), so
+a model bigger than memory converts; a failing one is reported by the writer, naming its node.
 """
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 
@@ -34,7 +38,34 @@ def _executor() -> ThreadPoolExecutor:
 
 
 def worth_a_thread(desc: TensorDesc) -> bool:
-    return THREADS > 1 and desc.known and desc.dtype != STRING and desc.nbytes >= ASYNC_MIN_BYTES
+    return THREADS > 1 and _big(desc)
+
+
+def _big(desc: TensorDesc) -> bool:
+    return desc.known and desc.dtype != STRING and desc.nbytes >= ASYNC_MIN_BYTES
+
+
+def streamed(inputs: Iterable[Value | None]) -> bool:
+    """Whether any input is a lazy value (a weight left in its file, or computed from one)."""
+    return any(v is not None and v.lazy for v in inputs)
+
+
+def deferred(desc: TensorDesc, inputs: Iterable[Value | None]) -> bool:
+    """Whether a constant of `desc` computed from `inputs` is a job (ConstJobs.add) rather than computed now:
+    big enough for a thread, or big and computed from a lazy input (then it is lazy too: computed when the
+    .om's weights are written, one at a time, instead of held in memory from now on)."""
+    return worth_a_thread(desc) or (_big(desc) and streamed(inputs))
+
+
+def reader(v: Value | None) -> Callable[[], np.ndarray | None]:
+    """v's value for a job: a lazy one is read when the job runs (nothing is held meanwhile), any other is
+    taken now (a pending one waited for here, on the calling thread)."""
+    if v is None:
+        return lambda: None
+    if v.lazy:
+        return lambda: v.data
+    data = v.data
+    return lambda: data
 
 
 class ConstJobs:
@@ -44,15 +75,20 @@ class ConstJobs:
         self.graph = graph
         self.pending: list[Value] = []
 
-    def add(self, name: str, desc: TensorDesc, compute: Callable[[], np.ndarray], what: str) -> Value:
+    def add(self, name: str, desc: TensorDesc, compute: Callable[[], np.ndarray], what: str,
+            inputs: Iterable[Value | None] = ()) -> Value:
         """A Const named `name` (already unique) of exactly `desc`, its value computed by `compute()` (which must
-        not touch the graph: it runs on another thread while the graph changes). `what` names the node in errors."""
+        not touch the graph: it runs on another thread while the graph changes; it reads its `inputs` through
+        `reader`). `what` names the node in errors. Computed from a lazy input, the Const is lazy: `compute`
+        runs whenever its value is read (by the weights writer, once), and nothing is kept."""
         def run() -> np.ndarray:
             data = np.ascontiguousarray(compute()).astype(desc.dtype, copy=False)
             if data.shape != tuple(desc.shape):
                 raise AtcError("E19999", message=f"{what} produced shape {list(data.shape)}, "
                                                  f"its inferred shape is {list(desc.shape)}")
             return data
+        if streamed(inputs):
+            return self.graph.add_lazy_const(name, replace(desc), run, computed=True)
         v = self.graph.add_pending_const(name, replace(desc), _executor().submit(run))
         self.pending.append(v)
         return v

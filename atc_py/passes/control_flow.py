@@ -38,7 +38,7 @@ def _copy_node(g: Graph, n: Node, inputs: list, base: str) -> Node:
     c = g.add_node(g.unique_name(base), n.op_type, inputs, [v.desc for v in n.outputs], dict(n.attrs))
     c.meta = dict(n.meta)
     if n.op_type == "Const":
-        c.outputs[0].data = n.outputs[0].data
+        c.outputs[0].share_data(n.outputs[0])
     c.subgraphs = {k: clone_graph(s, g, s.name) for k, s in n.subgraphs.items()}
     return c
 

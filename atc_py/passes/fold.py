@@ -12,7 +12,7 @@ from ..limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ops.execute import run_op, tiling_context
 from ..ops.infer import infer_node
 from ..platform.soc import SocSpec
-from .const_jobs import ConstJobs, worth_a_thread
+from .const_jobs import ConstJobs, deferred, reader
 from .fp16_fold import float32_to_float16
 
 NEVER_FOLD = {"Data", "Const", "NetOutput", "If", "Case", "While", "PartitionedCall", "MemcpyAsync"}
@@ -45,14 +45,16 @@ def _itemsize(dtype: str) -> int:
         return 16   # strings: GE's string head
 
 
-def _evaluate(node, spec, ins, soc: SocSpec):
-    """A thunk computing the node's output arrays. Everything it needs from the node is taken now, on the
-    calling thread: the pass detaches the node (and rewires its Values) while a host thread may run it."""
+def _evaluate(node, spec, readers, soc: SocSpec):
+    """A thunk computing the node's output arrays from its inputs' `readers` (const_jobs.reader). Everything it
+    needs from the node is taken now, on the calling thread: the pass detaches the node (and rewires its
+    Values) while a host thread may run it."""
     in_descs = [v.desc if v is not None else None for v in node.inputs]
     out_descs = [v.desc for v in node.outputs]
     attrs, name, op_type = dict(node.attrs), node.name, node.op_type
 
     def run() -> list[np.ndarray]:
+        ins = [r() for r in readers]
         try:
             if op_type == "Cast" and out_descs[0].dtype == "float16" and ins[0].dtype == np.float32:
                 # force_fp16's weight casts: the Cast kernel's numbers (numpy's cast) without its slow path
@@ -94,16 +96,16 @@ def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None,
         spec = get_op(node.op_type)
         if too_big(node, spec, soc, size_limit):
             continue
-        ins = [v.data if v is not None else None for v in node.inputs]
-        if len(node.outputs) == 1 and worth_a_thread(node.outputs[0].desc):
+        readers = [reader(v) for v in node.inputs]
+        if len(node.outputs) == 1 and deferred(node.outputs[0].desc, node.inputs):
             v = node.outputs[0]
             if v.consumers:
-                run = _evaluate(node, spec, ins, soc)
+                run = _evaluate(node, spec, readers, soc)
                 new = jobs.add(graph.unique_name(f"{node.name}_folded"), v.desc, lambda r=run: r()[0],
-                               f"Constant folding of node {node.name} ({node.op_type})")
+                               f"Constant folding of node {node.name} ({node.op_type})", list(node.inputs))
                 graph.replace_all_uses(v, new)
         else:
-            for k, (v, data) in enumerate(zip(node.outputs, _evaluate(node, spec, ins, soc)())):
+            for k, (v, data) in enumerate(zip(node.outputs, _evaluate(node, spec, readers, soc)())):
                 if not v.consumers:
                     continue
                 new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")), data)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, Value
-from .const_jobs import ConstJobs, worth_a_thread
+from ..ir.graph import Graph, Node, TensorDesc, Value
+from .const_jobs import ConstJobs, deferred, reader
 
 
 def _only_consumer(v: Value) -> Node | None:
@@ -111,9 +111,9 @@ def bn_conv_fold(graph: Graph, jobs: ConstJobs | None = None) -> int:
         new_w = scaled.get(key)
         if new_w is None:
             filter_name = graph.unique_name(f"{conv.name}_bn_filter")
-            if worth_a_thread(w.desc):
-                new_w = jobs.add(filter_name, w.desc, lambda f=w.data, s=factor: f.astype(s.dtype, copy=False) * s,
-                                 f"BN folding into node {conv.name}")
+            if deferred(w.desc, [w]):
+                new_w = jobs.add(filter_name, w.desc, lambda f=reader(w), s=factor: f().astype(s.dtype, copy=False) * s,
+                                 f"BN folding into node {conv.name}", [w])
             else:
                 new_w = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
             scaled[key] = new_w
@@ -164,8 +164,14 @@ def scale_conv_fold(graph: Graph) -> int:
         shift = _per_channel(_const_operand(add, mul.outputs[0]), cout) if add is not None and add.op_type == "Add" \
             and add.outputs[0].desc.shape == out.desc.shape else None
         acc = np.float64 if w.desc.dtype == "float64" else np.float32
-        new_w = (w.data.astype(acc, copy=False) * scale.astype(acc).reshape(-1, 1, 1, 1)).astype(w.desc.dtype)
-        graph.set_input(conv, 1, graph.add_const(graph.unique_name(f"{conv.name}_scaled_filter"), new_w))
+        factor = scale.astype(acc).reshape(-1, 1, 1, 1)
+        filter_name = graph.unique_name(f"{conv.name}_scaled_filter")
+        if w.lazy:   # a filter left in its file: scaled when the weights are written, not held from now on
+            new_v = graph.add_lazy_const(filter_name, TensorDesc(w.desc.shape, w.desc.dtype), lambda f=reader(w), s=factor, d=w.desc.dtype:
+                                         (f().astype(s.dtype, copy=False) * s).astype(d))
+        else:
+            new_v = graph.add_const(filter_name, (w.data.astype(acc, copy=False) * factor).astype(w.desc.dtype))
+        graph.set_input(conv, 1, new_v)
         last = mul
         if shift is not None:
             bias = bias + shift

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -67,10 +68,12 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
     """Identical constants (same bytes, dtype and shape) are stored once. Candidates are grouped by dtype,
     shape and a sample of their bytes, then compared byte for byte (memcmp speed, no hashing of big weights).
     Constants computed on host threads are not compared (the cse pass merged equal ones before they were
-    folded). The blob is a Chunks of padding and the constants' own arrays: nothing is copied until the file is."""
+    folded). The blob is a Chunks of padding and the constants' own arrays: nothing is copied until the file is.
+    A lazy constant (a weight left in its file, or computed from one) is a streamed part: read (or computed)
+    when the file is written, and only then; its digest is taken while it is written."""
     blob = Chunks()
     offset = WEIGHTS_START_OFFSET
-    seen: dict[tuple, list[tuple[np.ndarray, int]]] = {}
+    seen: dict[tuple, list[tuple[Callable[[], np.ndarray], int]]] = {}
     for node in all_nodes(graph):      # subgraphs' constants too: one weights blob per model
         if node.op_type != "Const" or not node.outputs[0].consumers:
             continue
@@ -80,23 +83,28 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
             # its bytes join the blob when they arrive. Which constants these are does not depend on timing.
             plan.weight_offset[id(v)] = offset
             blob.append(bytes(offset - WEIGHTS_START_OFFSET - len(blob)))
-            blob.append(Deferred(v.desc.nbytes, lambda v=v: _raw(v.data)))
+            blob.append(Deferred(v.desc.nbytes, lambda v=v: _raw(v.data), streamed=v.lazy))
             offset = align(offset + max(v.desc.nbytes, 1))
             continue
-        data = _raw(v.data)
+        data = _raw(v.data)   # a lazy value: a view of its mapped file (only the samples below are read)
         key = (v.desc.dtype, v.desc.shape, data[:64].tobytes(), data[-64:].tobytes())
-        same = next((off for other, off in seen.get(key, ()) if np.array_equal(other, data)), None)
+        same = next((off for other, off in seen.get(key, ()) if np.array_equal(other(), data)), None)
         if same is not None:
             plan.weight_offset[id(v)] = same
             continue
         plan.weight_offset[id(v)] = offset
-        seen.setdefault(key, []).append((data, offset))
         blob.append(bytes(offset - WEIGHTS_START_OFFSET - len(blob)))   # alignment padding
-        blob.append(data)
+        if v.lazy:   # read again when compared or written: nothing of it is held meanwhile
+            seen.setdefault(key, []).append((lambda v=v: _raw(v.data), offset))
+            blob.append(Deferred(v.desc.nbytes, lambda v=v: _raw(v.data), streamed=True))
+        else:
+            seen.setdefault(key, []).append((lambda d=data: d, offset))
+            blob.append(data)
         offset = align(offset + max(len(data), 1))
+        del data
     plan.weights = Chunks([bytes(WEIGHTS_START_OFFSET)] + blob.parts) if len(blob) else b""
     plan.weight_size = len(plan.weights)
-    if plan.weights:
+    if plan.weights and not plan.weights.streamed:
         plan.weights.start_digest()   # the .om checksum's biggest part, hashed while compiling goes on
 
 

@@ -203,7 +203,7 @@ def _copy_node(sub: Graph, node: Node, inputs: list[Value | None]) -> Node:
     new.meta = dict(node.meta)
     new.subgraphs = node.subgraphs     # each node is copied once: its subgraphs move with it
     if node.op_type == "Const":
-        new.outputs[0].data = node.outputs[0].data
+        new.outputs[0].share_data(node.outputs[0])
     return new
 
 

@@ -6,6 +6,7 @@ from . import onnx_lite as onnx
 
 from ...errors import AtcError
 from ...ir.dtypes import dtype_from_onnx, no_ascend_type
+from ...ir.file_tensor import FileTensor
 from ...ir.graph import Graph, TensorDesc, Value
 from ...limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options import shape_range_attr
@@ -46,6 +47,11 @@ class OnnxConverter:
             return self.values[name]
         if name in self.initializers:
             data = self.weights.get(name)
+            if isinstance(data, FileTensor):   # left in its file: read when a pass or the writer needs it
+                v = self.graph.add_lazy_const(self.graph.unique_name(_safe(name)),
+                                              TensorDesc(data.shape, data.dtype), data.load)
+                self.values[name] = v
+                return v
             if data is None:
                 unsupported_type(self.initializers[name].data_type, f"initializer '{name}'")
                 data = onnx.to_array(self.initializers[name])

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import mmap
-import os
 import pathlib
 
 import numpy as np
@@ -10,7 +9,8 @@ from . import onnx_lite as onnx
 from google.protobuf.message import DecodeError
 
 from ...errors import AtcError
-from ...limits import MAX_CONST_BYTES
+from ...ir.file_tensor import FileTensor
+from .external_data import file_tensor, read_into
 from .lazy_weights import load_split
 
 
@@ -51,32 +51,22 @@ def _all_tensors(model: onnx.ModelProto):
         yield from _node_tensors(f.node)
 
 
-def _load_external(model: onnx.ModelProto, base: pathlib.Path, path) -> None:
+def _load_external(model: onnx.ModelProto, base: pathlib.Path, path, streamed: dict | None = None) -> None:
+    """Every external tensor checked; the main graph's initializers of plain dtypes go to `streamed` (name ->
+    FileTensor) when it is given, the others are read into the proto."""
     root = base.resolve()
-    tensors = [t for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
-    for t in tensors:
-        info = {e.key: e.value for e in t.external_data}
-        loc = info.get("location", "")
-        if not isinstance(loc, str) or "\0" in loc:
-            raise _fail(path, f"external data location {loc!r} of tensor '{t.name}' is not a file name")
-        target = (root / loc).resolve()
-        if not loc or os.path.isabs(loc) or root not in target.parents:
-            raise _fail(path, f"external data '{loc}' of tensor '{t.name}' is outside the model's folder")
-        if not target.is_file():
-            raise _fail(path, f"external data file '{loc}' of tensor '{t.name}' does not exist or is not a regular file")
-        try:
-            offset = int(info.get("offset", "0") or 0)
-            size = target.stat().st_size
-            length = int(info["length"]) if info.get("length") else size - offset
-        except ValueError:
-            raise _fail(path, f"bad offset/length for external data of tensor '{t.name}'") from None
-        if offset < 0 or length < 0 or offset + length > size or length > MAX_CONST_BYTES:
-            raise _fail(path, f"external data of tensor '{t.name}' ({offset}+{length}) exceeds '{loc}' ({size} B)")
-        with open(target, "rb") as f:
-            f.seek(offset)
-            t.raw_data = f.read(length)
-        del t.external_data[:]
-        t.data_location = onnx.TensorProto.DEFAULT
+    external = lambda t: t.data_location == onnx.TensorProto.EXTERNAL   # noqa: E731
+    for t in model.graph.initializer:
+        if external(t):
+            ft = file_tensor(t, root, path) if streamed is not None else None
+            if ft is None:
+                read_into(t, root, path)
+            else:
+                streamed[t.name] = ft
+    rest = [t for t in _node_tensors(model.graph.node) if external(t)]
+    rest += [t for f in model.functions for t in _node_tensors(f.node) if external(t)]
+    for t in rest:
+        read_into(t, root, path)
 
 
 def _check_file(path: str) -> pathlib.Path:
@@ -86,32 +76,40 @@ def _check_file(path: str) -> pathlib.Path:
     return p
 
 
-def _check_model(model: onnx.ModelProto, path: str) -> onnx.ModelProto:
+def _check_model(model: onnx.ModelProto, path: str, streamed: dict | None = None) -> onnx.ModelProto:
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise _fail(path, "the model has no graph")
-    _load_external(model, pathlib.Path(path).parent, path)
+    _load_external(model, pathlib.Path(path).parent, path, streamed)
     return model
 
 
 def load_onnx(path: str) -> onnx.ModelProto:
-    p = _check_file(path)
+    """The model with every tensor's bytes in the proto (external data read in)."""
+    return _check_model(_parse(path, _check_file(path)), path)
+
+
+def _parse(path: str, p: pathlib.Path) -> onnx.ModelProto:
     try:
         model = onnx.load(str(p), load_external_data=False)
     except (DecodeError, RuntimeWarning, ValueError, OSError, UnicodeDecodeError) as exc:
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
     except Exception as exc:  # protobuf's C++ backend raises its own error types
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
-    return _check_model(model, path)
+    return model
 
 
-def load_onnx_lazy(path: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """The model and its main graph's raw weights as views of the file bytes (lazy_weights); any file the
-    fast path does not take is loaded by load_onnx, with its errors."""
+def load_onnx_lazy(path: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray | FileTensor]]:
+    """The model and its main graph's weights: raw ones as views of the file bytes (lazy_weights), external
+    ones as FileTensors (left in their file: the compiler streams them); any file the fast path does not take
+    is loaded by load_onnx, with its errors (its external weights streamed all the same)."""
     p = _check_file(path)
     try:
         with open(p, "rb") as f:   # mapped, not read: the weights stay in the page cache until used
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if p.stat().st_size else b""
         model, arrays = load_split(data)
     except Exception:   # WireError, protobuf's decode errors: the normal loader decides and reports
-        return load_onnx(path), {}
-    return _check_model(model, path), arrays
+        streamed: dict = {}
+        return _check_model(_parse(path, p), path, streamed), streamed
+    streamed = {}
+    _check_model(model, path, streamed)
+    return model, {**arrays, **streamed}
