@@ -38,8 +38,9 @@ def _size(n: int) -> str:
 
 
 class Progress:
-    def __init__(self, stream=None, delay: float | None = None, interval: float = INTERVAL):
+    def __init__(self, stream=None, delay: float | None = None, interval: float = INTERVAL, prefix: str = "[atc-py]"):
         self.stream = sys.stderr if stream is None else stream
+        self.prefix = prefix
         try:
             self.enabled = self.stream.isatty()
         except (AttributeError, ValueError):
@@ -84,7 +85,7 @@ class Progress:
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.stage_t0
-        text = f"[atc-py] {self.stage}"
+        text = f"{self.prefix} {self.stage}"
         if self.total:
             text += f": {_size(min(self.count, self.total))} / {_size(self.total)} " \
                     f"({100 * min(self.count, self.total) // self.total}%)"
@@ -111,6 +112,30 @@ class Progress:
             self.stream.flush()
         except (OSError, ValueError):   # the terminal went away: the job goes on without its progress line
             self.enabled = False
+
+
+class StageProgress:
+    """A Progress driven by calls progress(stage, done, total) (om-run's loader reports that way): a new stage
+    starts a new count. Use as a context manager: the line is erased at the end."""
+
+    def __init__(self, label: str, stream=None, delay: float | None = None, prefix: str = "[om-run]"):
+        self.label = label
+        self.progress = Progress(stream, delay, prefix=prefix)
+        self.stage: str | None = None
+        self.count = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.stage, self.count = stage, 0
+            self.progress.start(f"{self.label}: {stage}", total)
+        self.progress.advance(max(0, done - self.count))
+        self.count = max(self.count, done)
+
+    def __enter__(self) -> "StageProgress":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.done()
 
 
 class NoProgress(Progress):

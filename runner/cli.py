@@ -15,6 +15,7 @@ from atc_py.om.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 from atc_py.ieee_quiet import quiet_ieee_warnings
 from atc_py.plugins import load_plugins
+from atc_py.progress import StageProgress
 
 from .compare import compare_outputs, default_tolerance
 from .gears import BUILT_WITH, read_gears, refuse_gear_flag
@@ -24,7 +25,6 @@ from .loader import load_model
 from .model import DeviceModel, RootModel
 from .msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
 from .options import RunOptions, run_options
-from .progress_line import ProgressLine
 from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .sim.profile import RuntimeProfile
@@ -192,7 +192,7 @@ def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:
 def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
     """om-run with its flags parsed: load the model, choose its gear and inputs, simulate, report, compare."""
     load_plugins(opts.op_plugin)
-    with ProgressLine(f"[INFO] loading {opts.model_path}") as progress:   # a large .om: on a terminal only
+    with StageProgress(f"loading {opts.model_path}") as progress:   # a large .om: on a terminal only
         model = load_model(opts.model_path, verify=opts.verify, progress=progress)
     click.echo(f"[INFO] open device {opts.device} success")
     click.echo(f"[INFO] load model {opts.model_path} success")

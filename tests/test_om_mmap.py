@@ -20,7 +20,7 @@ from atc_py.om.header import MODEL_FILE_HEAD_LEN
 from runner import loader
 from runner.io import random_inputs
 from runner.loader import load_model
-from runner.progress_line import ProgressLine
+from atc_py.progress import StageProgress
 from runner.sim.device_memory import WIDEN_CACHE_BYTES
 from runner.sim.host import Simulation
 from runner.threads import thread_budget
@@ -272,26 +272,20 @@ class _Tty(io.StringIO):
         return self.tty
 
 
-def test_progress_line_on_a_terminal_only_and_after_the_delay():
-    now = [0.0]
+def test_progress_line_on_a_terminal_only():
+    """om-run's loader reports (stage, done, total) to atc-py's progress line: shown on a terminal, each stage
+    counted from its start, erased at the end; nothing on a pipe."""
     term = _Tty(True)
-    line = ProgressLine("loading m.om", term, delay=2.0, interval=0.1, clock=lambda: now[0])
-    line("checksum", 100 << 20, 4 << 30)
-    assert term.getvalue() == ""                     # a quick load prints nothing
-    now[0] = 2.5
-    line("checksum", 1_500_000_000, 3_000_000_000)
-    assert term.getvalue() == "\rloading m.om: checksum 1.5 GB / 3.0 GB (50%)\x1b[K"
-    line("checksum", 1_600_000_000, 3_000_000_000)  # within the interval: not rewritten
-    assert term.getvalue().count("\r") == 1
-    now[0] = 2.7
-    line("mapping", 3_000_000_000, 3_000_000_000)
-    assert term.getvalue().endswith("\rloading m.om: mapping 3.0 GB / 3.0 GB (100%)\x1b[K")
-    line.close()
-    assert term.getvalue().endswith("\r\x1b[K")      # erased: the next line starts clean
+    with StageProgress("loading m.om", term, delay=0.0) as progress:
+        progress("checksum", 1_500_000_000, 3_000_000_000)
+        progress("checksum", 3_000_000_000, 3_000_000_000)
+        progress("mapping", 3_000_000_000, 3_000_000_000)
+    text = term.getvalue()
+    assert "[om-run] loading m.om: checksum" in text and "(100%)" in text and "loading m.om: mapping" in text
+    assert text.endswith("\r\x1b[K")                  # erased: the next line starts clean
     pipe = _Tty(False)
-    quiet = ProgressLine("loading m.om", pipe, delay=0.0, clock=lambda: now[0])
-    quiet("checksum", 1, 2)
-    quiet.close()
+    with StageProgress("loading m.om", pipe, delay=0.0) as quiet:
+        quiet("checksum", 1, 2)
     assert pipe.getvalue() == ""
 
 
