@@ -133,7 +133,7 @@ def load_model(path: str, verify: bool = True, progress: Callable[[str, int, int
 
     Only the partition tables and the small partitions are read; a WEIGHTS_DATA of MAP_MIN_BYTES or more is
     memory-mapped (mapped.py), not read, once the tables are checked against the file's size, and the checksum
-    streams the file (atc_py.om.chunks.file_digest). progress(stage, done, total) hears of both (ProgressLine)."""
+    streams the file (atc_py.om.chunks.file_digest). progress(stage, done, total) hears of both (atc_py.progress.StageProgress)."""
     f, size = open_model_file(path)
     mapped = None
     try:
