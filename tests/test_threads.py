@@ -2,7 +2,7 @@
 N threads while the model runs; the default leaves out the cores other processes keep busy."""
 import pytest
 
-from atc_py.ops import elementwise
+from atc_py.ops import host_pool
 from runner import threads as th
 
 from .conftest import MODELS, compile_om
@@ -35,11 +35,11 @@ def test_probe_counts_other_processes_not_its_own_work(monkeypatch):
 
 
 def test_thread_budget_limits_blas_and_block_pool_and_restores_them():
-    before_blas, before_pool = th.blas_threads(), elementwise.HOST_THREADS
+    before_blas, before_pool = th.blas_threads(), host_pool.HOST_THREADS
     with th.thread_budget(1):
         assert th.blas_threads() == 1
-        assert elementwise.HOST_THREADS == 1
-    assert th.blas_threads() == before_blas and elementwise.HOST_THREADS == before_pool
+        assert host_pool.HOST_THREADS == 1
+    assert th.blas_threads() == before_blas and host_pool.HOST_THREADS == before_pool
 
 
 def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, monkeypatch):
@@ -49,7 +49,7 @@ def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, 
     real = device.launch
 
     def spy(*a, **k):
-        seen.append((th.blas_threads(), elementwise.HOST_THREADS))
+        seen.append((th.blas_threads(), host_pool.HOST_THREADS))
         return real(*a, **k)
     monkeypatch.setattr(device, "launch", spy)
     om = tmp_path / "cnn.om"

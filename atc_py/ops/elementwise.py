@@ -6,15 +6,12 @@ chunks, so it computes what the tiling says, not what the shapes say.
 """
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                    cores_for, covered, split_rows)
+from .host_pool import run_pieces, split
 from .registry import register
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
@@ -31,40 +28,23 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
     return TilingResult(block_dim, int(broadcast), data)
 
 
-PARALLEL_MIN_ELEMS = 1 << 20   # outputs at least this big run their blocks on host threads (numpy releases the GIL)
-HOST_THREADS = os.cpu_count() or 1   # read once: os.cpu_count() costs ~20 us, more than a small kernel
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def set_host_threads(n: int) -> None:
-    """Hold the block pool to n threads (om-run's --threads): blocks are split n ways; the pool's extra
-    workers, if it has more, stay idle."""
-    global HOST_THREADS
-    HOST_THREADS = max(1, int(n))
-
-
-def _block_pool() -> ThreadPoolExecutor:
-    """One pool, created on first use; kernels run on several threads at once (constant folding)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="kernel-block")
-        return _pool
+PARALLEL_MIN_ELEMS = 1 << 18   # outputs at least this big run in pieces on the host pool (numpy releases the GIL)
+PIECE_ELEMS = 1 << 17          # elements a piece aims at; the pieces follow from the size alone (host_pool.py)
+MAX_PIECES = 16
 
 
 def for_blocks(args: KernelArgs, body) -> None:
     """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
     [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
-    once over their union (what the blocks compute, minus a Python call per block); a big output is split
-    across a host thread pool (numpy releases the GIL). Bytes past the last block stay untouched."""
+    once over their union (what the blocks compute, minus a Python call per block); a big output is cut into
+    pieces run on the host pool, the same pieces whatever the thread count. Bytes past the last block stay
+    untouched."""
     end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
     if end == 0:
         return
-    if HOST_THREADS > 1 and end >= PARALLEL_MIN_ELEMS:
-        step = -(-end // HOST_THREADS)
-        for f in [_block_pool().submit(body, lo, min(end, lo + step)) for lo in range(0, end, step)]:
-            f.result()
+    if end >= PARALLEL_MIN_ELEMS:
+        ranges = split(end, min(MAX_PIECES, end // PIECE_ELEMS), 64)
+        run_pieces(len(ranges), lambda i: body(*ranges[i]))
         return
     body(0, end)
 
