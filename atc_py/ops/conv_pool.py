@@ -7,15 +7,14 @@ per-core port rates: a 64-channel layer uses every cube core, not 4 of them. Eac
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
                    ceil_div, cores_for, covered, direct_output, split_rows)
-from .gemm import MAX_PANELS, grouped_matmul
-from .host_pool import run_pieces, split
+from .gemm import grouped_matmul
+from .host_pool import cuts, run_pieces, scratch
 from .registry import register
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
@@ -121,24 +120,6 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
-_scratch = threading.local()   # per thread (constant folding runs kernels on several threads at once)
-
-
-def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
-    """A buffer of `shape` reused by every launch on this thread: one flat array per name that grows to the
-    largest launch. Fresh multi-megabyte arrays cost page faults on first touch (~10-20 % of an im2col copy);
-    the caller must not keep the buffer past its kernel."""
-    dtype = np.dtype(dtype)
-    size = int(np.prod(shape)) * dtype.itemsize
-    bufs = getattr(_scratch, "bufs", None)
-    if bufs is None:
-        bufs = _scratch.bufs = {}
-    buf = bufs.get(name)
-    if buf is None or buf.size < size:
-        buf = bufs[name] = np.empty(size, np.uint8)
-    return buf[:size].view(dtype).reshape(shape)
-
-
 def pad_scratch(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, dtype) -> np.ndarray:
     """pad_planes with zeros into the thread's scratch buffer (the borders zeroed, the interior copied and
     converted to `dtype` in one pass)."""
@@ -214,14 +195,11 @@ def im2col_into(cols: np.ndarray, xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo
     return cols
 
 
-COLS_PIECE_BYTES = 1 << 18   # the columns are built in pieces of about this many bytes (at most MAX_PANELS)
-
-
 def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     """The GEMM operand of a convolution, (N, C, kh * kw, ho * wo) in `acc`: x itself (1x1, stride 1, no pads, same
-    dtype), else padding and im2col (or the dtype conversion) into this thread's scratch — in pieces over the
-    planes (image x channel) run on the host pool, or over output rows when there are few planes. Copies only:
-    the same values however it is cut."""
+    dtype), else padding and im2col (or the dtype conversion) into this thread's scratch — cut over the planes
+    (image x channel) for the host pool, or over output rows when there are few planes. Copies only: the same
+    values however it is cut (host_pool.cuts)."""
     n, c = x.shape[:2]
     planes = n * c
     kh, kw, sh, sw, dh, dw, ho, wo = (t[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw", "ho", "wo"))
@@ -232,7 +210,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
         if x.dtype == acc:
             return x.reshape(n, c, 1, p)
         cols = scratch("cols", (planes, p), acc)
-        ranges = split(planes, min(MAX_PANELS, cols.nbytes // COLS_PIECE_BYTES))
+        ranges = cuts(planes, cols.nbytes)
         flat = x.reshape(planes, p)
         run_pieces(len(ranges), lambda i: np.copyto(cols[slice(*ranges[i])], flat[slice(*ranges[i])],
                                                      casting="unsafe"))
@@ -241,9 +219,8 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     xp = scratch("pad", (1, planes, t["h"] + pads[0] + pads[1], t["w"] + pads[2] + pads[3]), acc) \
         if any(pads) or x.dtype != acc else x
     cols = scratch("cols", (1, planes, kh, kw, p), acc)
-    parts = min(MAX_PANELS, cols.nbytes // COLS_PIECE_BYTES)
-    if planes >= parts:      # plane ranges: each pads its planes, then copies their columns
-        ranges = split(planes, parts)
+    ranges = cuts(planes, cols.nbytes)
+    if len(ranges) == 1 or planes >= 8 * len(ranges):      # plane ranges: each pads its planes, then copies their columns
 
         def piece(i):
             cs = slice(*ranges[i])
@@ -254,7 +231,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
         return cols.reshape(n, c, kh * kw, p)
     if xp is not x:     # few planes (a first layer): pad them all, then output-row ranges of the columns
         pad_into(xp, x, *pads)
-    ranges = split(ho, parts)
+    ranges = cuts(ho, cols.nbytes)
     s_n, s_c, s_h, s_w = xp.strides
     windows = np.ndarray((1, planes, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
     rows = cols.reshape(1, planes, kh, kw, ho, wo)
@@ -408,6 +385,29 @@ class Conv2D(OpSpec):
                 np.copyto(final3, out3, casting="unsafe")
         return [final]
 
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        x = np.dtype(inputs[0].dtype)
+        acc = np.dtype(np.float64 if x == np.float64 or x.kind in "iu" else np.float32)
+        size = acc.itemsize
+        planes, p = t["n"] * t["cin"], t["ho"] * t["wo"]
+        pads = (t["pt"], t["pb"], t["pl"], t["pr"])
+        caller, pieces = {}, {}
+        if (t["kh"], t["kw"], t["sh"], t["sw"]) == (1, 1, 1, 1) and not any(pads):
+            if x != acc:
+                caller["cols"] = planes * p * size
+        else:
+            hp, wp = t["h"] + pads[0] + pads[1], t["w"] + pads[2] + pads[3]
+            if any(pads) or x != acc:
+                caller["pad"] = planes * hp * wp * size
+            caller["cols"] = planes * t["kh"] * t["kw"] * p * size
+            ranges = cuts(planes, caller["cols"])    # as conv_columns cuts them (under the same thread budget)
+            if t["sh"] == 1 and t["kh"] > 1 and t["kw"] > 1 and t["wo"] <= ROW_SHIFT_MAX_WO and ranges:
+                per = max(hi - lo for lo, hi in ranges)
+                pieces["shifted"] = per * t["kw"] * hp * t["wo"] * size
+        if np.dtype(outputs[0].dtype) != acc:
+            caller["conv_acc"] = outputs[0].numel * size
+        return caller, pieces
+
     def work(self, ctx: TilingContext) -> Work:
         g, grid = self._grid(ctx)
         x, y = ctx.inputs[0], ctx.outputs[0]
@@ -488,7 +488,7 @@ class PoolBase(OpSpec):
         # the blocks cover planes [0, block_dim * planes_per_block): one vectorised pass over them
         covered = min(t["planes"], args.block_dim * t["planes_per_block"])
         # planes are independent: pieces of them on the host pool (the same values however they are cut)
-        ranges = split(covered, min(MAX_PANELS, x[:covered].nbytes // COLS_PIECE_BYTES))
+        ranges = cuts(covered, x[:covered].nbytes)
 
         def piece(i):
             lo, hi = ranges[i]
@@ -514,6 +514,18 @@ class MaxPoolV3(PoolBase):
         work = np.float32 if planes.dtype == np.float16 else planes.dtype
         low = np.iinfo(work).min if np.dtype(work).kind in "iu" else -np.inf   # padding never wins the max
         return self.window_reduce(t, self.padded(t, planes, low, work), np.maximum, work)
+
+
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        if not (t["kh"] > 1 and t["kw"] > 1):
+            return {}, {}
+        work = np.dtype(np.float32 if inputs[0].dtype == "float16" else inputs[0].dtype)
+        covered = t["planes"]
+        ranges = cuts(covered, covered * t["h"] * t["w"] * np.dtype(inputs[0].dtype).itemsize)
+        need_h = (t["ho"] - 1) * t["sh"] + t["dh"] * (t["kh"] - 1) + 1 - (t["h"] + t["pt"])
+        hp = t["h"] + t["pt"] + max(t["pb"], need_h)
+        per = max((hi - lo for lo, hi in ranges), default=0)
+        return {}, {"pool_rows": per * hp * t["wo"] * work.itemsize}
 
 
 @register

@@ -11,7 +11,7 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                    cores_for, covered, split_rows)
-from .host_pool import run_pieces, split
+from .host_pool import cuts, run_pieces
 from .registry import register
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
@@ -28,22 +28,20 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
     return TilingResult(block_dim, int(broadcast), data)
 
 
-PARALLEL_MIN_ELEMS = 1 << 18   # outputs at least this big run in pieces on the host pool (numpy releases the GIL)
-PIECE_ELEMS = 1 << 17          # elements a piece aims at; the pieces follow from the size alone (host_pool.py)
-MAX_PIECES = 16
+PARALLEL_MIN_ELEMS = 1 << 16   # outputs at least this big are cut for the host pool (numpy releases the GIL)
 
 
 def for_blocks(args: KernelArgs, body) -> None:
     """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
     [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
-    once over their union (what the blocks compute, minus a Python call per block); a big output is cut into
-    pieces run on the host pool, the same pieces whatever the thread count. Bytes past the last block stay
+    once over their union (what the blocks compute, minus a Python call per block); a big output is cut for the
+    host pool (every element is computed alone: any cut gives the same bits). Bytes past the last block stay
     untouched."""
     end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
     if end == 0:
         return
-    if end >= PARALLEL_MIN_ELEMS:
-        ranges = split(end, min(MAX_PIECES, end // PIECE_ELEMS), 64)
+    ranges = cuts(end, end * 4, 64) if end >= PARALLEL_MIN_ELEMS else [(0, end)]
+    if len(ranges) > 1:
         run_pieces(len(ranges), lambda i: body(*ranges[i]))
         return
     body(0, end)

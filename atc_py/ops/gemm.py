@@ -16,7 +16,7 @@ import numpy as np
 
 from .host_pool import hold_blas_single, run_pieces, split
 
-PIECE_MACS = 1 << 20      # multiply-adds a piece aims at (~30-60 us on one core): below 2x this, one call
+PIECE_MACS = 1 << 22      # multiply-adds a piece aims at (~100-150 us on one core): below 2x this, one call
 MAX_PANELS = 8            # panels one GEMM is cut into at most
 ROW_ALIGN, COL_ALIGN = 16, 32   # panel edges on whole SIMD tiles / cache lines
 

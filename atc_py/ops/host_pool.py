@@ -4,10 +4,12 @@ A kernel's result must not depend on how many host threads compute it (real hard
 picks its thread count from the machine's load). So:
   * BLAS runs single-threaded (`hold_blas_single`): OpenBLAS's sgemm rounds differently with 1 and 2 threads for
     many shapes (its threads split the output differently and edge tiles accumulate in another order);
-  * a kernel splits its work into *pieces* decided from the shapes alone (never from the thread count), each
-    piece writing its own part of the output; `run_pieces` runs them on `HOST_THREADS` threads — with one thread
-    the very same pieces run one after the other — so each output element is computed by the same calls in the
-    same order whatever the thread count.
+  * a kernel whose rounding depends on how it is cut (a GEMM: gemm.py) splits its work into *pieces* decided from
+    the shapes alone (never from the thread count), each piece writing its own part of the output; `run_pieces`
+    runs them on `HOST_THREADS` threads — with one thread the very same pieces run one after the other — so each
+    output element is computed by the same calls in the same order whatever the thread count;
+  * work whose every element is computed alone (copies, elementwise passes, window reductions of whole planes)
+    gives the same bits however it is cut: `cuts` cuts it by the thread count (not at all on one thread).
 numpy releases the GIL inside large array operations and BLAS calls, so pieces of big kernels run in parallel.
 om-run's `--threads` sets HOST_THREADS (runner/threads.py).
 """
@@ -19,6 +21,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
+
+import numpy as np
 
 HOST_THREADS = os.cpu_count() or 1   # read once: os.cpu_count() costs ~20 us, more than a small kernel
 _pool: ThreadPoolExecutor | None = None
@@ -37,7 +41,7 @@ def _executor() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max(8, os.cpu_count() or 1), thread_name_prefix="kernel-block")
+            _pool = ThreadPoolExecutor(max(64, os.cpu_count() or 1), thread_name_prefix="kernel-block")
         return _pool
 
 
@@ -105,6 +109,19 @@ def run_pieces(count: int, fn: Callable[[int], None]) -> None:
         raise job.errors[min(job.errors)]
 
 
+EXACT_MIN_BYTES = 1 << 20    # exact work (copies, elementwise passes, pooling) smaller than this is not cut
+
+
+def cuts(total: int, nbytes: int, align: int = 1) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of `total` rows for work whose every element is computed alone — copies, elementwise
+    passes, window reductions of whole planes — so any cut gives the same bits: one range on one thread or for
+    small work (no hand-off costs), else two per thread (a thread the machine delays leaves its second range to
+    the others)."""
+    if HOST_THREADS <= 1 or nbytes < EXACT_MIN_BYTES:
+        return [(0, total)] if total > 0 else []
+    return split(total, 2 * HOST_THREADS, align)
+
+
 def split(total: int, pieces: int, align: int = 1) -> list[tuple[int, int]]:
     """[lo, hi) ranges cutting `total` into at most `pieces` near-equal parts, each a multiple of `align` except
     the last."""
@@ -113,3 +130,59 @@ def split(total: int, pieces: int, align: int = 1) -> list[tuple[int, int]]:
     pieces = max(1, min(pieces, -(-total // align)))
     step = -(-(-(-total // pieces)) // align) * align
     return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
+
+
+_scratch = threading.local()   # per thread (pieces and constant folding run kernels on several threads at once)
+
+
+def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
+    """A buffer of `shape` reused by every launch on this thread: one flat array per name that grows to the
+    largest launch. Fresh multi-megabyte arrays cost page faults on first touch (~10-20 % of an im2col copy);
+    the caller must not keep the buffer past its kernel."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    bufs = getattr(_scratch, "bufs", None)
+    if bufs is None:
+        bufs = _scratch.bufs = {}
+    buf = bufs.get(name)
+    if buf is None or buf.size < size:
+        buf = bufs[name] = np.empty(size, np.uint8)
+    return buf[:size].view(dtype).reshape(shape)
+
+
+def reserve(needs: dict[str, int]) -> None:
+    """This thread's scratch buffers grown to `needs` (name -> bytes) and their pages touched now."""
+    for name, nbytes in needs.items():
+        scratch(name, (nbytes,), np.uint8).fill(0)
+
+
+def warm(caller: dict[str, int], pieces: dict[str, int], wait_s: float = 5.0) -> None:
+    """Before a model's first execution: the calling thread's scratch reserved for `caller` (and `pieces`), the
+    pool's workers for HOST_THREADS started, each with its scratch reserved for `pieces` and BLAS called once —
+    one-time costs (thread starts, page faults) paid at load, not by the first execution."""
+    hold_blas_single()
+    small = np.ones((64, 64), np.float32)
+
+    def ready():
+        reserve(pieces)
+        small @ small
+    reserve({k: max(caller.get(k, 0), pieces.get(k, 0)) for k in {**caller, **pieces}})
+    small @ small
+    helpers = HOST_THREADS - 1
+    if helpers <= 0:
+        return
+    gate = threading.Barrier(helpers + 1)   # every helper on a thread of its own: the pool starts them all
+
+    def helper():
+        try:
+            gate.wait(wait_s)
+        except threading.BrokenBarrierError:
+            pass
+        ready()
+    futures = [_executor().submit(helper) for _ in range(helpers)]
+    try:
+        gate.wait(wait_s)
+    except threading.BrokenBarrierError:
+        pass
+    for f in futures:
+        f.result()

@@ -201,6 +201,13 @@ class MatMulBase(OpSpec):
                 np.copyto(final, acc_out, casting="unsafe")
         return [final.reshape(out_shape)]
 
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        x = np.dtype(inputs[0].dtype)
+        acc = np.dtype(np.float64 if x == np.float64 or x.kind in "iu" else np.float32)
+        if np.dtype(outputs[0].dtype) == acc:
+            return {}, {}
+        return {"matmul_acc": t["batch"] * t["m"] * t["n"] * acc.itemsize}, {}
+
     def _b_batches(self, ctx: TilingContext) -> int:
         b = ctx.inputs[1]
         return prod(b.shape[:-2]) if len(b.shape) > 2 else 1

@@ -7,7 +7,7 @@ from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
                    direct_output, prod, split_rows)
 from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
-from .host_pool import run_pieces, split
+from .host_pool import cuts, run_pieces
 from .registry import register
 
 
@@ -115,7 +115,7 @@ class TransposeD(OpSpec):
         # every block: one copy straight into the output, in pieces along its first long axis on the host pool
         out = np.empty(moved.shape, x.dtype)
         lead = next((i for i, d in enumerate(moved.shape) if d > 1), 0)
-        ranges = split(moved.shape[lead], min(16, out.nbytes // (1 << 18)))
+        ranges = cuts(moved.shape[lead], out.nbytes)
         at = (slice(None),) * lead
         run_pieces(len(ranges), lambda i: np.copyto(out[at + (slice(*ranges[i]),)], moved[at + (slice(*ranges[i]),)]))
         return [out.reshape(args.outputs[0].shape)]
@@ -171,7 +171,7 @@ class ConcatD(OpSpec):
         else:
             out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
         end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # a copy: all blocks' rows at once
-        if end and out[:end].nbytes >= 1 << 20:   # big: each input's columns copied as a piece on the host pool
+        if end and len(cuts(len(parts), out[:end].nbytes)) > 1:   # big: each input's columns a piece for the host pool
             offs = np.cumsum([0] + [p.shape[1] for p in parts])
             run_pieces(len(parts), lambda i: np.copyto(out[:end, offs[i]:offs[i + 1]], parts[i][:end]))
         elif end:
