@@ -132,6 +132,7 @@ def split(total: int, pieces: int, align: int = 1) -> list[tuple[int, int]]:
     return [(lo, min(total, lo + step)) for lo in range(0, total, step)]
 
 
+scratch_grown = 0   # scratch buffers made or grown so far, on any thread (tests: warm() leaves none to the execution)
 _scratch = threading.local()   # per thread (pieces and constant folding run kernels on several threads at once)
 
 
@@ -146,6 +147,8 @@ def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
         bufs = _scratch.bufs = {}
     buf = bufs.get(name)
     if buf is None or buf.size < size:
+        global scratch_grown
+        scratch_grown += 1
         buf = bufs[name] = np.empty(size, np.uint8)
     return buf[:size].view(dtype).reshape(shape)
 
