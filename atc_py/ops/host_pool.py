@@ -115,11 +115,11 @@ EXACT_MIN_BYTES = 1 << 20    # exact work (copies, elementwise passes, pooling) 
 def cuts(total: int, nbytes: int, align: int = 1) -> list[tuple[int, int]]:
     """[lo, hi) ranges of `total` rows for work whose every element is computed alone — copies, elementwise
     passes, window reductions of whole planes — so any cut gives the same bits: one range on one thread or for
-    small work (no hand-off costs), else two per thread (a thread the machine delays leaves its second range to
-    the others)."""
+    small work (no hand-off costs), else one per thread — two for big work (a thread the machine delays leaves
+    its second range to the others)."""
     if HOST_THREADS <= 1 or nbytes < EXACT_MIN_BYTES:
         return [(0, total)] if total > 0 else []
-    return split(total, 2 * HOST_THREADS, align)
+    return split(total, HOST_THREADS * (2 if nbytes >= 4 * EXACT_MIN_BYTES else 1), align)
 
 
 def split(total: int, pieces: int, align: int = 1) -> list[tuple[int, int]]:
