@@ -139,3 +139,28 @@ def test_om_run_threads_1_and_2_write_the_same_outputs(om_run, tmp_path):
     assert len(files["1"]) == 2
     for a, b in zip(files["1"], files["2"]):
         assert np.array_equal(np.load(a), np.load(b))
+
+
+def test_a_forked_child_starts_a_pool_of_its_own():
+    """om-sweep forks its job processes from a server that already ran a model (pool threads started): a child
+    must not queue pieces or the warm-up for the parent's threads, which it does not have."""
+    import os
+    import signal
+    old = host_pool.HOST_THREADS
+    try:
+        host_pool.set_host_threads(2)
+        host_pool.warm({}, {})                     # the parent's pool and its threads
+        pid = os.fork()
+        if pid == 0:                               # the child: a hang would end it by SIGALRM (a non-zero status)
+            signal.alarm(20)
+            try:
+                host_pool.warm({"x": 64}, {"x": 64}, wait_s=30)
+                seen = []
+                host_pool.run_pieces(4, seen.append)
+                os._exit(0 if sorted(seen) == [0, 1, 2, 3] else 2)
+            except BaseException:                 # noqa: BLE001
+                os._exit(3)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        host_pool.set_host_threads(old)

@@ -21,10 +21,13 @@ import numpy as np
 from . import host_pool
 from .host_pool import hold_blas_single, run_pieces, split
 
-PIECE_MACS = 1 << 22      # multiply-adds of a GEMM panel (~100-150 us on one core): a GEMM below 2x this stays whole
-MAX_PANELS = 8            # panels one GEMM is cut into at most
+PIECE_MACS = 8 << 20     # a GEMM of at least 2x this many multiply-adds (~0.4 ms on one core) is cut into panels
+MAX_PANELS = 2            # ...of at least PIECE_MACS each, at most this many: each panel packs the operand it shares
+#                           again, and every piece costs a thread hand-off (~0.1 ms on a VM), so a 2-core machine
+#                           gains most from 2 (ResNet-50: 2 threads 1.3-1.6x faster than 1, against 1.2-1.3x with 4 or 8)
 ROW_ALIGN, COL_ALIGN = 16, 32   # panel edges on whole SIMD tiles / cache lines
-RANGE_MIN_MACS = 1 << 20  # whole GEMMs are cut into ranges for the host pool when they add up to this many
+RANGE_MIN_MACS = 16 << 20  # whole GEMMs are cut into ranges for the host pool when they add up to this many (below,
+#                           the hand-offs cost more than they save: ShuffleNet's grouped 1x1 convs ran 2x slower cut)
 
 
 @functools.lru_cache(maxsize=4096)
