@@ -31,16 +31,23 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
 PARALLEL_MIN_ELEMS = 1 << 16   # outputs at least this big are cut for the host pool (numpy releases the GIL)
 
 
-def for_blocks(args: KernelArgs, body) -> None:
+# ufuncs of well under a ns an element on float32: memory-bound, worth cutting only when huge (host_pool.cuts)
+CHEAP_UFUNCS = frozenset((np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.negative,
+                          np.absolute, np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal,
+                          np.logical_and, np.logical_or, np.logical_not, np.bitwise_and, np.bitwise_or,
+                          np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.sign, np.copysign))
+
+
+def for_blocks(args: KernelArgs, body, heavy: bool = False) -> None:
     """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
     [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
     once over their union (what the blocks compute, minus a Python call per block); a big output is cut for the
-    host pool (every element is computed alone: any cut gives the same bits). Bytes past the last block stay
-    untouched."""
+    host pool (every element is computed alone: any cut gives the same bits), from a smaller size when the body
+    is `heavy` (a few ns an element). Bytes past the last block stay untouched."""
     end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
     if end == 0:
         return
-    ranges = cuts(end, end * 4, 64) if end >= PARALLEL_MIN_ELEMS else [(0, end)]
+    ranges = cuts(end, end * 4, 64, heavy) if end >= PARALLEL_MIN_ELEMS else [(0, end)]
     if len(ranges) > 1:
         run_pieces(len(ranges), lambda i: body(*ranges[i]))
         return
@@ -59,7 +66,8 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
     else:
         def body(lo, hi):
             out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
-    for_blocks(args, body)
+    half = np.dtype(out_dtype) == np.float16 or any(x.dtype == np.float16 for x in flat_inputs)
+    for_blocks(args, body, heavy=half or (isinstance(fn, np.ufunc) and fn not in CHEAP_UFUNCS))
     return out.reshape(args.outputs[0].shape)
 
 

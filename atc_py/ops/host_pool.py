@@ -120,16 +120,19 @@ def run_pieces(count: int, fn: Callable[[int], None]) -> None:
         raise job.errors[min(job.errors)]
 
 
-EXACT_MIN_BYTES = 4 << 20    # exact work (copies, elementwise passes, pooling) smaller than this is not cut: each
-#                              hand-off to another thread costs ~0.1 ms on a VM (ShuffleNet's 2-4 MB im2cols ran slower cut)
+HEAVY_MIN_BYTES = 2 << 20    # ...for work of a few ns an element (exp, float16 arithmetic and casts): cut from here
+#                              (2 threads: exp 1.7x, a float16 cast 1.3-1.8x from 1-4 MB; an add only from 16 MB)
+EXACT_MIN_BYTES = 32 << 20   # exact work (copies, elementwise passes, pooling) smaller than this is not cut: on the
+#                              2-core VM, cutting ResNet-50's 3-7 MB im2col copies and max pool made --threads 2 slower
+#                              (102 -> 116 ms), ShuffleNet's 1-4 MB ones up to 2x slower per kernel; huge passes still gain
 
 
-def cuts(total: int, nbytes: int, align: int = 1) -> list[tuple[int, int]]:
+def cuts(total: int, nbytes: int, align: int = 1, heavy: bool = False) -> list[tuple[int, int]]:
     """[lo, hi) ranges of `total` rows for work whose every element is computed alone — copies, elementwise
     passes, window reductions of whole planes — so any cut gives the same bits: one range on one thread or for
-    small work (no hand-off costs), else one per thread — two for big work (a thread the machine delays leaves
-    its second range to the others)."""
-    if HOST_THREADS <= 1 or nbytes < EXACT_MIN_BYTES:
+    small work (EXACT_MIN_BYTES; HEAVY_MIN_BYTES for `heavy` work, a few ns an element), else one per thread —
+    two for big work (a thread the machine delays leaves its second range to the others)."""
+    if HOST_THREADS <= 1 or nbytes < (HEAVY_MIN_BYTES if heavy else EXACT_MIN_BYTES):
         return [(0, total)] if total > 0 else []
     return split(total, HOST_THREADS * (2 if nbytes >= 4 * EXACT_MIN_BYTES else 1), align)
 
