@@ -198,8 +198,8 @@ def im2col_into(cols: np.ndarray, xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo
 def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     """The GEMM operand of a convolution, (N, C, kh * kw, ho * wo) in `acc`: x itself (1x1, stride 1, no pads, same
     dtype), else padding and im2col (or the dtype conversion) into this thread's scratch — cut over the planes
-    (image x channel) for the host pool, or over output rows when there are few planes. Copies only: the same
-    values however it is cut (host_pool.cuts)."""
+    (image x channel) for the host pool, or over output rows when there are few planes (from a smaller size when
+    they convert float16: heavy). Copies only: the same values however it is cut (host_pool.cuts)."""
     n, c = x.shape[:2]
     planes = n * c
     kh, kw, sh, sw, dh, dw, ho, wo = (t[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw", "ho", "wo"))
@@ -210,7 +210,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
         if x.dtype == acc:
             return x.reshape(n, c, 1, p)
         cols = scratch("cols", (planes, p), acc)
-        ranges = cuts(planes, cols.nbytes)
+        ranges = cuts(planes, cols.nbytes, heavy=x.dtype != acc)
         flat = x.reshape(planes, p)
         run_pieces(len(ranges), lambda i: np.copyto(cols[slice(*ranges[i])], flat[slice(*ranges[i])],
                                                      casting="unsafe"))
@@ -219,7 +219,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     xp = scratch("pad", (1, planes, t["h"] + pads[0] + pads[1], t["w"] + pads[2] + pads[3]), acc) \
         if any(pads) or x.dtype != acc else x
     cols = scratch("cols", (1, planes, kh, kw, p), acc)
-    ranges = cuts(planes, cols.nbytes)
+    ranges = cuts(planes, cols.nbytes, heavy=x.dtype != acc)
     if len(ranges) == 1 or planes >= 8 * len(ranges):      # plane ranges: each pads its planes, then copies their columns
 
         def piece(i):
@@ -231,7 +231,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
         return cols.reshape(n, c, kh * kw, p)
     if xp is not x:     # few planes (a first layer): pad them all, then output-row ranges of the columns
         pad_into(xp, x, *pads)
-    ranges = cuts(ho, cols.nbytes)
+    ranges = cuts(ho, cols.nbytes, heavy=x.dtype != acc)
     s_n, s_c, s_h, s_w = xp.strides
     windows = np.ndarray((1, planes, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
     rows = cols.reshape(1, planes, kh, kw, ho, wo)
@@ -400,7 +400,7 @@ class Conv2D(OpSpec):
             if any(pads) or x != acc:
                 caller["pad"] = planes * hp * wp * size
             caller["cols"] = planes * t["kh"] * t["kw"] * p * size
-            ranges = cuts(planes, caller["cols"])    # as conv_columns cuts them (under the same thread budget)
+            ranges = cuts(planes, caller["cols"], heavy=x != acc)   # as conv_columns cuts them (same budget)
             if t["sh"] == 1 and t["kh"] > 1 and t["kw"] > 1 and t["wo"] <= ROW_SHIFT_MAX_WO and ranges:
                 per = max(hi - lo for lo, hi in ranges)
                 pieces["shifted"] = per * t["kw"] * hp * t["wo"] * size
