@@ -4,12 +4,13 @@ A kernel's result must not depend on how many host threads compute it (real hard
 picks its thread count from the machine's load). So:
   * BLAS runs single-threaded (`hold_blas_single`): OpenBLAS's sgemm rounds differently with 1 and 2 threads for
     many shapes (its threads split the output differently and edge tiles accumulate in another order);
-  * a kernel whose rounding depends on how it is cut (a GEMM: gemm.py) splits its work into *pieces* decided from
-    the shapes alone (never from the thread count), each piece writing its own part of the output; `run_pieces`
-    runs them on `HOST_THREADS` threads — with one thread the very same pieces run one after the other — so each
-    output element is computed by the same calls in the same order whatever the thread count;
-  * work whose every element is computed alone (copies, elementwise passes, window reductions of whole planes)
-    gives the same bits however it is cut: `cuts` cuts it by the thread count (not at all on one thread).
+  * a kernel whose rounding depends on how it is cut (a GEMM cut into panels: gemm.py) splits its work into
+    *pieces* decided from the shapes alone (never from the thread count), each piece writing its own part of the
+    output; `run_pieces` runs them on `HOST_THREADS` threads — with one thread the very same pieces run one after
+    the other — so each output element is computed by the same calls in the same order whatever the thread count;
+  * work whose every element is computed alone (copies, elementwise passes, window reductions of whole planes, a
+    stack of whole GEMMs numpy runs one BLAS call each) gives the same bits however it is cut: it is cut by the
+    thread count (`cuts`; not at all on one thread), and only when big enough to pay for the hand-off.
 numpy releases the GIL inside large array operations and BLAS calls, so pieces of big kernels run in parallel.
 om-run's `--threads` sets HOST_THREADS (runner/threads.py).
 """
@@ -57,9 +58,9 @@ if hasattr(os, "register_at_fork"):
 
 
 def hold_blas_single() -> None:
-    """Hold numpy's BLAS pools to one thread, process-wide, from now on (once): the kernels parallelise GEMMs
-    themselves, in pieces fixed by the shapes. threadpoolctl reaches the pool at run time (an environment
-    variable is read only when numpy loads)."""
+    """Hold numpy's BLAS pools to one thread, process-wide, from now on (once; every kernel launch calls it): the
+    kernels parallelise GEMMs themselves, in pieces fixed by the shapes. threadpoolctl reaches the pool at run
+    time (an environment variable is read only when numpy loads)."""
     global _blas_single
     if _blas_single:
         return
