@@ -10,9 +10,9 @@ threadpoolctl (the maintained way to reach OpenBLAS/MKL/BLIS/OpenMP pools of any
 environment variable is read only when the library loads, which numpy did before om-run could set it).
 
 The budget goes to the kernels' own host pool (atc_py/ops/host_pool.py), not to BLAS: BLAS runs on one thread
-(OpenBLAS rounds some GEMMs differently with 1 and 2 threads), and the kernels cut their GEMMs, copies and
-elementwise passes into pieces fixed by the shapes, run on up to N threads — so the outputs are the same bits
-whatever N is.
+(OpenBLAS rounds some GEMMs differently with 1 and 2 threads), big GEMMs are cut into panels fixed by the
+shapes, and work whose elements are computed alone (stacks of whole GEMMs, copies, elementwise passes) is cut
+by N — so the outputs are the same bits whatever N is.
 """
 from __future__ import annotations
 
