@@ -5,8 +5,9 @@ Rows (each target from the issue):
      models (bench/light_models.py) and the real-model fixtures ConvNeXt, ViT, BERT, GPT-2 (tiny configs,
      tests/data/real_models);
   2. default (fp16) build / fp32 build, om-run time (<= 1.2x);
-  3. om-run with numpy's default BLAS threads on a busy machine / 1 thread (never > 1), and om-run's own
-     default (--threads: the idle cores) / 1 thread, a competing busy process running meanwhile;
+  3. om-run without a thread budget (the kernels' host pool on every core) on a busy machine / 1 thread (never
+     > 1), and om-run's own default (--threads: the idle cores) / 1 thread, a competing busy process running
+     meanwhile;
   4. a ConvNeXt-tiny stage-1 block at full size (1x96x56x56; built here with onnx.helper) / onnxruntime (<= 2x);
   5. atc-py compile / onnxruntime offline optimisation (ORT_ENABLE_EXTENDED + save), whole process vs whole
      process (<= 1x); both run with compiled bytecode, as an installed package would;
@@ -170,7 +171,7 @@ def busy_threads(d: pathlib.Path) -> tuple[float, float, float, int]:
         times: dict = {}
         for _ in range(6):   # round robin: the load other processes add drifts; min of each
             for label, n in (("numpy", None), ("one", 1), ("default", chosen)):
-                if n is None:   # numpy as it comes: its BLAS pool at one thread per core
+                if n is None:   # no budget: the kernels' host pool at one thread per core
                     times.setdefault(label, []).append(timed(lambda: sim.run(x)))
                 else:
                     with thread_budget(n):
@@ -298,7 +299,7 @@ def main(argv=None) -> None:
         d = pathlib.Path(tmp)
         num = numerics(d, quick)
         busy = busy_threads(d)
-        print(f"  busy machine, light ResNet-50 fp32: numpy's default BLAS threads {busy[0] * 1e3:.0f} ms, 1 thread "
+        print(f"  busy machine, light ResNet-50 fp32: no thread budget (every core) {busy[0] * 1e3:.0f} ms, 1 thread "
               f"{busy[1] * 1e3:.0f} ms, om-run's default ({busy[3]} thread(s)) {busy[2] * 1e3:.0f} ms", flush=True)
         comp = compile_rows(d, quick)
         rate, tasks = sim_rate(d)
@@ -317,7 +318,7 @@ def main(argv=None) -> None:
     print(f"| default (fp16) build vs fp32 build, om-run time | {fmt_range([(n.split('.')[0], b / a) for n, a, b, _ in num])} "
           f"| ≤ 1.2× |")
     same = " (chose 1 thread: the 1-thread setting)" if busy[3] == 1 else ""
-    print(f"| om-run on a busy machine (one core taken) / 1 thread | numpy's default BLAS threads {busy[0] / busy[1]:.2f}×, "
+    print(f"| om-run on a busy machine (one core taken) / 1 thread | no thread budget (every core) {busy[0] / busy[1]:.2f}×, "
           f"om-run's default `--threads` ({busy[3]}) {busy[2] / busy[1]:.2f}×{same} | never > 1 |")
     print(f"| ConvNeXt-tiny block, full size, om-run / onnxruntime | {fmt_range(cnx)} | ≤ 2× |")
     print(f"| atc-py compile / onnxruntime offline optimisation, whole process | "

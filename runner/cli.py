@@ -27,6 +27,7 @@ from .msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
 from .options import RunOptions, run_options
 from .sim.execute import check_inputs
 from .sim.host import Simulation
+from .sim.warm import warm
 from .sim.profile import RuntimeProfile
 from .sim.report import console, msame_lines, summary_json, write_profile
 from .threads import LoadProbe, thread_budget
@@ -83,6 +84,7 @@ def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allo
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
                      tiling_cache=tiling_cache, host_threads=host_threads, max_loop_iterations=max_loop_iterations)
     sim.transfer_bytes = transfer_bytes
+    warm(sim)   # one-time host work (programs, tilings, threads, scratch) before the first execution, not in it
     loops, outputs, walls = [], None, []
     for k in range(loop):
         t0 = time.perf_counter()

@@ -7,8 +7,12 @@ core" but the cores om-run may use *and finds idle*: the cores of its CPU affini
 CPU time other processes took over an interval measured at no cost — from the start of om-run to the start of
 the simulation (loading the model), minus om-run's own CPU time in it. BLAS pools are limited through
 threadpoolctl (the maintained way to reach OpenBLAS/MKL/BLIS/OpenMP pools of any library at run time; an
-environment variable is read only when the library loads, which numpy did before om-run could set it), and
-the kernels' own block pool (ops/elementwise.py) is held to the same number.
+environment variable is read only when the library loads, which numpy did before om-run could set it).
+
+The budget goes to the kernels' own host pool (atc_py/ops/host_pool.py), not to BLAS: BLAS runs on one thread
+(OpenBLAS rounds some GEMMs differently with 1 and 2 threads), big GEMMs are cut into panels fixed by the
+shapes, and work whose elements are computed alone (stacks of whole GEMMs, copies, elementwise passes) is cut
+by N — so the outputs are the same bits whatever N is.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import math
 import os
 import time
 
-from atc_py.ops import elementwise
+from atc_py.ops import host_pool
 
 MIN_SAMPLE_S = 0.05      # the shortest interval the load is judged over (jiffies are 10 ms)
 BUSY_MARGIN = 0.3        # a core counts as taken when others used more than this share of one over the interval
@@ -114,15 +118,16 @@ def _blas_controller():
 
 @contextlib.contextmanager
 def thread_budget(n: int):
-    """Within the block, BLAS/OpenMP pools and the kernels' block pool use at most `n` threads."""
+    """Within the block, the kernels' host pool uses at most `n` threads; BLAS/OpenMP pools one (the kernels
+    split their GEMMs themselves, the same way for any n)."""
     n = max(1, int(n))
-    old = elementwise.HOST_THREADS
-    elementwise.set_host_threads(n)
+    old = host_pool.HOST_THREADS
+    host_pool.set_host_threads(n)
     try:
-        with _blas_controller().limit(limits=n):
+        with _blas_controller().limit(limits=1):
             yield n
     finally:
-        elementwise.set_host_threads(old)
+        host_pool.set_host_threads(old)
 
 
 def blas_threads() -> int:

@@ -1,8 +1,9 @@
-"""om-run's thread budget (issue 18 item 1): --threads N holds numpy's BLAS pool and the kernels' block pool to
-N threads while the model runs; the default leaves out the cores other processes keep busy."""
+"""om-run's thread budget (issue 18 item 1): --threads N sizes the kernels' host pool while the model runs (numpy's
+BLAS pool stays at one thread: the kernels cut their GEMMs themselves); the default leaves out the cores other
+processes keep busy."""
 import pytest
 
-from atc_py.ops import elementwise
+from atc_py.ops import host_pool
 from runner import threads as th
 
 from .conftest import MODELS, compile_om
@@ -35,11 +36,11 @@ def test_probe_counts_other_processes_not_its_own_work(monkeypatch):
 
 
 def test_thread_budget_limits_blas_and_block_pool_and_restores_them():
-    before_blas, before_pool = th.blas_threads(), elementwise.HOST_THREADS
+    before_blas, before_pool = th.blas_threads(), host_pool.HOST_THREADS
     with th.thread_budget(1):
         assert th.blas_threads() == 1
-        assert elementwise.HOST_THREADS == 1
-    assert th.blas_threads() == before_blas and elementwise.HOST_THREADS == before_pool
+        assert host_pool.HOST_THREADS == 1
+    assert th.blas_threads() == before_blas and host_pool.HOST_THREADS == before_pool
 
 
 def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, monkeypatch):
@@ -49,7 +50,7 @@ def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, 
     real = device.launch
 
     def spy(*a, **k):
-        seen.append((th.blas_threads(), elementwise.HOST_THREADS))
+        seen.append((th.blas_threads(), host_pool.HOST_THREADS))
         return real(*a, **k)
     monkeypatch.setattr(device, "launch", spy)
     om = tmp_path / "cnn.om"
@@ -58,6 +59,10 @@ def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, 
     assert code == 0, err
     assert "[INFO] threads: 1" in out
     assert seen and set(seen) == {(1, 1)}
+    seen.clear()     # more threads go to the kernels' host pool; BLAS stays on one (its rounding would follow)
+    code, out, err = om_run(str(om), "--threads", "2")
+    assert code == 0, err
+    assert seen and set(seen) == {(1, 2)}
     code, out, _ = om_run(str(om), "--threads", "0")
     assert code == 1
 
@@ -69,3 +74,40 @@ def test_default_threads_reported(om_run, tmp_path):
     assert code == 0, err
     n = int(out.split("[INFO] threads: ")[1].split()[0])
     assert 1 <= n <= th.usable_cores()
+
+
+def test_warm_leaves_the_first_execution_no_scratch_to_grow_and_reports_first_and_later(om_run, tmp_path):
+    """runner/sim/warm.py reserves every thread's scratch before the first execution (padded planes, im2col
+    columns, fp32 accumulators, row shifts): the execution grows none. om-run's wall clock line then gives the first
+    execution beside the later ones."""
+    from runner.io import random_inputs
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    from runner.sim.warm import warm
+    from .test_thread_determinism import big_model
+    om = tmp_path / "big.om"
+    om.write_bytes(compile_om(big_model()))
+    model = load_model(str(om))
+    for n in (1, 2):
+        with th.thread_budget(n):
+            host_pool._scratch.bufs = {}      # this thread's buffers as a fresh process has them: none
+            sim = Simulation(model)
+            warm(sim)
+            assert model.name in sim.programs
+            grown = host_pool.scratch_grown
+            sim.run(random_inputs(model, 0))
+            assert host_pool.scratch_grown == grown
+    code, out, err = om_run("--model", str(om), "--loop", "3", "--threads", "2")
+    assert code == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("[INFO] host wall clock of the simulation: "))
+    assert " ms per execution (average); first " in line and line.endswith(" ms (median)")
+
+
+def test_wall_clock_line_of_several_executions():
+    from runner.sim.host import LoopStats
+    from runner.sim.report import msame_lines
+    lines = msame_lines([LoopStats(e2e_ns=1000)] * 3, [0.003, 0.001, 0.002])
+    assert lines[-1] == ("[INFO] host wall clock of the simulation: 2.000 ms per execution (average); first 3.000 ms, "
+                         "later 2.000 ms (median)")
+    one = msame_lines([LoopStats(e2e_ns=1000)], [0.003])[-1]
+    assert one == "[INFO] host wall clock of the simulation: 3.000 ms per execution (average)"

@@ -180,6 +180,13 @@ class OpSpec:
         """The tiling data a kernel is launched with, as named values (the op's declared struct)."""
         return self.tiling_struct.unpack(data) if self.tiling_struct else {}
 
+    def scratch_needs(self, tiling: dict[str, Any], attrs: dict[str, Any], inputs: list, outputs: list
+                      ) -> tuple[dict[str, int], dict[str, int]]:
+        """The host scratch (ops/host_pool.scratch: name -> bytes) a launch with this decoded tiling uses on the
+        calling thread, and on each thread running its pieces: reserved before a model's first execution.
+        Most kernels use none."""
+        return {}, {}
+
     def tiling_data_size(self, attrs: dict[str, Any]) -> int:
         """Bytes of tiling data the kernel reads (validation of a file's args)."""
         return self.tiling_struct.size if self.tiling_struct else 0

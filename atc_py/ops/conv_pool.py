@@ -7,13 +7,14 @@ per-core port rates: a 64-channel layer uses every cube core, not 4 of them. Eac
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
                    ceil_div, cores_for, covered, direct_output, split_rows)
+from .gemm import grouped_matmul
+from .host_pool import cuts, run_pieces, scratch
 from .registry import register
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
@@ -119,24 +120,6 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
-_scratch = threading.local()   # per thread (constant folding runs kernels on several threads at once)
-
-
-def scratch(name: str, shape: tuple, dtype) -> np.ndarray:
-    """A buffer of `shape` reused by every launch on this thread: one flat array per name that grows to the
-    largest launch. Fresh multi-megabyte arrays cost page faults on first touch (~10-20 % of an im2col copy);
-    the caller must not keep the buffer past its kernel."""
-    dtype = np.dtype(dtype)
-    size = int(np.prod(shape)) * dtype.itemsize
-    bufs = getattr(_scratch, "bufs", None)
-    if bufs is None:
-        bufs = _scratch.bufs = {}
-    buf = bufs.get(name)
-    if buf is None or buf.size < size:
-        buf = bufs[name] = np.empty(size, np.uint8)
-    return buf[:size].view(dtype).reshape(shape)
-
-
 def pad_scratch(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, dtype) -> np.ndarray:
     """pad_planes with zeros into the thread's scratch buffer (the borders zeroed, the interior copied and
     converted to `dtype` in one pass)."""
@@ -178,6 +161,82 @@ def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray
     cols = scratch("cols", (n, c, kh, kw, ho, wo), xp.dtype)
     np.copyto(cols, windows)
     return cols.reshape(n, c, kh, kw, ho * wo)
+
+
+def pad_into(out: np.ndarray, x: np.ndarray, pt: int, pb: int, pl: int, pr: int) -> np.ndarray:
+    """x[..., H, W] zero-padded into `out` (borders zeroed, the interior copied and converted in one pass)."""
+    h, w = x.shape[-2:]
+    if pt:
+        out[..., :pt, :] = 0
+    if pb:
+        out[..., pt + h:, :] = 0
+    if pl:
+        out[..., pt:pt + h, :pl] = 0
+    if pr:
+        out[..., pt:pt + h, pl + w:] = 0
+    np.copyto(out[..., pt:pt + h, pl:pl + w], x, casting="unsafe")
+    return out
+
+
+def im2col_into(cols: np.ndarray, xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
+    """im2col_scratch's copy into `cols` (N, C, kh, kw, ho * wo), e.g. a channel range of a larger buffer; the row
+    shifts go into this thread's scratch."""
+    n, c = xp.shape[:2]
+    s_n, s_c, s_h, s_w = xp.strides
+    if sh == 1 and kh > 1 and kw > 1 and wo <= ROW_SHIFT_MAX_WO:
+        hp = xp.shape[2]
+        shifted = scratch("shifted", (n, c, kw, hp, wo), xp.dtype)
+        np.copyto(shifted, np.ndarray((n, c, kw, hp, wo), xp.dtype, xp, 0, (s_n, s_c, dw * s_w, s_h, sw * s_w)))
+        r_n, r_c, r_j, r_h, r_w = shifted.strides
+        np.copyto(cols, np.ndarray((n, c, kh, kw, ho * wo), xp.dtype, shifted, 0, (r_n, r_c, dh * r_h, r_j, r_w)))
+        return cols
+    windows = np.ndarray((n, c, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
+    np.copyto(cols.reshape(n, c, kh, kw, ho, wo), windows)
+    return cols
+
+
+def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
+    """The GEMM operand of a convolution, (N, C, kh * kw, ho * wo) in `acc`: x itself (1x1, stride 1, no pads, same
+    dtype), else padding and im2col (or the dtype conversion) into this thread's scratch — cut over the planes
+    (image x channel) for the host pool, or over output rows when there are few planes (from a smaller size when
+    they convert float16: heavy). Copies only: the same values however it is cut (host_pool.cuts)."""
+    n, c = x.shape[:2]
+    planes = n * c
+    kh, kw, sh, sw, dh, dw, ho, wo = (t[k] for k in ("kh", "kw", "sh", "sw", "dh", "dw", "ho", "wo"))
+    pads = (t["pt"], t["pb"], t["pl"], t["pr"])
+    p = ho * wo
+    x = np.ascontiguousarray(x).reshape(1, planes, t["h"], t["w"])   # planes are independent: one axis of them
+    if (kh, kw, sh, sw) == (1, 1, 1, 1) and not any(pads):
+        if x.dtype == acc:
+            return x.reshape(n, c, 1, p)
+        cols = scratch("cols", (planes, p), acc)
+        ranges = cuts(planes, cols.nbytes, heavy=x.dtype != acc)
+        flat = x.reshape(planes, p)
+        run_pieces(len(ranges), lambda i: np.copyto(cols[slice(*ranges[i])], flat[slice(*ranges[i])],
+                                                     casting="unsafe"))
+        return cols.reshape(n, c, 1, p)
+    geom = (kh, kw, sh, sw, dh, dw, ho, wo)
+    xp = scratch("pad", (1, planes, t["h"] + pads[0] + pads[1], t["w"] + pads[2] + pads[3]), acc) \
+        if any(pads) or x.dtype != acc else x
+    cols = scratch("cols", (1, planes, kh, kw, p), acc)
+    ranges = cuts(planes, cols.nbytes, heavy=x.dtype != acc)
+    if len(ranges) == 1 or planes >= 8 * len(ranges):      # plane ranges: each pads its planes, then copies their columns
+
+        def piece(i):
+            cs = slice(*ranges[i])
+            if xp is not x:
+                pad_into(xp[:, cs], x[:, cs], *pads)
+            im2col_into(cols[:, cs], xp[:, cs], *geom)
+        run_pieces(len(ranges), piece)
+        return cols.reshape(n, c, kh * kw, p)
+    if xp is not x:     # few planes (a first layer): pad them all, then output-row ranges of the columns
+        pad_into(xp, x, *pads)
+    ranges = cuts(ho, cols.nbytes, heavy=x.dtype != acc)
+    s_n, s_c, s_h, s_w = xp.strides
+    windows = np.ndarray((1, planes, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
+    rows = cols.reshape(1, planes, kh, kw, ho, wo)
+    run_pieces(len(ranges), lambda i: np.copyto(rows[..., slice(*ranges[i]), :], windows[..., slice(*ranges[i]), :]))
+    return cols.reshape(n, c, kh * kw, p)
 
 
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
@@ -283,46 +342,71 @@ class Conv2D(OpSpec):
         if x.dtype.kind in "iu":   # quantized: exact integer sums
             acc = np.float64
             x, w = int_operands(x, w, self.attr(args.attrs, "offset_x"), inputs[4] if len(inputs) > 4 else None, 0)
-        n, groups, p = t["n"], t["groups"], t["ho"] * t["wo"]
-        cin_g, og = t["cin"] // groups, t["cout"] // groups
-        geom = (t["kh"], t["kw"], t["sh"], t["sw"], t["dh"], t["dw"], t["ho"], t["wo"])
-        if geom[:4] == (1, 1, 1, 1) and not any(t[k] for k in ("pt", "pb", "pl", "pr")):
-            cols = x.astype(acc, copy=False).reshape(n, t["cin"], p)          # 1x1 stride 1: x is its own columns
-        else:
-            xp = pad_scratch(x, t["pt"], t["pb"], t["pl"], t["pr"], acc) if any(t[k] for k in ("pt", "pb", "pl", "pr")) \
-                else np.ascontiguousarray(x, dtype=acc)
-            cols = im2col_scratch(xp, *geom)
+        n, groups, p, cout = t["n"], t["groups"], t["ho"] * t["wo"], t["cout"]
+        cin_g, og = t["cin"] // groups, cout // groups
         k = cin_g * t["kh"] * t["kw"]
+        cols = conv_columns(x, t, acc).reshape(n, groups, k, p)
         wf = w.astype(acc, copy=False).reshape(groups, og, k)
-        dst = direct_output(args, acc, inputs)
-        if groups == 1 and n == 1:   # a plain 2-D GEMM: numpy's stacked matmul costs ~15 % more here
-            if dst is not None:      # the same GEMM, its result written where the output lands
-                out = np.matmul(wf[0], cols.reshape(k, p), out=dst.reshape(t["cout"], p)).reshape(1, t["cout"], p)
-            else:
-                out = (wf[0] @ cols.reshape(k, p)).reshape(1, t["cout"], p)
-        elif dst is not None:        # one batched GEMM over images and groups: (G, og, K) @ (N, G, K, P)
-            out = np.matmul(wf, cols.reshape(n, groups, k, p), out=dst.reshape(n, groups, og, p)).reshape(n, t["cout"], p)
-        else:
-            out = np.matmul(wf, cols.reshape(n, groups, k, p)).reshape(n, t["cout"], p)
-        if bias is not None:
-            out += bias.astype(acc, copy=False).reshape(1, -1, 1)
+        out_dtype = np.dtype(args.outputs[0].dtype)
+        dst = direct_output(args, out_dtype, inputs)     # the output's landing view, when the kernel may write it
+        final = dst if dst is not None else np.empty(args.outputs[0].shape, out_dtype)
+        acc_out = final if out_dtype == acc else scratch("conv_acc", final.shape, acc)
+        out3, final3 = acc_out.reshape(n, cout, p), final.reshape(n, cout, p)
+        bias3 = bias.astype(acc, copy=False).reshape(1, cout, 1) if bias is not None else None
         residual = inputs[3] if len(inputs) > 3 else None
-        if residual is not None:
-            out += residual.astype(acc, copy=False).reshape(n, t["cout"], p)
+        res3 = residual.reshape(n, cout, p) if residual is not None else None
+        relu = bool(args.attrs.get("fused_relu"))
         blocks = t["blocks_n"] * t["blocks_h"] * t["blocks_c"]
-        if args.block_dim < blocks:   # fewer blocks than the tiling's: the tiles past them stay zero
-            keep = np.zeros((n, t["cout"], t["ho"], t["wo"]), bool)
+        whole = args.block_dim >= blocks   # else the tiles past the launch's blocks stay zero (below)
+
+        def epilogue(block):   # on each GEMM piece's block while it is in cache; the fp32 result, then the cast
+            y = out3[block]
+            if bias3 is not None:
+                y += bias3[:, block[1]]
+            if res3 is not None:
+                y += res3[block].astype(acc, copy=False)
+            if whole:
+                if relu:
+                    np.maximum(y, 0, out=y)
+                if acc_out is not final:
+                    np.copyto(final3[block], y, casting="unsafe")
+        grouped_matmul(wf, cols, acc_out.reshape(n, groups, og, p), epilogue)
+        if not whole:
+            keep = np.zeros((n, cout, t["ho"], t["wo"]), bool)
             for b in range(max(0, args.block_dim)):
                 rest, cb = divmod(b, t["blocks_c"])
                 ib, hb = divmod(rest, t["blocks_h"])
                 keep[ib * t["n_per_block"]:(ib + 1) * t["n_per_block"],
                      cb * t["cout_per_block"]:(cb + 1) * t["cout_per_block"],
                      hb * t["ho_per_block"]:(hb + 1) * t["ho_per_block"]] = True
-            out[~keep.reshape(n, t["cout"], p)] = 0
-        self.epilogue(args.attrs, out)   # on the fp32 result, before the cast
-        if dst is not None:
-            return [dst]
-        return [out.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype, copy=False)]
+            out3[~keep.reshape(n, cout, p)] = 0
+            self.epilogue(args.attrs, out3)   # on the fp32 result, before the cast
+            if acc_out is not final:
+                np.copyto(final3, out3, casting="unsafe")
+        return [final]
+
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        x = np.dtype(inputs[0].dtype)
+        acc = np.dtype(np.float64 if x == np.float64 or x.kind in "iu" else np.float32)
+        size = acc.itemsize
+        planes, p = t["n"] * t["cin"], t["ho"] * t["wo"]
+        pads = (t["pt"], t["pb"], t["pl"], t["pr"])
+        caller, pieces = {}, {}
+        if (t["kh"], t["kw"], t["sh"], t["sw"]) == (1, 1, 1, 1) and not any(pads):
+            if x != acc:
+                caller["cols"] = planes * p * size
+        else:
+            hp, wp = t["h"] + pads[0] + pads[1], t["w"] + pads[2] + pads[3]
+            if any(pads) or x != acc:
+                caller["pad"] = planes * hp * wp * size
+            caller["cols"] = planes * t["kh"] * t["kw"] * p * size
+            ranges = cuts(planes, caller["cols"], heavy=x != acc)   # as conv_columns cuts them (same budget)
+            if t["sh"] == 1 and t["kh"] > 1 and t["kw"] > 1 and t["wo"] <= ROW_SHIFT_MAX_WO and ranges:
+                per = max(hi - lo for lo, hi in ranges)
+                pieces["shifted"] = per * t["kw"] * hp * t["wo"] * size
+        if np.dtype(outputs[0].dtype) != acc:
+            caller["conv_acc"] = outputs[0].numel * size
+        return caller, pieces
 
     def work(self, ctx: TilingContext) -> Work:
         g, grid = self._grid(ctx)
@@ -403,8 +487,13 @@ class PoolBase(OpSpec):
         out = np.zeros((t["planes"], t["ho"], t["wo"]), dtype=x.dtype)
         # the blocks cover planes [0, block_dim * planes_per_block): one vectorised pass over them
         covered = min(t["planes"], args.block_dim * t["planes_per_block"])
-        if covered > 0:
-            out[:covered] = self.reduce(t, x[:covered], args.attrs)
+        # planes are independent: pieces of them on the host pool (the same values however they are cut)
+        ranges = cuts(covered, x[:covered].nbytes)
+
+        def piece(i):
+            lo, hi = ranges[i]
+            out[lo:hi] = self.reduce(t, x[lo:hi], args.attrs)
+        run_pieces(len(ranges), piece)
         return [out.reshape(args.outputs[0].shape)]
 
     def work(self, ctx: TilingContext) -> Work:
@@ -425,6 +514,18 @@ class MaxPoolV3(PoolBase):
         work = np.float32 if planes.dtype == np.float16 else planes.dtype
         low = np.iinfo(work).min if np.dtype(work).kind in "iu" else -np.inf   # padding never wins the max
         return self.window_reduce(t, self.padded(t, planes, low, work), np.maximum, work)
+
+
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        if not (t["kh"] > 1 and t["kw"] > 1):
+            return {}, {}
+        work = np.dtype(np.float32 if inputs[0].dtype == "float16" else inputs[0].dtype)
+        covered = t["planes"]
+        ranges = cuts(covered, covered * t["h"] * t["w"] * np.dtype(inputs[0].dtype).itemsize)
+        need_h = (t["ho"] - 1) * t["sh"] + t["dh"] * (t["kh"] - 1) + 1 - (t["h"] + t["pt"])
+        hp = t["h"] + t["pt"] + max(t["pb"], need_h)
+        per = max((hi - lo for lo, hi in ranges), default=0)
+        return {}, {"pool_rows": per * hp * t["wo"] * work.itemsize}
 
 
 @register

@@ -6,15 +6,12 @@ chunks, so it computes what the tiling says, not what the shapes say.
 """
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                    cores_for, covered, split_rows)
+from .host_pool import cuts, run_pieces
 from .registry import register
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
@@ -31,40 +28,28 @@ def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadca
     return TilingResult(block_dim, int(broadcast), data)
 
 
-PARALLEL_MIN_ELEMS = 1 << 20   # outputs at least this big run their blocks on host threads (numpy releases the GIL)
-HOST_THREADS = os.cpu_count() or 1   # read once: os.cpu_count() costs ~20 us, more than a small kernel
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+PARALLEL_MIN_ELEMS = 1 << 16   # outputs at least this big are cut for the host pool (numpy releases the GIL)
 
 
-def set_host_threads(n: int) -> None:
-    """Hold the block pool to n threads (om-run's --threads): blocks are split n ways; the pool's extra
-    workers, if it has more, stay idle."""
-    global HOST_THREADS
-    HOST_THREADS = max(1, int(n))
+# ufuncs of well under a ns an element on float32: memory-bound, worth cutting only when huge (host_pool.cuts)
+CHEAP_UFUNCS = frozenset((np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.negative,
+                          np.absolute, np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal,
+                          np.logical_and, np.logical_or, np.logical_not, np.bitwise_and, np.bitwise_or,
+                          np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.sign, np.copysign))
 
 
-def _block_pool() -> ThreadPoolExecutor:
-    """One pool, created on first use; kernels run on several threads at once (constant folding)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(HOST_THREADS, thread_name_prefix="kernel-block")
-        return _pool
-
-
-def for_blocks(args: KernelArgs, body) -> None:
+def for_blocks(args: KernelArgs, body, heavy: bool = False) -> None:
     """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
     [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
-    once over their union (what the blocks compute, minus a Python call per block); a big output is split
-    across a host thread pool (numpy releases the GIL). Bytes past the last block stay untouched."""
+    once over their union (what the blocks compute, minus a Python call per block); a big output is cut for the
+    host pool (every element is computed alone: any cut gives the same bits), from a smaller size when the body
+    is `heavy` (a few ns an element). Bytes past the last block stay untouched."""
     end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
     if end == 0:
         return
-    if HOST_THREADS > 1 and end >= PARALLEL_MIN_ELEMS:
-        step = -(-end // HOST_THREADS)
-        for f in [_block_pool().submit(body, lo, min(end, lo + step)) for lo in range(0, end, step)]:
-            f.result()
+    ranges = cuts(end, end * 4, 64, heavy) if end >= PARALLEL_MIN_ELEMS else [(0, end)]
+    if len(ranges) > 1:
+        run_pieces(len(ranges), lambda i: body(*ranges[i]))
         return
     body(0, end)
 
@@ -81,7 +66,8 @@ def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -
     else:
         def body(lo, hi):
             out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
-    for_blocks(args, body)
+    half = np.dtype(out_dtype) == np.float16 or any(x.dtype == np.float16 for x in flat_inputs)
+    for_blocks(args, body, heavy=half or (isinstance(fn, np.ufunc) and fn not in CHEAP_UFUNCS))
     return out.reshape(args.outputs[0].shape)
 
 

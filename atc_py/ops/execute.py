@@ -8,6 +8,7 @@ import numpy as np
 from ..ir.graph import TensorDesc
 from ..platform.soc import SocSpec
 from .base import KernelArgs, OpSpec, TilingContext, TilingResult
+from .host_pool import hold_blas_single
 
 
 def tiling_context(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec,
@@ -18,7 +19,9 @@ def tiling_context(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec,
 def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs: list[TensorDesc],
            inputs: list[np.ndarray | None], out: list | None = None) -> list[np.ndarray]:
     """Run the kernel with the tiling it is launched with (it does not re-tile). `out`: the views the outputs
-    land in, which a kernel may compute into (KernelArgs.out)."""
+    land in, which a kernel may compute into (KernelArgs.out). BLAS is held to one thread first (host_pool.py): a
+    kernel's result must not depend on how many threads numpy's BLAS would use."""
+    hold_blas_single()
     decoded = spec.decode_tiling(tiling.tiling_data, attrs)
     if attrs.get("_internal_dtype") == "float16":     # the SoC's intrinsic takes fp16 only (passes/soc_kernels.py)
         return _through_fp16(spec, decoded, tiling, attrs, out_descs, inputs)

@@ -17,7 +17,8 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
                    prod)
-from .conv_pool import INT_CUBE, int_operands
+from .conv_pool import INT_CUBE, int_operands, scratch
+from .gemm import grouped_matmul
 from .registry import register
 
 MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("m_per_block", "Q"),
@@ -168,25 +169,44 @@ class MatMulBase(OpSpec):
         m, k, n = t["m"], t["k"], t["n"]
         acc = np.float64 if a.dtype == np.float64 else np.float32  # cube accumulates in fp32 (int8: int32, exact)
         rows = t["batch"] * m
+        out_dtype = np.dtype(args.outputs[0].dtype)
+        final = np.empty((rows, n), out_dtype)
+        acc_out = final if out_dtype == acc else scratch("matmul_acc", (rows, n), acc)
         if b.size == k * n and a.shape[:-2] == batch_shape:
             # one weight for every batch (a Linear on (B, S, K) activations): the batch folds into M, one 2-D
             # GEMM. Broadcasting the weight into a (B, K, N) stack made ConvNeXt's MLPs copy it per image.
-            A = a.reshape(rows, k).astype(acc, copy=False)
-            out = A @ b.reshape(k, n).astype(acc, copy=False)
+            A = a.reshape(1, rows, k).astype(acc, copy=False)
+            B = b.reshape(1, 1, k, n).astype(acc, copy=False)
         else:
             A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
-            B = np.broadcast_to(b, batch_shape + (k, n)).reshape(-1, k, n).astype(acc, copy=False)
-            out = np.matmul(A, B).reshape(rows, n)      # one batched GEMM: what all the blocks compute
-        if t["has_bias"] and inputs[2] is not None:
-            out += inputs[2].astype(acc, copy=False).reshape(1, -1)
-        if args.block_dim < t["blocks_m"] * t["blocks_n"] * t["blocks_k"]:
+            B = np.broadcast_to(b, batch_shape + (k, n)).reshape(1, -1, k, n).astype(acc, copy=False)
+        bias = inputs[2].astype(acc, copy=False).reshape(1, -1) if t["has_bias"] and inputs[2] is not None else None
+        whole = args.block_dim >= t["blocks_m"] * t["blocks_n"] * t["blocks_k"]
+
+        def epilogue(block):   # on each GEMM piece's block (rows, columns) while it is in cache
+            y = acc_out[block[1], block[2]]
+            if bias is not None:
+                y += bias[:, block[2]]
+            if whole and acc_out is not final:
+                np.copyto(final[block[1], block[2]], y, casting="unsafe")
+        grouped_matmul(A, B, acc_out.reshape(1, A.shape[0], A.shape[1], n), epilogue)   # what all the blocks compute
+        if not whole:
             # fewer blocks than the tiling's: only the tiles they complete are written
             keep = np.zeros((rows, n), bool)
             mp, np_ = t["m_per_block"], t["n_per_block"]
             for mb, nb in covered_tiles(t, args.block_dim):
                 keep[mb * mp:(mb + 1) * mp, nb * np_:(nb + 1) * np_] = True
-            out[~keep] = 0
-        return [out.reshape(out_shape).astype(args.outputs[0].dtype, copy=False)]
+            acc_out[~keep] = 0
+            if acc_out is not final:
+                np.copyto(final, acc_out, casting="unsafe")
+        return [final.reshape(out_shape)]
+
+    def scratch_needs(self, t, attrs, inputs, outputs):
+        x = np.dtype(inputs[0].dtype)
+        acc = np.dtype(np.float64 if x == np.float64 or x.kind in "iu" else np.float32)
+        if np.dtype(outputs[0].dtype) == acc:
+            return {}, {}
+        return {"matmul_acc": t["batch"] * t["m"] * t["n"] * acc.itemsize}, {}
 
     def _b_batches(self, ctx: TilingContext) -> int:
         b = ctx.inputs[1]

@@ -7,6 +7,7 @@ from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
                    direct_output, prod, split_rows)
 from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
+from .host_pool import cuts, run_pieces
 from .registry import register
 
 
@@ -106,9 +107,18 @@ class TransposeD(OpSpec):
         return res
 
     def compute(self, args: KernelArgs, inputs):
-        perm = self._perm(args.attrs, inputs[0].ndim)
-        moved = np.asarray(np.transpose(inputs[0], perm), order="C").reshape(-1)
-        return [run_blocks(args, [moved], lambda v: v, inputs[0].dtype)]
+        x = inputs[0]
+        perm = self._perm(args.attrs, x.ndim)
+        moved = np.transpose(x, perm)
+        if x.ndim == 0 or covered(args.tiling["total"], args.tiling["block_len"], args.block_dim) < moved.size:
+            return [run_blocks(args, [np.asarray(moved, order="C").reshape(-1)], lambda v: v, x.dtype)]
+        # every block: one copy straight into the output, in pieces along its first long axis on the host pool
+        out = np.empty(moved.shape, x.dtype)
+        lead = next((i for i, d in enumerate(moved.shape) if d > 1), 0)
+        ranges = cuts(moved.shape[lead], out.nbytes)
+        at = (slice(None),) * lead
+        run_pieces(len(ranges), lambda i: np.copyto(out[at + (slice(*ranges[i]),)], moved[at + (slice(*ranges[i]),)]))
+        return [out.reshape(args.outputs[0].shape)]
 
 
 CONCAT_TILING = TilingStruct(("outer", "Q"), ("out_inner", "Q"), ("rows_per_block", "Q"), ("num_inputs", "I"),
@@ -161,7 +171,10 @@ class ConcatD(OpSpec):
         else:
             out = np.zeros((t["outer"], t["out_inner"]), dtype=inputs[0].dtype)
         end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # a copy: all blocks' rows at once
-        if end:
+        if end and len(cuts(len(parts), out[:end].nbytes)) > 1:   # big: each input's columns a piece for the host pool
+            offs = np.cumsum([0] + [p.shape[1] for p in parts])
+            run_pieces(len(parts), lambda i: np.copyto(out[:end, offs[i]:offs[i + 1]], parts[i][:end]))
+        elif end:
             np.concatenate([p[:end] for p in parts], axis=1, out=out[:end])
         if dst is not None:
             out[end:] = 0     # rows no block covers, as in a fresh zeroed result

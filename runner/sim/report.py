@@ -37,8 +37,11 @@ def msame_lines(loops: list[LoopStats], walls: list[float]) -> list[str]:
     lines.append(f"Inference average time: {sum(ms) / len(ms):.6f} ms")
     if len(ms) > 1:
         lines.append(f"Inference average time without first time: {sum(ms[1:]) / (len(ms) - 1):.6f} ms")
-    lines.append(f"[INFO] host wall clock of the simulation: {sum(walls) / len(walls) * 1e3:.3f} ms per execution "
-                 "(average)")
+    line = f"[INFO] host wall clock of the simulation: {sum(walls) / len(walls) * 1e3:.3f} ms per execution (average)"
+    if len(walls) > 1:   # the first execution next to the later ones (one-time work belongs to the load)
+        later = sorted(walls[1:])
+        line += f"; first {walls[0] * 1e3:.3f} ms, later {later[len(later) // 2] * 1e3:.3f} ms (median)"
+    lines.append(line)
     return lines
 
 
