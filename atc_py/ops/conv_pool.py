@@ -120,47 +120,17 @@ def im2col(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
     return windows.reshape(n, c, kh, kw, ho * wo)   # the reshape of this strided view is the copy
 
 
-def pad_scratch(x: np.ndarray, pt: int, pb: int, pl: int, pr: int, dtype) -> np.ndarray:
-    """pad_planes with zeros into the thread's scratch buffer (the borders zeroed, the interior copied and
-    converted to `dtype` in one pass)."""
-    h, w = x.shape[-2:]
-    out = scratch("pad", x.shape[:-2] + (h + pt + pb, w + pl + pr), dtype)
-    if pt:
-        out[..., :pt, :] = 0
-    if pb:
-        out[..., pt + h:, :] = 0
-    if pl:
-        out[..., pt:pt + h, :pl] = 0
-    if pr:
-        out[..., pt:pt + h, pl + w:] = 0
-    np.copyto(out[..., pt:pt + h, pl:pl + w], x, casting="unsafe")
-    return out
-
-
 # im2col in two copies (row shifts first) below this output width: numpy's strided copy runs its inner loop
 # over one output row, which costs more than the copy when the rows are short (a 14-wide row: 1.7x slower)
 ROW_SHIFT_MAX_WO = 32
 
 
 def im2col_scratch(xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
-    """im2col into the thread's scratch buffer: the same values, one strided copy into reused memory — or, for
-    stride-1 rows shorter than ROW_SHIFT_MAX_WO, two copies: the kw column shifts of every padded row
-    (shifted[n, c, j, y, x] = xp[n, c, y, x*sw + j*dw]), then each tap's rows taken out of those shifts as one
-    contiguous run of ho*wo. Same values either way; only the copy's loop shape differs."""
+    """im2col into the thread's scratch buffer: the same values as the strided view, copied into reused memory
+    (im2col_into: one strided copy, or for stride-1 rows shorter than ROW_SHIFT_MAX_WO the kw column shifts of
+    every padded row first, then each tap's rows as one contiguous run of ho*wo)."""
     n, c = xp.shape[:2]
-    s_n, s_c, s_h, s_w = xp.strides
-    if sh == 1 and kh > 1 and kw > 1 and wo <= ROW_SHIFT_MAX_WO:
-        hp = xp.shape[2]
-        shifted = scratch("shifted", (n, c, kw, hp, wo), xp.dtype)
-        np.copyto(shifted, np.ndarray((n, c, kw, hp, wo), xp.dtype, xp, 0, (s_n, s_c, dw * s_w, s_h, sw * s_w)))
-        r_n, r_c, r_j, r_h, r_w = shifted.strides
-        cols = scratch("cols", (n, c, kh, kw, ho * wo), xp.dtype)
-        np.copyto(cols, np.ndarray((n, c, kh, kw, ho * wo), xp.dtype, shifted, 0, (r_n, r_c, dh * r_h, r_j, r_w)))
-        return cols
-    windows = np.ndarray((n, c, kh, kw, ho, wo), xp.dtype, xp, 0, (s_n, s_c, dh * s_h, dw * s_w, sh * s_h, sw * s_w))
-    cols = scratch("cols", (n, c, kh, kw, ho, wo), xp.dtype)
-    np.copyto(cols, windows)
-    return cols.reshape(n, c, kh, kw, ho * wo)
+    return im2col_into(scratch("cols", (n, c, kh, kw, ho * wo), xp.dtype), xp, kh, kw, sh, sw, dh, dw, ho, wo)
 
 
 def pad_into(out: np.ndarray, x: np.ndarray, pt: int, pb: int, pl: int, pr: int) -> np.ndarray:
@@ -179,8 +149,9 @@ def pad_into(out: np.ndarray, x: np.ndarray, pt: int, pb: int, pl: int, pr: int)
 
 
 def im2col_into(cols: np.ndarray, xp: np.ndarray, kh, kw, sh, sw, dh, dw, ho, wo) -> np.ndarray:
-    """im2col_scratch's copy into `cols` (N, C, kh, kw, ho * wo), e.g. a channel range of a larger buffer; the row
-    shifts go into this thread's scratch."""
+    """im2col's copy into `cols` (N, C, kh, kw, ho * wo), e.g. a channel range of a larger buffer: one strided
+    copy, or for stride-1 rows shorter than ROW_SHIFT_MAX_WO two (the kw column shifts of every padded row, into
+    this thread's scratch, then each tap's rows as one contiguous run)."""
     n, c = xp.shape[:2]
     s_n, s_c, s_h, s_w = xp.strides
     if sh == 1 and kh > 1 and kw > 1 and wo <= ROW_SHIFT_MAX_WO:
