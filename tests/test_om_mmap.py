@@ -26,6 +26,7 @@ from runner.sim.host import Simulation
 from runner.threads import thread_budget
 
 from .conftest import MODELS, ROOT, compile_om
+from tests.fake_terminal import FakeTerminal
 
 @pytest.fixture
 def mapped(monkeypatch):
@@ -263,19 +264,10 @@ def test_no_compute_run_of_200_mb_of_weights_stays_small(tmp_path):
     assert rss["big"] - rss["small"] < 2 * STREAM_CHUNK + 0.05 * size, rss
 
 
-class _Tty(io.StringIO):
-    def __init__(self, tty: bool):
-        super().__init__()
-        self.tty = tty
-
-    def isatty(self) -> bool:
-        return self.tty
-
-
 def test_progress_line_on_a_terminal_only():
     """om-run's loader reports (stage, done, total) to atc-py's progress line: shown on a terminal, each stage
     counted from its start, erased at the end; nothing on a pipe."""
-    term = _Tty(True)
+    term = FakeTerminal(True)
     with StageProgress("loading m.om", term, delay=0.0) as progress:
         progress("checksum", 1_500_000_000, 3_000_000_000)
         progress("checksum", 3_000_000_000, 3_000_000_000)
@@ -283,7 +275,7 @@ def test_progress_line_on_a_terminal_only():
     text = term.getvalue()
     assert "[om-run] loading m.om: checksum" in text and "(100%)" in text and "loading m.om: mapping" in text
     assert text.endswith("\r\x1b[K")                  # erased: the next line starts clean
-    pipe = _Tty(False)
+    pipe = FakeTerminal(False)
     with StageProgress("loading m.om", pipe, delay=0.0) as quiet:
         quiet("checksum", 1, 2)
     assert pipe.getvalue() == ""

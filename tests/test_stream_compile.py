@@ -23,6 +23,7 @@ from bench.llm_scale import run_child
 from tools.llm_model import LlmShape, write_model
 
 from .conftest import ROOT
+from tests.fake_terminal import FakeTerminal
 
 SMALL = LlmShape(layers=2, hidden=64, intermediate=172, vocab=256, heads=4, seq=8, dtype="float32")
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -226,27 +227,13 @@ def test_progress_line_on_a_terminal(small, tmp_path):
     assert text.endswith("\r\x1b[K"), repr(text[-80:])   # erased when done
 
 
-class _Tty:
-    def __init__(self):
-        self.text = ""
-
-    def isatty(self):
-        return True
-
-    def write(self, s):
-        self.text += s
-
-    def flush(self):
-        pass
-
-
 def test_progress_waits_for_its_delay_and_counts_bytes():
-    quick = Progress(_Tty(), delay=60)
+    quick = Progress(FakeTerminal(), delay=60)
     quick.start("load", 100)
     quick.advance(50)
     quick.done()
     assert quick.stream.text == ""   # a job shorter than the delay shows nothing
-    tty = _Tty()
+    tty = FakeTerminal()
     p = Progress(tty, delay=0, interval=0)
     p.start("writing the .om", 4 << 20)
     p.advance(1 << 20)

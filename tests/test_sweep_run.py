@@ -26,6 +26,7 @@ from om_sweep.spec import load_spec
 from om_sweep.plan import make_plan
 
 from .sweep_helpers import MODELS, ROOT, om_sweep, sample_models, table, write_sweep
+from tests.fake_terminal import FakeTerminal
 
 MINIMAL = """models:
   - path: models/small_cnn.onnx
@@ -350,24 +351,10 @@ def test_rerun_failed_runs_only_the_failed_jobs(tmp_path):
     assert "1 jobs run, 2 reused" in om_sweep("run", sweep, "-o", out, "--no-report", "--rerun-failed")[1]
 
 
-class _Tty:
-    def __init__(self):
-        self.text = ""
-
-    def isatty(self):
-        return True
-
-    def write(self, s):
-        self.text += s
-
-    def flush(self):
-        pass
-
-
 def test_progress_bar_redraws_in_place_on_a_terminal():
     from om_sweep.progress import Progress
     clock = iter(range(100)).__next__          # one second per reading
-    tty = _Tty()
+    tty = FakeTerminal()
     bar = Progress(4, 2, "local", stream=tty, clock=lambda: float(clock()))
     for status in ("ok", "E10006", "ok", "ok"):
         bar.update(status)
