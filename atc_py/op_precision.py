@@ -7,7 +7,7 @@ precision_plan() below, applied by the pipeline once the graph is known."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from .errors import AtcError
 from .ir.dtypes import dtype_by_name
@@ -33,16 +33,20 @@ def _text(path: str, flag: str) -> str:
 
 
 @dataclass(frozen=True)
-class OpPrecisionModes:
-    """--op_precision_mode: mode per op type and per node name."""
-    by_type: Mapping[str, str] = field(default_factory=dict)
-    by_name: Mapping[str, str] = field(default_factory=dict)
+class PerOp:
+    """Entries by op type and by node name, as ATC's per-operator files give them: a node name wins."""
+    by_type: Mapping[str, Any] = field(default_factory=dict)
+    by_name: Mapping[str, Any] = field(default_factory=dict)
 
-    def mode_of(self, name: str, op_type: str) -> str | None:
+    def of(self, name: str, op_type: str):
         return self.by_name.get(name) or self.by_type.get(op_type)
 
     def __bool__(self) -> bool:
         return bool(self.by_type or self.by_name)
+
+
+class OpPrecisionModes(PerOp):
+    """--op_precision_mode: mode per op type and per node name."""
 
 
 def parse_op_precision_mode(path: str) -> OpPrecisionModes:
@@ -70,7 +74,7 @@ def parse_op_precision_mode(path: str) -> OpPrecisionModes:
             raise AtcError("E10001", value=line, parameter="--op_precision_mode",
                            reason=f"line {number}: the mode must be one of {', '.join(OP_PRECISION_MODES)}.")
         tables[section][key] = mode
-    return OpPrecisionModes(tables["type"], tables["name"])
+    return OpPrecisionModes(by_type=tables["type"], by_name=tables["name"])
 
 
 @dataclass(frozen=True)
@@ -84,17 +88,8 @@ class CustomDtypes:
         return next((d for d in self.outputs + self.inputs if d in FLOATS), "")
 
 
-@dataclass(frozen=True)
-class CustomizeDtypes:
-    """--customize_dtypes: dtypes per node name and per op type."""
-    by_name: Mapping[str, CustomDtypes] = field(default_factory=dict)
-    by_type: Mapping[str, CustomDtypes] = field(default_factory=dict)
-
-    def of(self, name: str, op_type: str) -> CustomDtypes | None:
-        return self.by_name.get(name) or self.by_type.get(op_type)
-
-    def __bool__(self) -> bool:
-        return bool(self.by_type or self.by_name)
+class CustomizeDtypes(PerOp):
+    """--customize_dtypes: CustomDtypes per op type and per node name."""
 
 
 def _dtypes(text: str, line: str, number: int) -> tuple[str, ...]:
@@ -131,4 +126,4 @@ def parse_customize_dtypes(path: str) -> CustomizeDtypes:
                                   "or OpType::TypeName:InputDtype:dtype1,...,OutputDtype:dtype1,...")
         table[head.strip()] = CustomDtypes(_dtypes(ins[len("InputDtype:"):], line, number),
                                            _dtypes(outs, line, number))
-    return CustomizeDtypes(by_name, by_type)
+    return CustomizeDtypes(by_type=by_type, by_name=by_name)

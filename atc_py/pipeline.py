@@ -268,7 +268,7 @@ def _per_op_precision(graph: Graph, prec, keep: frozenset, log) -> tuple[frozens
     seen_modes, seen_custom = set(), set()
     for node in all_nodes(graph):
         base = _gear_free(node.name)
-        mode = prec.op_modes.mode_of(base, node.op_type)
+        mode = prec.op_modes.of(base, node.op_type)
         if mode:
             seen_modes.add(base)
             node.attrs["_op_impl_mode"] = mode
