@@ -53,7 +53,7 @@ from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.partition import PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
-from .passes.soc_kernels import mark_internal_fp16
+from .passes.soc_kernels import mark_internal_dtypes
 from .passes.tiling_sink import decide_tiling_sink, summary_line
 from .proto import task_pb2
 
@@ -413,7 +413,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     autofuse_on = opts.switch("autofuse")
     if part is None:
         fuse_model(graph, autofuse_on, st, fused)
-        stats["internal_fp16_ops"] = mark_internal_fp16(graph, soc)
+        stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
                     opts.sink_nops)
@@ -481,7 +481,7 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
     statics, dynamics = [], []
     for sub in part.subgraphs:
         fuse_model(sub.graph, autofuse_on, st, fused)
-        mark_internal_fp16(sub.graph, opts.soc)
+        mark_internal_dtypes(sub.graph, opts.soc)
         if sub.known:
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
                         opts.single_stream, opts.reuse_memory, opts.sink_nops)

@@ -19,6 +19,7 @@ class Relu(UnaryOp):
 @register
 class Sigmoid(UnaryOp):
     op_type = "Sigmoid"
+    vector_intrinsics = ("vexp",)
     vector_ops_per_elem = 4  # exp, add, reciprocal, negate
 
     @staticmethod
@@ -29,6 +30,7 @@ class Sigmoid(UnaryOp):
 @register
 class Tanh(UnaryOp):
     op_type = "Tanh"
+    vector_intrinsics = ("vexp",)
     vector_ops_per_elem = 5
     fn = staticmethod(np.tanh)
 
@@ -71,6 +73,7 @@ def norm_axis(axis: int, rank: int) -> int:
 @register
 class SoftmaxV2(OpSpec):
     op_type = "SoftmaxV2"
+    vector_intrinsics = ("vexp",)
     inputs = ("x",)
     attrs = {"axes": [-1]}
     dtypes = ("float32", "float16", "float64", "bfloat16")

@@ -36,6 +36,7 @@ class CeluV2(AttrUnaryOp):
 class Mish(AttrUnaryOp):
     """x * tanh(softplus(x))."""
     op_type = "Mish"
+    vector_intrinsics = ("vexp", "vln")
     attrs = {}
     vector_ops_per_elem = 8
     fa = staticmethod(lambda x, a: x * np.tanh(np.logaddexp(0, x)))
@@ -54,6 +55,7 @@ class ThresholdedRelu(AttrUnaryOp):
 class Swish(AttrUnaryOp):
     """x * sigmoid(scale * x) (ONNX Swish's alpha is the scale)."""
     op_type = "Swish"
+    vector_intrinsics = ("vexp",)
     attrs = {"scale": 1.0}
     vector_ops_per_elem = 5
     fa = staticmethod(lambda x, a: x * _sigmoid(np.asarray(a["scale"], x.dtype) * x))
@@ -67,6 +69,7 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 class GeluV2(AttrUnaryOp):
     """GELU, exact (approximate='none': x * Phi(x) with erf) or tanh-approximated (approximate='tanh':
     0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))))."""
+    vector_intrinsics = ("vexp",)
     op_type = "GeluV2"
     attrs = {"approximate": "none"}
     vector_ops_per_elem = 10

@@ -154,6 +154,9 @@ class OpSpec:
     no_task: ClassVar[bool] = False                # view ops: output aliases input memory, no kernel
     task_kind: ClassVar[str] = "kernel"            # "control" (If/While/Case: owns subgraphs), "rts" (runtime task)
     is_custom: ClassVar[bool] = False
+    # the vector instructions its kernel is built on where SoCs differ (the transcendental ones): an fp32 op whose
+    # instruction the SoC has in fp16 only computes in fp16 inside (passes/soc_kernels.py)
+    vector_intrinsics: ClassVar[tuple[str, ...]] = ()
 
     def alias_input(self, node: Node, k: int) -> int | None:
         """The input whose bytes output k shares (views: input 0; While: its loop-carried input k), or None."""
@@ -216,6 +219,12 @@ class OpSpec:
         out_elems = sum(d.numel for d in ctx.outputs)
         moved = sum(d.nbytes for d in ctx.inputs if d is not None) + sum(d.nbytes for d in ctx.outputs)
         return Work(vector_ops=out_elems, bytes=moved, dtype=ctx.outputs[0].dtype if ctx.outputs else "float32")
+
+    def inside_dtype(self, dtype: str, soc: SocSpec, mode: str) -> str | None:
+        """The dtype the kernel computes `dtype` tensors in on `soc` under implementation mode `mode`
+        (--op_select_implmode / --op_precision_mode), when that is not what compute() does by default; None
+        otherwise. Ops with an implementation choice override it."""
+        return None
 
     def launch_work(self, ctx: TilingContext) -> Work:
         """work() plus the epilogue a fusion pass gave this launch (fused_relu: one vector op per output element)."""

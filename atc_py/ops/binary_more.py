@@ -12,8 +12,9 @@ from .registry import register
 ALL_NUM = NUM_TYPES
 
 
-def _binary(op_type: str, fn, out_dtype=None, dtypes=None):
-    body = {"op_type": op_type, "fn": staticmethod(fn), "out_dtype": out_dtype, "__doc__": f"{op_type}: broadcasting."}
+def _binary(op_type: str, fn, out_dtype=None, dtypes=None, intrinsics: tuple[str, ...] = ()):
+    body = {"op_type": op_type, "fn": staticmethod(fn), "out_dtype": out_dtype, "vector_intrinsics": intrinsics,
+            "__doc__": f"{op_type}: broadcasting."}
     if dtypes:
         body["dtypes"] = dtypes
     if out_dtype == "bool":
@@ -27,7 +28,7 @@ def _pow(a, b):
     return np.power(a, b)
 
 
-_binary("Pow", _pow)
+_binary("Pow", _pow, intrinsics=("vexp", "vln"))
 _binary("Maximum", np.maximum, dtypes=ALL_NUM)
 _binary("Minimum", np.minimum, dtypes=ALL_NUM)
 _binary("FloorMod", np.mod)

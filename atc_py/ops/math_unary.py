@@ -37,21 +37,21 @@ class AttrUnaryOp(UnaryOp):
         return [run_blocks(args, [x], lambda v: np.asarray(self.fa(v, a)).astype(dt), dt)]
 
 
-def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS):
+def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: tuple[str, ...] = ()):
     cls = type(op_type, (UnaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": dtypes,
-                                     "vector_ops_per_elem": ops_per_elem,
+                                     "vector_ops_per_elem": ops_per_elem, "vector_intrinsics": intrinsics,
                                      "__doc__": f"{op_type}: elementwise."})
     return register(cls)
 
 
-_unary("Exp", np.exp, 2)
-_unary("Log", np.log, 3)
+_unary("Exp", np.exp, 2, intrinsics=("vexp",))
+_unary("Log", np.log, 3, intrinsics=("vln",))
 _unary("Neg", np.negative, 1, NUMERIC)
 _unary("Abs", np.abs, 1, NUMERIC)
 _unary("Sqrt", np.sqrt, 2)
 _unary("Rsqrt", lambda x: 1 / np.sqrt(x), 3)
 _unary("Reciprocal", lambda x: 1 / x, 2)
-_unary("Erf", erf_rounded, 8)
+_unary("Erf", erf_rounded, 8, intrinsics=("vexp",))
 _unary("Sign", np.sign, 2, NUMERIC)
 _unary("Floor", np.floor, 1)
 _unary("Ceil", np.ceil, 1)
@@ -59,13 +59,14 @@ _unary("Square", np.square, 1, NUMERIC)
 _unary("Relu6", lambda x: np.clip(x, 0, 6), 2)
 _unary("Softsign", lambda x: x / (1 + np.abs(x)), 3)
 _unary("HardSwish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), 4)
-_unary("Gelu", lambda x: 0.5 * x * (1 + erf_rounded(x / math.sqrt(2))), 10)
+_unary("Gelu", lambda x: 0.5 * x * (1 + erf_rounded(x / math.sqrt(2))), 10, intrinsics=("vexp",))
 _unary("LogicalNot", np.logical_not, 1, ("bool",))
 
 
 @register
 class Elu(AttrUnaryOp):
     op_type = "Elu"
+    vector_intrinsics = ("vexp",)
     attrs = {"alpha": 1.0}
     vector_ops_per_elem = 4
     fa = staticmethod(lambda x, a: np.where(x > 0, x, a["alpha"] * (np.exp(np.minimum(x, 0)) - 1)))
@@ -74,6 +75,7 @@ class Elu(AttrUnaryOp):
 @register
 class Selu(AttrUnaryOp):
     op_type = "Selu"
+    vector_intrinsics = ("vexp",)
     attrs = {"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875}
     vector_ops_per_elem = 5
     fa = staticmethod(lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * (np.exp(np.minimum(x, 0)) - 1)))
@@ -90,6 +92,7 @@ class LeakyRelu(AttrUnaryOp):
 @register
 class Softplus(AttrUnaryOp):
     op_type = "Softplus"
+    vector_intrinsics = ("vexp", "vln")
     attrs = {}
     vector_ops_per_elem = 4
     fa = staticmethod(lambda x, a: np.logaddexp(0, x))

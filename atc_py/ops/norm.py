@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
+from ..platform.soc import SocSpec
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
                    prod, split_rows)
 from .registry import register
@@ -121,6 +122,17 @@ class LayerNorm(OpSpec):
             y = y + beta.astype(inside)
         return [y.astype(args.outputs[0].dtype), means.reshape(args.outputs[1].shape),
                 vars_.reshape(args.outputs[2].shape)]
+
+    def inside_dtype(self, dtype: str, soc: SocSpec, mode: str) -> str | None:
+        """TBE's LayerNorm on fp16 input computes in fp32 if the SoC has fp32 vexp and the mode is high_performance
+        (ATC's default), or with high_precision; else in fp16 (Ascend310 by default). compute() works in fp32
+        unless told: the attribute is needed when that changes, or when high precision was asked for."""
+        if dtype != "float16":
+            return None
+        vexp = soc.intrinsic_dtypes("vexp")
+        inside = "float32" if ((vexp is None or "float32" in vexp) and mode == "high_performance") \
+            or mode == "high_precision" else "float16"
+        return inside if inside == "float16" or mode == "high_precision" else None
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)

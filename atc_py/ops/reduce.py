@@ -206,6 +206,7 @@ class ArgMinD(ArgOp):
 class LogSoftmaxV2(SoftmaxV2):
     """SoftmaxV2's row split and kernel walk with log-softmax rows."""
     op_type = "LogSoftmaxV2"
+    vector_intrinsics = ("vexp", "vln")
     dtypes = ("float32", "float16", "float64")
     ops_per_elem = 6
 

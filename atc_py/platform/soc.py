@@ -83,6 +83,15 @@ class SocSpec:
         per_cycle = max(1.0, self.vec_calc_size * 2 / max(1, itemsize))
         return self.vector_cores * self.cube_freq_mhz / 1000 * per_cycle
 
+    def intrinsic_dtypes(self, intrinsic: str) -> set[str] | None:
+        """The dtypes the AI Core offers `intrinsic` (e.g. "vexp") in, per [AICoreintrinsicDtypeMap]; None when
+        the platform data does not list it."""
+        for line in self.raw.get("AICoreintrinsicDtypeMap", {}).values():
+            name, _, dtypes = line.partition("|")
+            if name == f"Intrinsic_{intrinsic}":
+                return {d.strip() for d in dtypes.split(",") if d.strip()}
+        return None
+
     def mkn_for(self, dtype: str) -> tuple[int, int, int]:
         """Fractal (m, k, n) for a cube dtype, per [DtypeMKN] (Default 16,16,16)."""
         key = {"int8": "DT_INT8", "uint8": "DT_UINT8"}.get(dtype, "Default")
