@@ -22,12 +22,13 @@ import numpy as np
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.errors import AtcError
-from atc_py.ops import get_op
+from atc_py.ops import get_op, host_pool
 from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.ir.graph import TensorDesc
 
 from ..model import desc_from_proto
+from .compute_lane import LaneFailure, lane
 from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
 from .machine import Job, Machine
@@ -107,6 +108,10 @@ class Stream:
     active: bool = True        # a stream some STREAM_ACTIVE / STREAM_SWITCH starts waits for it
 
 
+class Landing(list):
+    """A kernel's (destination, array) outputs to land at its end; on the compute lane, filled there."""
+
+
 class LoopLimit(Exception):
     """A label was jumped to, or a stream started, more often than --max-loop-iterations allows."""
 
@@ -122,6 +127,7 @@ class RunResult:
 
 class DeviceRun:
     inline_kernels = True   # kick's inline path (off: every kernel through the event queue, as tests compare)
+    use_lane = True         # numerics on the compute lane with two host threads (off: inline, as tests compare)
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None):
@@ -150,6 +156,8 @@ class DeviceRun:
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
         self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
         self.direct_outputs = 0   # outputs kernels wrote where they land (no copy at the end)
+        # the kernels' numerics on the compute lane (compute_lane.py) when there is a second host thread for it
+        self.lane = lane() if mem is not None and self.use_lane and host_pool.HOST_THREADS >= 2 else None
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:
@@ -166,9 +174,12 @@ class DeviceRun:
         for sid, s in self.streams.items():
             s.ready = t0
             self.at(t0, self.kick, sid)
-        while self.heap:
-            time, _, fn, args = heapq.heappop(self.heap)
-            fn(time, *args)
+        try:
+            while self.heap:
+                time, _, fn, args = heapq.heappop(self.heap)
+                fn(time, *args)
+        finally:
+            self.drain()
         stuck = [(sid, s.tasks[s.head]) for sid, s in sorted(self.streams.items())
                  if s.active and s.head < len(s.tasks)]
         if stuck:
@@ -240,9 +251,20 @@ class DeviceRun:
         for sid in self.waiting.pop(key, []):
             self.at(t, self.kick, sid)
 
+    def drain(self) -> None:
+        """Wait for the compute lane before the scheduler reads device memory; a kernel that failed on it fails
+        here, named as execute() names it."""
+        if self.lane is None:
+            return
+        try:
+            self.lane.drain()
+        except LaneFailure as failed:
+            self.fault(failed.task, failed.error)
+            raise failed.error from None
+
     def finish(self, t: int, task: SimTask, writes: list, kick: bool = True) -> None:
-        for dst, arr in writes:
-            self._land(dst, arr)
+        if writes or type(writes) is Landing:
+            self.land(task, writes)
         self.end[task.id] = t
         alias = self.p.region_end_alias.get(task.id)
         if alias is not None:           # a StreamSwitch branch ended: so did its region
@@ -255,6 +277,18 @@ class DeviceRun:
             self.move(t, task, *target)
         if kick:
             self.at(t, self.kick, task.stream)
+
+    def land(self, task: SimTask, writes: list) -> None:
+        """Outputs land (at once, or in turn on the compute lane: `writes` may still be filling there)."""
+        if self.lane is None:
+            for dst, arr in writes:
+                self._land(dst, arr)
+            return
+
+        def landing():
+            for dst, arr in writes:
+                self._land(dst, arr)
+        self.lane.submit(task, landing)
 
     def _land(self, dst, arr) -> None:
         """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
@@ -311,6 +345,7 @@ class DeviceRun:
             self.hazard_check(task, start)
             if self.mem is None:
                 raise OpError("a label switch needs the index in device memory (run with numeric compute)")
+            self.drain()
             idx = int(self.mem.read(task.addrs[0], _U32).reshape(-1)[0])
             label = task.labels[min(idx, len(task.labels) - 1)]   # past the end: the last label
             self.jump[task.id] = self.label_target(task, label)
@@ -322,6 +357,7 @@ class DeviceRun:
                 if self.mem is None:
                     raise OpError("a stream switch needs its values in device memory (run with numeric compute)")
                 dt = _I32 if task.count == 4 else _I64
+                self.drain()
                 a, b = (int(self.mem.read(x, dt).reshape(-1)[0]) for x in task.addrs)
                 go = _COMPARE[task.cond](a, b)
             if go:
@@ -339,6 +375,7 @@ class DeviceRun:
             end = start + prof.memcpy_latency_ns + int(task.count / prof.memcpy_gbps)
             self.hazard_check(task, start)
             if self.mem is not None:
+                self.drain()
                 writes = [(dst, self.mem.read(src, TensorDesc((task.count,), "uint8")).copy())]
         if kind != tt.MEMCPY_ASYNC and kind != tt.LABEL_SWITCH_BY_INDEX:
             self.hazard_check(task, start)
@@ -371,13 +408,17 @@ class DeviceRun:
         memory were not) is an E30004 naming the task, like a device exception would be."""
         try:
             return self._execute(task, t, inline)
-        except (OpError, MemoryFault) as exc:
+        except BaseException as exc:
+            self.fault(task, exc)
+            raise
+
+    def fault(self, task: SimTask, exc: BaseException) -> None:
+        """Raise what a task's failure means to the user (returns when it is not one of the kernels' faults)."""
+        if isinstance(exc, (OpError, MemoryFault)):
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
-        except LoopLimit as exc:
+        if isinstance(exc, LoopLimit):
             raise AtcError("E30007", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
-        except KERNEL_FAULTS as exc:
-            if os.environ.get("ATC_PY_DEBUG"):
-                raise
+        if isinstance(exc, KERNEL_FAULTS) and not os.environ.get("ATC_PY_DEBUG"):
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})",
                            reason=f"the kernel failed: {type(exc).__name__}: {exc}") from None
 
@@ -440,6 +481,7 @@ class DeviceRun:
         self.hazard_check(task, s)
         ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), self.soc)
         if self.mem is not None:
+            self.drain()
             values = self._read_inputs(op, None)
             ctx.depend_values = {i: values[i] for i in spec.tiling_depend if i < len(values) and values[i] is not None}
         else:  # timing only: the values are not computed; tile for the op's compile-time worst case
@@ -475,11 +517,20 @@ class DeviceRun:
             plan = call.plan = plan_call(call, self.mem)
         return plan
 
-    def _compute(self, call: Call, tiling: TilingResult, direct: bool = False) -> list:
+    def _compute(self, task: SimTask, call: Call, tiling: TilingResult, direct: bool = False) -> list:
         """The kernel's outputs to land when it ends. direct: nothing can run before it ends (kick's inline
-        path), so a kernel may write its outputs where they land now (KernelArgs.out); those need no landing."""
+        path), so a kernel may write its outputs where they land now (KernelArgs.out); those need no landing.
+        On the compute lane the list is filled there, before anything queued after it runs."""
         if self.mem is None:
             return []
+        writes = Landing()
+        if self.lane is None:
+            self._launch(call, tiling, direct, writes)
+        else:
+            self.lane.submit(task, lambda: self._launch(call, tiling, direct, writes))
+        return writes
+
+    def _launch(self, call: Call, tiling: TilingResult, direct: bool, writes: list) -> None:
         plan = self._plan(call)
         values: list = [None] * plan.n_inputs
         for i, v in plan.reads:
@@ -489,13 +540,11 @@ class DeviceRun:
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds
-        writes = []
         for dst, arr, d in zip(plan.outs, outs, call.out_descs):
             if arr is dst:
                 self.direct_outputs += 1
             else:
                 writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
-        return writes
 
     def kernel(self, task: SimTask, t: int, start: int, inline: bool = False) -> int | None:
         """Launch a kernel through the machine; inline: run it to its end now, finish it without posting the
@@ -516,7 +565,7 @@ class DeviceRun:
                 raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
             if self.mem is not None:
                 tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
-                writes = self._compute(call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline)
+                writes = self._compute(task, call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline)
         job = self._job(call, task.core_type, bd)
         rec = self.record(task, t, -1, -1, bd, task.core_type)
         if inline:
@@ -560,8 +609,7 @@ class DeviceRun:
                 bd = tiling.block_dim
             else:
                 tiling, bd = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim
-            for dst, arr in self._compute(call, tiling):   # members run back to back inside the kernel
-                self._land(dst, arr)
+            self.land(task, self._compute(task, call, tiling))   # members run back to back inside the kernel
             job = self._job(call, get_op(call.op.type).core_type, bd)
             jobs.append(job)
             if k == 0:

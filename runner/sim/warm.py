@@ -10,6 +10,7 @@ from atc_py.ops import get_op, host_pool
 from atc_py.ops.base import OpError
 
 from ..model import DeviceModel
+from .compute_lane import LaneFailure, lane
 from .program import _in_descs
 
 
@@ -46,3 +47,10 @@ def warm(sim) -> None:
                     for name, nbytes in need.items():
                         into[name] = max(into.get(name, 0), int(nbytes))
     host_pool.warm(caller, pieces)
+    if host_pool.HOST_THREADS >= 2:   # the kernels will launch on the compute lane's thread: its scratch too
+        work = lane()
+        work.submit("warm", lambda: host_pool.warm(caller, pieces))
+        try:
+            work.drain()
+        except LaneFailure:
+            pass
