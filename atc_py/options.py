@@ -68,8 +68,8 @@ def parse_input_shape(text: str, allow_empty: bool = False, digits_only: bool = 
                 raise AtcError("E10002", value=part, reason="The float number is unsupported", sample=INPUT_SHAPE_SAMPLE)
             if "~" in tok:
                 m = RANGE.fullmatch(tok)
-                if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)) or len(m.group(2)) > 12:
-                    raise AtcError("E10048", shape_range=part, reason=f"range '{tok}' is not lo~hi with 1 <= lo <= hi",
+                if m is None or not 0 <= int(m.group(1)) <= int(m.group(2)) or len(m.group(2)) > 12:
+                    raise AtcError("E10048", shape_range=part, reason=f"range '{tok}' is not lo~hi with 0 <= lo <= hi",
                                    sample='"input_name1:1~8,3,224,224;input_name2:-1,128"')
                 dims.append(-1)
                 ranges.append((int(m.group(1)), int(m.group(2))))

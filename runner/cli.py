@@ -18,6 +18,7 @@ from atc_py.plugins import load_plugins
 from atc_py.progress import StageProgress
 
 from .compare import compare_outputs, default_tolerance
+from .generate_run import refuse_other_modes, run_generate
 from .gears import BUILT_WITH, read_gears, refuse_gear_flag
 from .io import load_expected, write_outputs
 from .limits import DEFAULT_MAX_LOOP_ITERATIONS
@@ -160,6 +161,9 @@ class OmRunCommand(click.Command):
 @click.option("--dymBatch", "dym_batch", type=click.IntRange(min=1), help="msame: the batch gear to run.")
 @click.option("--dymHW", "dym_hw", help='msame: the image-size gear to run, "h,w".')
 @click.option("--dymDims", "dym_dims", help='msame: the dims gear to run, "x:1,128;y:1,128".')
+@click.option("--generate", type=int, default=None, metavar="N",
+              help="Greedy decoding of N new tokens with a KV-cache decoder (prompt: --input holding input_ids "
+                   "[1, P]); reports TTFT, TPOT and tokens/s, writes tokens.npy to --output.")
 def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
@@ -193,6 +197,7 @@ def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:
 
 def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
     """om-run with its flags parsed: load the model, choose its gear and inputs, simulate, report, compare."""
+    refuse_other_modes(opts)
     load_plugins(opts.op_plugin)
     with StageProgress(f"loading {opts.model_path}") as progress:   # a large .om: on a terminal only
         model = load_model(opts.model_path, verify=opts.verify, progress=progress)
@@ -214,6 +219,9 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
         dym = {}
     else:
         dym = check_dym_shape(opts.dym_shape, model)
+    if opts.generate is not None:
+        run_generate(opts, model, gears, opts.threads or (probe.idle_cores() if probe else None))
+        return
     tol = default_tolerance(model)
     rtol, atol = (tol if opts.rtol is None else opts.rtol), (tol if opts.atol is None else opts.atol)
     if not opts.compute and not _needs_values(model):

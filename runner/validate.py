@@ -210,7 +210,7 @@ class ModelValidator:
             self.fail(f"PartitionedCall {op.name!r} names {len(op.subgraph_name)} subgraphs; it calls one")
 
     def shape_range(self, op) -> None:
-        """A dynamic input's `_shape_range`: (low, high) per dim, 1 <= low <= high (or high -1), matching its dims."""
+        """A dynamic input's `_shape_range`: (low, high) per dim, 0 <= low <= high (or high -1), matching its dims."""
         flat = from_attr(op.attr["_shape_range"])
         dims = list(op.output_desc[0].shape.dim)
         if not isinstance(flat, list) or len(flat) != 2 * len(dims) or not all(_int(v) for v in flat):

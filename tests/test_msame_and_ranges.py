@@ -62,7 +62,7 @@ def test_input_shape_range_is_atcs_older_spelling(atc, tmp_path, conv_model):
     code, out, _ = atc(f"--model={path}", "--framework=5", f"--output={tmp_path / 'bad'}", "--soc_version=Ascend910B1",
                        "--input_shape_range=x:[1~8,3,8,8]", "--input_shape=x:1,3,8,8")
     assert code == 255 and "E10056" in out
-    for bad in ("x:8~1,3,8,8", "x:0~4,3,8,8", "x:1~x,3,8,8"):
+    for bad in ("x:8~1,3,8,8", "x:1~x,3,8,8", "x:-1~4,3,8,8"):   # 0~4 is a range (a KV cache's empty past)
         code, out, _ = atc(f"--model={path}", "--framework=5", f"--output={tmp_path / 'bad'}",
                            "--soc_version=Ascend910B1", f"--input_shape={bad}")
         assert code == 255 and ("E10048" in out or "E10002" in out), (bad, out)

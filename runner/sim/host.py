@@ -19,6 +19,7 @@ from atc_py.platform import load_soc
 
 from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
 from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
+from .atb import VARIABLES as ATB_VARIABLES, AtbHost, AtbSettings
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
@@ -50,6 +51,7 @@ class LoopStats:
     d2h_ns: int = 0
     syncs: int = 0
     tiling_cache_hits: int = 0
+    setup_cache_hits: int = 0
     records: list[TaskRecord] = field(default_factory=list)
     host_events: list[HostEvent] = field(default_factory=list)
     flows: list = field(default_factory=list)
@@ -121,11 +123,13 @@ class Simulation:
         self.widen_budget = WidenBudget(widen_cache_bytes)   # ...at most this many bytes of them, all models
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
         self.used: set[str] = set()                   # ...those an execution has written
-        self.cache: set = set()
+        self.atb = AtbHost(AtbSettings.from_env())   # ATB's caches and pools, kept across executions
         # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
         self.l2 = L2Cache(self.soc.l2_size, across_kernels=buffer_optimize(model) != "off_optimize")
         # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
+        # inputs / outputs that stay in device memory between executions (a decode loop's KV cache): never copied
+        self.resident: tuple[set[str], set[str]] = (set(), set())
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
         self.load()
@@ -153,6 +157,11 @@ class Simulation:
                         call.plan = plan_call(call, mem)
                 except (AtcError, MemoryFault, OpError, ValueError, KeyError, IndexError, TypeError):
                     pass
+
+    def atb_counters(self) -> dict:
+        """ATB's cache hits over every execution of this simulation, and the settings that gave them."""
+        return {"setup_cache_hits": self.atb.setup_hits, "kernel_cache_hits": self.atb.kernel_hits,
+                "atb_settings": {name: getattr(self.atb.settings, fld) for name, (fld, *_) in ATB_VARIABLES.items()}}
 
     def memory(self, m: DeviceModel) -> DeviceMemory:
         """The model's device memory, made once per simulation (kept across executions like a loaded model's):
@@ -203,6 +212,8 @@ class Simulation:
         t = self.host("main", "StreamSync", t, self.prof.stream_sync_ns, wait_from=max(self.stage_free + [0]))
         sizes = self.transfer_bytes[1] if self.transfer_bytes else [d.nbytes for d in self.out_descs]
         for io, nbytes in zip(m.outputs, sizes):
+            if io.name in self.resident[1]:
+                continue
             dur = _copy_ns(nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
             t = self.host("main", f"D2H {io.name}", t, dur)
             self.stats.d2h_ns += dur
@@ -236,6 +247,8 @@ class Simulation:
         t = 0
         sizes = self.transfer_bytes[0] if self.transfer_bytes else [d.nbytes for d in self.in_descs]
         for io, nbytes in zip(m.inputs, sizes):
+            if io.name in self.resident[0]:
+                continue
             dur = _copy_ns(nbytes, self.prof.h2d_latency_ns, self.prof.h2d_gbps)
             t = self.host("main", f"H2D {io.name}", t, dur)
             self.stats.h2d_ns += dur
@@ -482,13 +495,27 @@ class Simulation:
             attrs_key = self.attrs_keys[id(op)] = repr(sorted(node.attrs.items()))
         cache_key = (op.type, tuple((d.shape, d.dtype) for d in ctx.inputs if d is not None), attrs_key,
                      hashlib.sha256(b"".join(np.asarray(v, order="C").tobytes() for _, v in sorted(ctx.depend_values.items()))).hexdigest())
-        hit = self.use_cache and cache_key in self.cache
-        self.cache.add(cache_key)
+        atb = self.atb
+        setup_hit = atb.setup(op.name, (cache_key[1], attrs_key))        # same shapes and params as last time
+        hit = atb.kernel_cache(op.name, op.type, cache_key, self.use_cache)
+        self.stats.setup_cache_hits += setup_hit
         self.stats.tiling_cache_hits += hit
-        a_cost = prof.host_infershape_ns + (prof.host_tiling_cache_hit_ns if hit else prof.tiling_ns(op.type))
-        a_end = self.stage(0, f"InferShape+Tiling {op.name}", ready, a_cost)
-        b_end = self.stage(1, f"Alloc {op.name}", a_end + handoff, prof.host_alloc_ns)
-        c_end = self.stage(2, f"Launch {op.name}", b_end + handoff, prof.host_launch_ns)
+        a_cost = prof.host_tiling_cache_hit_ns if hit else prof.tiling_ns(op.type)
+        if not setup_hit:   # the kernel graph built (a runner taken from its pool or created) and InferShape run
+            a_cost += prof.host_infershape_ns + prof.atb_setup_ns
+            a_cost += 0 if atb.runner_pooled(op.type) else prof.atb_runner_create_ns
+        a_end = self.stage(0, f"{'Setup+' if not setup_hit else ''}InferShape+Tiling {op.name}", ready, a_cost)
+        if atb.settings.workspace_global:   # one workspace for every operation: allocated only when it grows
+            alloc = prof.host_alloc_ns if atb.workspace_grows(sum(d.nbytes for d in out_descs if d.known)) else 0
+        else:
+            alloc = prof.host_alloc_ns
+        b_end = self.stage(1, f"Alloc {op.name}", a_end + handoff, alloc)
+        launch_ns = prof.host_launch_ns
+        ready_c = b_end + handoff
+        if not atb.settings.launch_with_tiling:   # the tiling data's own copy, into the next free ring block
+            launch_ns += prof.atb_tiling_copy_ns
+            ready_c = max(ready_c, atb.tiling_block_free_at())
+        c_end = self.stage(2, f"Launch {op.name}", ready_c, launch_ns)
         # the kernel on the device
         arrive = c_end + prof.kernel_launch_latency_ns
         start = max(arrive, self.device_free) + prof.sqe_dispatch_ns + prof.kernel_start_ns
@@ -498,6 +525,8 @@ class Simulation:
         job = self.machine.run_alone(start, Job(spec.core_type, tiling.block_dim, cost, moved=work.bytes, work=work))
         s, e = job.start, job.end
         self.device_free = e
+        if not atb.settings.launch_with_tiling:
+            atb.tiling_block_used(s, e)
         rec = TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type, arrive, s, e,
                          tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
         self.stats.records.append(rec)

@@ -79,6 +79,13 @@ class RuntimeProfile:
                                                                 "GroupedMatmul": 20000})
     host_tiling_cache_hit_ns: int = 800    # tiling cache lookup that hits
     host_alloc_ns: int = 1500              # device memory allocation per node
+    # -- ATB's host mechanisms (atb.py; switched by ATB's environment variables) --
+    atb_setup_ns: int = 6000               # ASSUMED: building one operation's kernel graph (ATB Setup, InferShape
+    #                                        apart); skipped when the setup cache finds the same shapes and params
+    atb_runner_create_ns: int = 20000      # ASSUMED: creating a Runner (kernel lookup, its objects) when its
+    #                                        type's Runner pool has none (ATB_RUNNER_POOL_SIZE=0: every build)
+    atb_tiling_copy_ns: int = 3000         # ASSUMED: host cost of one kernel's own tiling-data H2D copy
+    #                                        (ATB_LAUNCH_KERNEL_WITH_TILING=0; 1 carries it in the launch)
     host_launch_ns: int = 6000             # kernel launch per node
     kernel_launch_latency_ns: int = 5000   # host launch -> the kernel reaches the device stream
     host_pipeline_handoff_ns: int = 300    # passing a node between pipeline threads (3 threads)

@@ -165,3 +165,22 @@ def write_profile(directory, s: LoopStats, model_name: str, writer) -> list:
     for path, data in files:
         writer(path, data)
     return [p for p, _ in files]
+
+
+STEP_COLUMNS = ["step", "phase", "tokens_in", "token", "start_us", "e2e_us", "host_us", "device_us", "tasks",
+                "setup_cache_hits", "kernel_cache_hits"]
+
+
+def step_timeline(steps) -> str:
+    """om-run --generate's per-step timeline (steps.csv): one row per execution, laid end to end — the prefill
+    (or a static cache's prompt steps) then each decode step, host and device time apart."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(STEP_COLUMNS)
+    t = 0
+    for k, s in enumerate(steps):
+        st = s.stats
+        w.writerow([k, s.phase, s.tokens_in, "" if s.token is None else s.token, us(t), us(s.e2e_ns), us(s.host_ns),
+                    us(s.device_ns), st.tasks, st.setup_cache_hits, st.tiling_cache_hits])
+        t += s.e2e_ns
+    return buf.getvalue()
