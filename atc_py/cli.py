@@ -186,7 +186,9 @@ def summary_lines(s: dict) -> list[str]:
             f"fp16 cube ops {s['fp16_cube_ops']}, fp16 other ops {s['fp16_vector_ops']}",
             f"[INFO] build summary: autofuse: {s['autofused_ops']} ops into {s['ascbackend_nodes']} AscBackend node(s), "
             f"{s['fused_ascbackend_nodes']} FusedAscBackend",
-            f"[INFO] build summary: {s['tiling_sink']}"]
+            f"[INFO] build summary: {s['tiling_sink']}"
+            + (f"; static-cache attentions lowered to IncreFlashAttention {s['static_cache_attention']}"
+               if s.get("static_cache_attention") else "")]
 
 
 def run_mode_1(given) -> None:

@@ -54,6 +54,7 @@ from .passes.out_nodes import apply_out_nodes
 from .passes.partition import PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
 from .passes.soc_kernels import mark_internal_dtypes
+from .passes.static_cache_attention import lower_static_cache_attention
 from .passes.tiling_sink import decide_tiling_sink, summary_line
 from .proto import task_pb2
 
@@ -397,6 +398,8 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     gears = opts.gears
     if gears is not None:
         record.gear_attrs = gear_attrs(graph, gears)
+    if opts.tiling_sink:   # decode attention over a static KV cache: IncreFlashAttention, whose tiling sinks
+        stats["static_cache_attention"] = st.run("static_cache_attention", lower_static_cache_attention, graph)
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, opts.tiling_sink, opts.offline,
                        None if opts.offline else device)

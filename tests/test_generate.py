@@ -207,3 +207,35 @@ def test_genai_config_names_the_inputs_and_outputs(atc, om_run, tmp_path, refere
                             "--output", str(tmp_path / "o"))
     assert code == 0, out + err
     np.testing.assert_array_equal(np.load(tmp_path / "o" / "tokens.npy"), reference["static"])
+
+
+def test_static_cache_attention_sinks_as_incre_flash_attention(atc, om_run, tmp_path, reference):
+    """--tiling_schedule_optimize=1: the decode attention over the static cache becomes IncreFlashAttention with the
+    lengths (cache_position + 1) as device data; its tiling sinks (PREPROCESS_KERNEL + UPDATE); the same tokens."""
+    from atc_py.om import task_types as tt
+    from runner.loader import load_model
+    om, _ = compile_decoder(atc, tmp_path, "static", extra=("--tiling_schedule_optimize=1",))
+    model = load_model(str(om))
+    kinds = [t.type for t in model.tasks]
+    assert kinds.count(tt.PREPROCESS_KERNEL) == SHAPE.layers and kinds.count(tt.UPDATE) == SHAPE.layers
+    names = {op.type for op in model.ops.values()}
+    assert "IncreFlashAttention" in names and "SoftmaxV2" not in names
+    code, out, err = om_run("--model", str(om), "--input", str(prompt_file(tmp_path)), "--generate", str(NEW),
+                            "--output", str(tmp_path / "o"))
+    assert code == 0, out + err
+    np.testing.assert_array_equal(np.load(tmp_path / "o" / "tokens.npy"), reference["static"])
+    (tmp_path / "plain").mkdir()
+    plain, _ = compile_decoder(atc, tmp_path / "plain", "static")
+    assert "IncreFlashAttention" not in {op.type for op in load_model(str(plain)).ops.values()}
+
+
+def test_a_mask_that_is_not_a_length_mask_is_left_alone(atc, tmp_path):
+    """A mask of -1 (a bias, not "not attended") is not a prefix of filled positions: no IncreFlashAttention."""
+    from onnx import numpy_helper
+    from runner.loader import load_model
+    model = build(SHAPE, "static", seed=3)
+    for k, init in enumerate(model.graph.initializer):
+        if init.name == "mask_min":
+            model.graph.initializer[k].CopyFrom(numpy_helper.from_array(np.array(-1.0, np.float32), "mask_min"))
+    om, _ = compile_decoder(atc, tmp_path, "static", model=model, extra=("--tiling_schedule_optimize=1",))
+    assert "IncreFlashAttention" not in {op.type for op in load_model(str(om)).ops.values()}
