@@ -104,10 +104,12 @@ class Simulation:
 
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
-                 max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES):
+                 max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES,
+                 atb: AtbSettings | None = None):
         """Loads the model as a device would (load()): its programs, and with compute its device memory and
         kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
-        device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do."""
+        device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do. `atb`: ATB's
+        host mechanisms (atb.py; None: as ATB's environment variables set them)."""
         if host_threads not in (1, 3):
             raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
         self.model = model
@@ -123,7 +125,7 @@ class Simulation:
         self.widen_budget = WidenBudget(widen_cache_bytes)   # ...at most this many bytes of them, all models
         self.memories: dict[str, DeviceMemory] = {}   # per device model: its arenas (kernels' plans view into them)
         self.used: set[str] = set()                   # ...those an execution has written
-        self.atb = AtbHost(AtbSettings.from_env())   # ATB's caches and pools, kept across executions
+        self.atb = AtbHost(atb or AtbSettings.from_env())   # ATB's caches and pools, kept across executions
         # what the L2 holds outlives one execution (--loop); --buffer_optimize=off_optimize keeps nothing in it
         self.l2 = L2Cache(self.soc.l2_size, across_kernels=buffer_optimize(model) != "off_optimize")
         # bytes each input / output copy moves, when not its buffer's (a gear model: the gear's tensors, runner/gears.py)
