@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance llm-scale
+.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,12 +41,17 @@ bench: venv
 	$(PY) -m bench.speed_table $(BENCH_ARGS)
 	$(PY) -m bench.threads_scaling $(BENCH_ARGS)
 	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
+	$(PY) -m bench.llm_decode
 
 # converting an LLM-shaped model bigger than memory allows: atc-py's wall time and peak RSS next to `cp` of its
 # data file (bench/llm_scale.py; 3 GB of weights by default, LLM_SCALE_ARGS="--preset 7b" for 13.5 GB)
 LLM_SCALE_ARGS ?=
 llm-scale: venv
 	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
+
+# TTFT / TPOT / tokens/s of a small decoder: KV-cache layouts x SoCs x tiling sink x ATB host caches (README table)
+llm-decode: venv
+	$(PY) -m bench.llm_decode --markdown
 
 # simulated time against the roofline and every published anchor; rewrites the tables of docs/fidelity.md
 fidelity: venv

@@ -72,5 +72,15 @@ for g in 1,16 2,32 4,64; do
 done
 "$BIN/atc-py" --mode=6 --om=out/bert_gears.om | grep -E "^input|^output|gear"
 
+step "LLM decode: a 2-layer decoder with a static KV cache (tools/kv_decoder.py), greedy decoding of 8 tokens"
+"$BIN/python" -m tools.kv_decoder out/kv --layout static
+KV="input_ids:1,1;position_ids:1,1;cache_position:1"
+for k in 0 1; do for io in key value; do KV="$KV;past_key_values.$k.$io:1,4,32,16"; done; done
+"$BIN/atc-py" --model out/kv/decoder_static.onnx --framework=5 --output=out/kv/decoder_static --soc_version="$SOC" \
+  --input_shape="$KV" --precision_mode=force_fp32
+"$BIN/python" -c "import numpy as np; np.savez('out/kv/prompt.npz', input_ids=np.array([[5, 17, 42, 3, 99]]))"
+"$BIN/om-run" --model out/kv/decoder_static.om --input out/kv/prompt.npz --generate 8 --output out/kv \
+  --summary-json out/kv/generate.json | grep -E "decoder|generated|TTFT"
+
 step "om-sweep: every sample x 2 SoCs x tiling sink x precision (sweep.yaml) -> table + report"
 "$BIN/om-sweep" run sweep.yaml -o out/sweep
