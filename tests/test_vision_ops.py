@@ -150,3 +150,44 @@ def test_run_time_sizes_beyond_the_device_or_the_kernel_are_clear_errors():
         AtcBackend.run_model(m, [np.ones((1, 8, 9, 9), np.float32), np.array([[0, 0, 50, 50]], np.float32),
                                  np.array([0])])
     assert e.value.code == "E30004" and "roi 0 needs" in str(e.value)
+
+
+def test_detection_post_processing_keeps_index_dtypes_through_value_dependent_ops(tmp_path):
+    """Box decoding as torchvision's detectors write it: TopK with K = min(N, 5) computed from the graph, NonZero of a
+    score threshold, NonMaxSuppression's selected indices and ArgMax, each feeding a Gather or a logical op. Their
+    index outputs are int64 whatever is known at compile time (TopK's used to be typed as its values' float32)."""
+    nodes = [helper.make_node("Shape", ["scores"], ["s"]),
+             helper.make_node("Gather", ["s", "two"], ["n"], axis=0),
+             helper.make_node("Min", ["n", "cap"], ["k0"]),
+             helper.make_node("Reshape", ["k0", "one_d"], ["k"]),
+             helper.make_node("TopK", ["scores", "k"], ["top", "idx"], axis=2),
+             helper.make_node("Reshape", ["idx", "flat"], ["idx_flat"]),
+             helper.make_node("Gather", ["boxes_2d", "idx_flat"], ["top_boxes"], axis=0),
+             helper.make_node("Squeeze", ["boxes", "zero_d"], ["boxes_2d"]),
+             helper.make_node("Greater", ["scores", "thr"], ["above"]),
+             helper.make_node("NonZero", ["above"], ["nz"]),
+             helper.make_node("Gather", ["nz", "two"], ["nz_pos"], axis=0),
+             helper.make_node("Gather", ["boxes_2d", "nz_pos"], ["kept"], axis=0),
+             helper.make_node("NonMaxSuppression", ["boxes", "scores", "max_out", "iou"], ["sel"]),
+             helper.make_node("Gather", ["sel", "two"], ["sel_idx"], axis=1),
+             helper.make_node("Gather", ["boxes_2d", "sel_idx"], ["nms_boxes"], axis=0),
+             helper.make_node("ArgMax", ["scores"], ["best"], axis=2, keepdims=0),
+             helper.make_node("Equal", ["best", "idx_first"], ["same"]),
+             helper.make_node("Not", ["same"], ["differs"])]
+    inits = [("two", np.array(2, np.int64)), ("cap", np.array(5, np.int64)), ("one_d", np.array([1], np.int64)),
+             ("flat", np.array([-1], np.int64)), ("zero_d", np.array([0], np.int64)), ("thr", np.array(0.7, np.float32)),
+             ("max_out", np.array([3], np.int64)), ("iou", np.array([0.5], np.float32)),
+             ("idx_first", np.array([0], np.int64))]
+    m = model(nodes, [("boxes", F, [1, "N", 4]), ("scores", F, [1, 1, "N"])],
+              [("top_boxes", F), ("kept", F), ("nms_boxes", F), ("differs", TP.BOOL), ("top", F)], inits)
+    corner = RNG.random((1, 12, 2)) * 10
+    boxes = np.concatenate([corner, corner + 1 + RNG.random((1, 12, 2)) * 4], axis=2).astype(np.float32)
+    scores = RNG.random((1, 1, 12)).astype(np.float32)
+    # N unknown at compile time (a detector's candidate count): K, the NonZero count and NMS's count come at run time
+    res = atc_py.build(m, {**ORIGIN, "input_shape_range": "boxes:[1,1~64,4];scores:[1,1,1~64]"})
+    p = tmp_path / "post.om"
+    p.write_bytes(res.om)
+    outs, _ = Simulation(load_model(str(p))).run([boxes, scores])
+    for g, w in zip(outs, ort_run(m, {"boxes": boxes, "scores": scores})):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)

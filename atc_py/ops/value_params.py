@@ -32,6 +32,7 @@ class ValueParamOp(OpSpec):
     the values are unknown (None: unknown rank)."""
     base = ""
     params: dict[int, str] = {}
+    out_dtypes: tuple[str | None, ...] | None = None   # per output while the parameters are unknown (None: x's)
 
     @property
     def spec(self) -> OpSpec:
@@ -71,7 +72,9 @@ class ValueParamOp(OpSpec):
         x = node.input_desc(0)
         rank = self.out_rank(x, node)
         shape = UNKNOWN_RANK if rank is None else (-1,) * rank
-        return [TensorDesc(shape, x.dtype, "ND", "ND") for _ in node.outputs]
+        dtypes = self.out_dtypes or ()
+        return [TensorDesc(shape, (dtypes[k] if k < len(dtypes) else None) or x.dtype, "ND", "ND")
+                for k in range(len(node.outputs))]
 
     def _values(self, inputs: list) -> dict[str, object]:
         _, params = self._split(inputs)
@@ -100,8 +103,10 @@ for _name in ("dtypes", "outputs", "core_type", "engine", "tiling_struct", "tili
 
 
 def value_param(op_type: str, base: str, params: dict[int, str], inputs: tuple[str, ...],
-                to_attrs: Callable | None = None, out_rank: Callable | None = None, attrs: dict | None = None):
-    """Register `op_type`, the tensor-parameter form of `base`."""
+                to_attrs: Callable | None = None, out_rank: Callable | None = None, attrs: dict | None = None,
+                out_dtypes: tuple[str | None, ...] | None = None):
+    """Register `op_type`, the tensor-parameter form of `base`. `out_dtypes`: each output's dtype while the
+    parameters are unknown (None: the data input's), for a base whose outputs are not all of x's dtype."""
     body = {"op_type": op_type, "base": base, "params": params, "inputs": inputs,
             "infer_depend": frozenset(params), "attrs": dict(attrs or {}),
             "__doc__": f"{op_type}: {base} with {', '.join(params.values())} as input(s) (value-dependent shape)."}
@@ -109,6 +114,8 @@ def value_param(op_type: str, base: str, params: dict[int, str], inputs: tuple[s
         body["to_attrs"] = lambda self, values, a, descs: to_attrs(values, a, descs)
     if out_rank is not None:
         body["out_rank"] = lambda self, x, node: out_rank(x, node)
+    if out_dtypes is not None:
+        body["out_dtypes"] = tuple(out_dtypes)
     cls = type(op_type, (ValueParamOp,), body)
     register(cls)
     return cls
@@ -182,7 +189,7 @@ def _topk_attrs(values, attrs, descs):
 
 
 value_param("TopK", "TopKV2", {1: "k"}, ("x", "k"), _topk_attrs, _same_rank,
-            {"dim": -1, "largest": True, "sorted": True})
+            {"dim": -1, "largest": True, "sorted": True}, out_dtypes=(None, "int64"))
 
 
 def _axes_attrs(values, attrs, descs):
