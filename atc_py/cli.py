@@ -183,7 +183,8 @@ def summary_lines(s: dict) -> list[str]:
             f"{s['bn_folded_into_conv']}, bias fused into conv {s['bias_fused_into_conv']}, matmul bias fused "
             f"{s['matmul_bias_fused']}, relu fused "
             f"{s['relu_fused']}, residual adds fused into conv {s['conv_add_fused']}, dead removed {s['dead_removed']}; "
-            f"fp16 cube ops {s['fp16_cube_ops']}, fp16 other ops {s['fp16_vector_ops']}",
+            f"fp16 cube ops {s['fp16_cube_ops']}, fp16 other ops {s['fp16_vector_ops']}"
+            + (f", constant values saturated to fp16's +-65504: {s['fp16_saturated']}" if s.get("fp16_saturated") else ""),
             f"[INFO] build summary: autofuse: {s['autofused_ops']} ops into {s['ascbackend_nodes']} AscBackend node(s), "
             f"{s['fused_ascbackend_nodes']} FusedAscBackend",
             f"[INFO] build summary: {s['tiling_sink']}"

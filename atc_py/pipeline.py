@@ -452,6 +452,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
         "known_subgraphs": len(statics) if part is not None else 0, "unknown_subgraphs": len(dynamics),
         "tiling_sink": summary_line(decisions), "sink_decisions": [d.__dict__ for d in decisions], **stats,
         "values_at_import": graph.counters.get("values_at_import", 0), "warnings": list(graph.warnings),
+        "fp16_saturated": late.saturated,
         "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
     }
     return BuildResult(om, summary, graph)

@@ -6,7 +6,7 @@ import numpy as np
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
 from atc_py.ops.execute import run_op
-from atc_py.passes.fp16_fold import float32_to_float16
+from atc_py.passes.fp16_fold import float32_to_float16, saturate_to_float16
 from atc_py.platform import load_soc
 
 
@@ -49,3 +49,49 @@ def test_folded_cast_matches_the_cast_kernel():
         kernel = run_op(spec, [TensorDesc(x.shape, "float32")], [TensorDesc(x.shape, "float16")], attrs,
                         load_soc("Ascend910B1"), [x])[0]
     assert np.array_equal(kernel.view(np.uint16), float32_to_float16(x).view(np.uint16))
+
+
+def test_constants_cast_for_fp16_kernels_saturate_and_are_counted():
+    x = np.array([-3.4e38, -65519.0, -65520.0, 1e5, 70000.0, -np.inf, np.inf, np.nan, 1.5], np.float32)
+    got, n = saturate_to_float16(x)
+    assert n == 4              # -3.4e38, -65520, 1e5, 70000; -65519 rounds to -65504 as numpy's cast does
+    want = np.array([-65504, -65504, -65504, 65504, 65504, -np.inf, np.inf, np.nan, 1.5], np.float16)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_an_exporters_float32_lowest_mask_gives_no_nan_in_the_default_build(tmp_path):
+    """DeBERTa-style: (1 - mask) * float32's lowest added to the scores, then Softmax. In fp16 the constant would be
+    -inf and a fully masked row NaN; saturated to -65504 it stays finite (and the build summary counts it)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    import atc_py
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 8)).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),
+             helper.make_node("Sub", ["one", "mf"], ["inv"]),
+             helper.make_node("Mul", ["inv", "lowest"], ["bias"]),
+             helper.make_node("MatMul", ["x", "w"], ["s"]),
+             helper.make_node("Add", ["s", "bias"], ["sb"]),
+             helper.make_node("Softmax", ["sb"], ["y"], axis=-1)]
+    g = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+                                       helper.make_tensor_value_info("mask", TensorProto.INT64, [2, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                          [numpy_helper.from_array(np.array(1, np.float32), "one"),
+                           numpy_helper.from_array(np.array(np.finfo(np.float32).min, np.float32), "lowest"),
+                           numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    res = atc_py.build(m, {"ge.socVersion": "Ascend910B1"})     # the default precision: fp16 kernels
+    assert res.summary["fp16_saturated"] == 1
+    p = tmp_path / "m.om"
+    p.write_bytes(res.om)
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    mask = np.array([[1] * 8, [0] * 8], np.int64)                 # the second row fully masked
+    with np.errstate(all="ignore"):
+        outs, _ = Simulation(load_model(str(p))).run([x, mask])
+    y = outs[0]
+    assert np.isfinite(y).all()
+    np.testing.assert_allclose(y.sum(axis=-1), 1.0, rtol=1e-2)
+    s = x[0] @ w
+    np.testing.assert_allclose(y[0], np.exp(s - s.max()) / np.exp(s - s.max()).sum(), atol=2e-3)   # unmasked row

@@ -15,6 +15,7 @@ a model bigger than memory converts; a failing one is reported by the writer, na
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable, Iterable
@@ -74,6 +75,13 @@ class ConstJobs:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.pending: list[Value] = []
+        self.saturated = 0                    # constant values cast to fp16 that saturated (fp16_fold.py)
+        self._count_lock = threading.Lock()
+
+    def count_saturated(self, n: int) -> None:
+        """Folds run on host threads: the count is kept under a lock."""
+        with self._count_lock:
+            self.saturated += n
 
     def add(self, name: str, desc: TensorDesc, compute: Callable[[], np.ndarray], what: str,
             inputs: Iterable[Value | None] = ()) -> Value:

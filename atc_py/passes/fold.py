@@ -13,7 +13,7 @@ from ..ops.execute import run_op, tiling_context
 from ..ops.infer import infer_node
 from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, deferred, reader
-from .fp16_fold import float32_to_float16
+from .fp16_fold import float32_to_float16, saturate_to_float16
 
 NEVER_FOLD = {"Data", "Const", "NetOutput", "If", "Case", "While", "PartitionedCall", "MemcpyAsync"}
 FRACTAL_MACS = 16 * 16 * 16   # one cube fractal of Work
@@ -45,7 +45,7 @@ def _itemsize(dtype: str) -> int:
         return 16   # strings: GE's string head
 
 
-def _evaluate(node, spec, readers, soc: SocSpec):
+def _evaluate(node, spec, readers, soc: SocSpec, jobs: ConstJobs | None = None):
     """A thunk computing the node's output arrays from its inputs' `readers` (const_jobs.reader). Everything it
     needs from the node is taken now, on the calling thread: the pass detaches the node (and rewires its
     Values) while a host thread may run it."""
@@ -57,7 +57,12 @@ def _evaluate(node, spec, readers, soc: SocSpec):
         ins = [r() for r in readers]
         try:
             if op_type == "Cast" and out_descs[0].dtype == "float16" and ins[0].dtype == np.float32:
-                # force_fp16's weight casts: the Cast kernel's numbers (numpy's cast) without its slow path
+                if attrs.get("_saturate_fp16"):   # the precision mode's cast of a constant: saturating
+                    data, n = saturate_to_float16(ins[0])
+                    if jobs is not None and n:
+                        jobs.count_saturated(n)
+                    return [data.reshape(out_descs[0].shape)]
+                # a model's own Cast: the Cast kernel's numbers (numpy's cast) without its slow path
                 return [float32_to_float16(ins[0]).reshape(out_descs[0].shape)]
             outs = run_op(spec, in_descs, out_descs, attrs, soc, ins)
         except OpError as exc:
@@ -100,12 +105,12 @@ def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None,
         if len(node.outputs) == 1 and deferred(node.outputs[0].desc, node.inputs):
             v = node.outputs[0]
             if v.consumers:
-                run = _evaluate(node, spec, readers, soc)
+                run = _evaluate(node, spec, readers, soc, jobs)
                 new = jobs.add(graph.unique_name(f"{node.name}_folded"), v.desc, lambda r=run: r()[0],
                                f"Constant folding of node {node.name} ({node.op_type})", list(node.inputs))
                 graph.replace_all_uses(v, new)
         else:
-            for k, (v, data) in enumerate(zip(node.outputs, _evaluate(node, spec, readers, soc)())):
+            for k, (v, data) in enumerate(zip(node.outputs, _evaluate(node, spec, readers, soc, jobs)())):
                 if not v.consumers:
                     continue
                 new = graph.add_const(graph.unique_name(f"{node.name}_folded" + (f"_{k}" if k else "")), data)

@@ -43,3 +43,19 @@ def float32_to_float16(x: np.ndarray) -> np.ndarray:
     np.copyto(bits, m | sign, where=tiny)
     np.copyto(bits, np.uint16(0x7C00) | sign, where=huge)
     return out
+
+
+FP16_MAX = np.float32(65504.0)
+
+
+def saturate_to_float16(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """A constant's fp32 -> fp16 as atc-py casts weights and constants for fp16 kernels: finite values beyond fp16's
+    range become +-65504 instead of infinities (an exporter's mask fill of float32's lowest, -3.4e38, would be -inf
+    and turn a fully masked softmax row into NaN); infinities and NaNs stay. Returns the array and how many values
+    saturated."""
+    x = np.asarray(x, np.float32)
+    over = np.isfinite(x) & (np.abs(x) >= OVERFLOW)
+    n = int(np.count_nonzero(over))
+    if n:
+        x = np.where(over, np.copysign(FP16_MAX, x), x)
+    return float32_to_float16(x), n

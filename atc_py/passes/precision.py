@@ -110,12 +110,15 @@ def compute_in(graph: Graph, low: dict[str, str], reason: str) -> int:
     return moved
 
 
+SATURATE = "_saturate_fp16"   # a Cast the precision mode inserted: a constant it folds saturates (fp16_fold.py)
+
+
 def _cast_input(graph: Graph, node: Node, i: int, dtype: str | None = None) -> None:
     """Input i of node through a new Cast to fp16 (a constant's folds into an fp16 constant)."""
     v = node.inputs[i]
     dtype = dtype or _LOW[0]
     cast = graph.add_node(graph.unique_name(f"{node.name}_in{i}_{dtype[:4]}"), "Cast", [v], [v.desc],
-                          {"dst_type": dtype})
+                          {"dst_type": dtype, SATURATE: True})
     infer_node(cast)
     graph.set_input(node, i, cast.outputs[0])
 
