@@ -63,7 +63,23 @@ def fusable(node: Node) -> bool:
         return False        # (a dim of -1, unknown until run time, is fine: it becomes a size variable)
     if any(k in node.attrs for k in ("_tiling_sink_op", "_dynamic_tiling_depend_op", "_force_unknown_shape")):
         return False
+    if _unknown_broadcast(node):
+        return False
     return rule.accepts(node)
+
+
+def _unknown_broadcast(node: Node) -> bool:
+    """Two different inputs with a dim unknown until run time at the same (right-aligned) position: the op may
+    broadcast one of them (1 against the other's n, a causal mask built from [s, 1] and [1, t]), which one size
+    variable for both cannot express. Such an op keeps its own kernel."""
+    ins = {id(v): v for v in node.inputs if v is not None}.values()
+    if len(ins) < 2:
+        return False
+    rank = max(len(v.desc.shape) for v in ins)
+    for k in range(1, rank + 1):
+        if sum(1 for v in ins if len(v.desc.shape) >= k and v.desc.shape[-k] == -1) >= 2:
+            return True
+    return False
 
 
 class _Groups:

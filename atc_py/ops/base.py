@@ -145,6 +145,9 @@ class OpSpec:
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
     infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
+    # its infer reasons about inputs of unknown rank (GE's -2) itself; other ops given one have outputs of unknown
+    # rank too (ops/infer.py), never a rank read off the placeholder (-2,)
+    unknown_rank_aware: ClassVar[bool] = False
     # GE's DEPEND_COMPUTE ("third-class") ops: the output shape is known only once the kernel ran (NMS's count of
     # selected boxes); infer gives -1 dims, the host executor takes the shape of what the kernel returned
     shape_from_compute: ClassVar[bool] = False

@@ -50,6 +50,7 @@ def infer_sub(sub: Graph, descs: list[TensorDesc]) -> list[TensorDesc]:
 
 class ControlOp(OpSpec):
     """A node that owns subgraphs; no kernel, no tiling."""
+    unknown_rank_aware = True
     task_kind = "control"
     engine = "RTS"
     core_type = "NONE"
@@ -185,6 +186,7 @@ class While(ControlOp):
 
 class RtsOp(OpSpec):
     """A task of the runtime itself (no kernel): labels, stream activation, device-to-device copies."""
+    unknown_rank_aware = True
     task_kind = "rts"
     engine = "RTS"
     core_type = "NONE"

@@ -80,6 +80,25 @@ def _probe_infer(spec, node: Node) -> list[TensorDesc] | None:
             for x, y in zip(a, b)]
 
 
+def _probe_dtypes(spec, node: Node) -> list[str] | None:
+    """The output dtypes of a node whose shapes cannot be inferred yet: its prototype run on ones-shaped stand-ins
+    (each unknown-rank input at the rank of the highest-ranked input, every unknown dim 1), which broadcast with
+    anything. None when the prototype rejects those too."""
+    inputs = [v for v in node.inputs if v is not None]
+    rank = max((len(v.desc.shape) for v in inputs if v.desc.shape != UNKNOWN_RANK), default=4) or 1
+    saved = [v.desc for v in inputs]
+    try:
+        for v, d in zip(inputs, saved):
+            shape = (1,) * rank if d.shape == UNKNOWN_RANK else tuple(1 if x < 0 else x for x in d.shape)
+            v.desc = TensorDesc(shape, d.dtype, d.format, d.origin_format)
+        return [d.dtype for d in spec.infer(node)]
+    except (OpError, ValueError, ZeroDivisionError, IndexError, KeyError, TypeError):
+        return None
+    finally:
+        for v, d in zip(inputs, saved):
+            v.desc = d
+
+
 def infer_node(node: Node) -> None:
     """Infer a node's output descs. Outputs may be unknown (-1 dims) when they depend on the value of a
     non-constant input: the partitioner then puts the node in a dynamic subgraph (host executor)."""
@@ -93,13 +112,20 @@ def infer_node(node: Node) -> None:
     ranked = all(v is None or v.desc.shape != UNKNOWN_RANK for v in node.inputs)
     probed = _probe_infer(spec, node) if unknown_in and ranked and node.op_type != "Data" else None
     try:
+        if not ranked and not spec.unknown_rank_aware:   # its prototype would read (-2,) as a rank-1 shape
+            raise OpError("an input of unknown rank")
         descs = probed if probed is not None else spec.infer(node)
     except (OpError, ValueError) as exc:
         if not unknown_in:
             raise invalid(node, str(exc)) from None
-        # an op whose prototype cannot reason about unknown dims: unknown rank (GE's -2), dtype passed through
+        # an op whose prototype cannot reason about unknown dims: unknown rank (GE's -2); the dtypes its prototype
+        # gives stand-in shapes (Where of a bool condition is its values' dtype, a comparison bool), else passed through
         first = next(v.desc for v in node.inputs if v is not None)
-        descs = [TensorDesc(UNKNOWN_RANK, first.dtype) for _ in node.outputs]
+        dtypes = _probe_dtypes(spec, node) or []
+        descs = [TensorDesc(UNKNOWN_RANK, dtypes[k] if k < len(dtypes) else first.dtype) for k in range(len(node.outputs))]
+    # a prototype that did arithmetic on an unknown rank's -2 (ConcatD summing two of them) knows no rank either
+    descs = [TensorDesc(UNKNOWN_RANK, d.dtype, d.format, d.origin_format)
+             if d.shape != UNKNOWN_RANK and any(x < -1 for x in d.shape) else d for d in descs]
     if node.attrs.get("_precision_mode") == "cube_fp16in_fp32out":
         descs = [TensorDesc(d.shape, "float32", d.format, d.origin_format) for d in descs]
     check_outputs(node, descs)

@@ -98,6 +98,7 @@ def covered_tiles(t: dict, block_dim: int) -> list[tuple[int, int]]:
 class MatMulBase(OpSpec):
     """fp32/fp16, and int8/uint8 as CANN's quantized matmul: the data offset `offset_x` and the weight offset
     input `offset_w` (scalar or per column) subtracted first, int32 bias and result."""
+    unknown_rank_aware = True
     inputs = ("x1", "x2", "bias?", "offset_w?")
     core_type = AIC
     dtypes = ("float32", "float16", "bfloat16") + INT_CUBE   # the cube takes bf16 too (Ascend 910B), accumulating in fp32
@@ -124,6 +125,8 @@ class MatMulBase(OpSpec):
 
     def infer(self, node: Node) -> list[TensorDesc]:
         a, b = node.input_desc(0), node.input_desc(1)
+        if (-2,) in (tuple(a.shape), tuple(b.shape)):   # an input of unknown rank: so is the product, until run time
+            return [TensorDesc((-2,), "int32" if a.dtype in INT_CUBE else a.dtype, a.format, a.origin_format)]
         batch, m, _, n = self._mkn(a.shape, b.shape, node.attrs)
         if (a.dtype in INT_CUBE) != (b.dtype in INT_CUBE):
             raise OpError(f"x1 ({a.dtype}) and x2 ({b.dtype}) must both be float or both be integer")

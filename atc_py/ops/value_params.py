@@ -30,6 +30,7 @@ class ValueParamOp(OpSpec):
     """`base`: the attribute form's op type; `params`: input index -> parameter name; `to_attrs(values, attrs,
     in_descs)` -> the attribute form's attrs; `out_rank(in_descs, param_descs, attrs)`: the output rank when
     the values are unknown (None: unknown rank)."""
+    unknown_rank_aware = True
     base = ""
     params: dict[int, str] = {}
     out_dtypes: tuple[str | None, ...] | None = None   # per output while the parameters are unknown (None: x's)

@@ -1,6 +1,8 @@
 """NN adapters: Conv, Gemm, MatMul, pooling, BatchNormalization, LayerNormalization."""
 from __future__ import annotations
 
+UNKNOWN_RANK = (-2,)   # a tensor whose rank the graph decides at run time
+
 import numpy as np
 
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
@@ -362,6 +364,8 @@ class MatMul(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
         a, b = ctx.input(0), ctx.input(1)
+        if UNKNOWN_RANK in (tuple(a.desc.shape), tuple(b.desc.shape)):   # rank known at run time only
+            return ctx.emit("BatchMatMulV2", [a, b, None])
         ra, rb = len(a.desc.shape), len(b.desc.shape)
         if ra == 1 or rb == 1:
             # numpy semantics: promote the 1-D side, multiply, then drop the promoted dim
