@@ -2,6 +2,9 @@
 
 Runs inside the job's own process (sandbox.py). Every error of the tools becomes the record's status and
 message, exactly as atc-py / om-run would report it; numbers gathered before the error stay in the record.
+A point with `generate` runs om-run --generate's decode loop (runner/generate.py) instead of one execution.
+ATB's settings are the point's (its grid values, else ATB's defaults), never the environment the job runs in:
+the environment is not part of the job key.
 """
 from __future__ import annotations
 
@@ -15,11 +18,16 @@ from atc_py.errors import AtcError
 from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
 from runner.cli import simulate
 from runner.compare import compare_outputs
+from runner.gears import read_gears
+from runner.generate import Decoder, decoder_io, generate, read_prompt
+from runner.sim.atb import AtbSettings
 from runner.sim.execute import check_inputs
-from runner.io import load_expected, load_inputs
+from runner.sim.host import Simulation
+from runner.io import load_expected, load_inputs, load_npy, load_npz
 from runner.loader import load_model
 from runner.sim.profile import RuntimeProfile
 from runner.sim.report import summary_json
+from runner.sim.warm import warm
 
 from .plan import Job
 
@@ -29,9 +37,13 @@ RESULT_FIELDS = {
     "compile_s": "float", "tasks": "int", "streams": "int", "events": "int", "om_models": "int",
     "memory_size": "int", "memory_lower_bound": "int", "weight_size": "int",
     "e2e_us": "float", "host_us": "float", "device_us": "float", "syncs": "int", "hazards": "int",
+    "ttft_us": "float", "tpot_us": "float", "tokens_per_s": "float", "generated_tokens": "int",
+    "setup_cache_hits": "int", "kernel_cache_hits": "int",
     "max_abs_err": "float", "max_rel_err": "float", "mismatched": "int",
     "simulate_s": "float", "attempts": "int", "time_limit_s": "float", "memory_limit_mb": "float",
 }
+GENERATION_FIELDS = ("ttft_us", "tpot_us", "tokens_per_s", "generated_tokens", "setup_cache_hits",
+                     "kernel_cache_hits")       # filled by points with `generate` only
 WALL_CLOCK_FIELDS = ("compile_s", "simulate_s")   # measured durations: they differ from run to run
 OK = "ok"
 
@@ -90,18 +102,29 @@ def execute(job: Job, local_paths: dict[str, str], workdir: str) -> dict:
     return rec
 
 
+def atb_settings(job: Job) -> AtbSettings:
+    """ATB's settings of the point, read as ATB reads its variables (spec.py checked the values)."""
+    return AtbSettings.from_env(dict(job.atb))
+
+
 def _simulate(job: Job, rec: dict, om_path: str, op_plugin: str, loc) -> None:
     t0 = time.perf_counter()
     load_plugins(op_plugin)
     model = load_model(om_path)
     prof = RuntimeProfile.load(loc(job.sim_config) if job.sim_config else None)
+    if job.generate:
+        try:
+            _generate(job, rec, model, prof, om_path, loc(job.inputs))
+        finally:
+            rec["simulate_s"] = round(time.perf_counter() - t0, 6)
+        return
     inputs = None
     if job.compute:
         spec = ",".join(loc(p) for p in job.inputs.split(",")) if job.inputs else None
         inputs = load_inputs(model, spec, job.seed)
         check_inputs(model, inputs)
     try:
-        outputs, loops = simulate(model, prof, inputs, job.loop, job.compute)
+        outputs, loops = simulate(model, prof, inputs, job.loop, job.compute, atb=atb_settings(job))
     finally:
         rec["simulate_s"] = round(time.perf_counter() - t0, 6)
     summary = summary_json(loops, model.name, model.soc_version)
@@ -120,3 +143,36 @@ def _simulate(job: Job, rec: dict, om_path: str, op_plugin: str, loc) -> None:
                                for e in bad)
             raise AtcError("E30003", reason=f"outputs differ from the expected values beyond rtol {job.rtol}, "
                                             f"atol {job.atol} ({detail})")
+
+
+def _prompt_arrays(path: str, input_ids: str) -> dict:
+    """The prompt file's arrays, as om-run --generate reads --input: an .npz, or one .npy of the token ids."""
+    return load_npz(path) if path.lower().endswith(".npz") else {input_ids: load_npy(path)}
+
+
+def _generate(job: Job, rec: dict, model, prof: RuntimeProfile, om_path: str, prompt_path: str) -> None:
+    """om-run --generate's decode loop (runner/generate_run.py, a model without gears): the KV cache resident on the
+    device, the point's ATB settings. e2e_us is the whole generation, host_us / device_us its steps' sums."""
+    if read_gears(model, om_path) is not None:
+        raise AtcError("E30002", reason="--generate: om-sweep runs decoders built without gears (--dynamic_batch_size,"
+                                        " --dynamic_image_size, --dynamic_dims); give the cache's range with "
+                                        "--input_shape_range or a static --input_shape")
+    roles = decoder_io(model, om_path)
+    decoder = Decoder(model, roles)
+    prompt = read_prompt(prompt_path, roles, _prompt_arrays(prompt_path, roles.input_ids))
+    sim = Simulation(model, prof, compute=True, atb=atb_settings(job))
+    sim.resident = decoder.resident()
+
+    def run_step(feeds):
+        check_inputs(model, feeds)
+        return sim.run(feeds)
+
+    warm(sim)
+    gen = generate(decoder, prompt, job.generate, run_step)
+    s, counters = gen.summary(), sim.atb_counters()
+    rec.update(e2e_us=s["total_us"], host_us=sum(st.host_ns for st in gen.steps) / 1e3,
+               device_us=sum(st.device_ns for st in gen.steps) / 1e3,
+               syncs=sum(st.stats.syncs for st in gen.steps), hazards=sum(len(st.stats.hazards) for st in gen.steps),
+               ttft_us=s["ttft_us"], tpot_us=s["tpot_us"], tokens_per_s=s["tokens_per_s"],
+               generated_tokens=s["generated_tokens"], setup_cache_hits=counters["setup_cache_hits"],
+               kernel_cache_hits=counters["kernel_cache_hits"])

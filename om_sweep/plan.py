@@ -1,8 +1,8 @@
 """From a checked sweep file to the points of the table: models (globs expanded) x the grid.
 
 Each point that can run becomes a Job keyed by the hash of what decides its result: the bytes of every
-file it reads (model, inputs, expected values, plugins, configs), its flags and run settings, and the tool
-version. A point whose files are missing is a failed row straight away, so the rest of the sweep runs.
+file it reads (model, inputs, expected values, plugins, configs), its flags, ATB settings and run settings, and the
+tool version. A point whose files are missing is a failed row straight away, so the rest of the sweep runs.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from atc_py.errors import AtcError
 from atc_py.plugins import plugin_paths
 
-from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec
+from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, is_atb
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Job:
     memory_limit_mb: float | None
     retries: int
     tool_version: str
+    atb: tuple[tuple[str, str], ...] = ()   # ATB variable -> value of the point (the grid's); unset: ATB's default
+    generate: int | None = None             # new tokens of a greedy decode loop (inputs = the prompt)
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ class Point:
     def sort_key(self, grid_keys: list[str]) -> tuple:
         values = dict(self.grid)
         return (self.model, tuple(values.get(k, "") for k in grid_keys), self.options, self.numeric)
+
+    @property
+    def atb(self) -> tuple[tuple[str, str], ...]:
+        """The point's ATB settings: not atc-py flags, so not in `options`, yet they tell two points apart."""
+        return tuple((k, v) for k, v in self.grid if is_atb(k))
 
 
 @dataclass
@@ -150,17 +157,18 @@ def make_plan(spec: SweepSpec, tool_version: str, compute: bool | None = None) -
                                reason=f"is required for {model_path.name} (not .onnx or .pb)")
             shown = _display(model_path, spec.base)
             for combo in combos:
-                flags = {"framework": framework, **entry.flags, **dict(combo)}
+                flags = {"framework": framework, **entry.flags, **{k: v for k, v in combo if not is_atb(k)}}
+                atb = tuple(sorted((k, v) for k, v in combo if is_atb(k)))
                 options = command_line(flags)
                 try:
-                    job = _job(spec, entry, model_path, shown, flags, numeric, digests, tool_version)
+                    job = _job(spec, entry, model_path, shown, flags, atb, numeric, digests, tool_version)
                     points.append(Point(shown, combo, options, numeric, job))
                 except AtcError as exc:
                     points.append(Point(shown, combo, options, numeric, None, exc))
     points.sort(key=lambda p: p.sort_key(grid_keys))
     unique, seen = [], set()
     for p in points:                   # overlapping globs list a model twice: one row per point
-        ident = (p.model, p.options, p.numeric)
+        ident = (p.model, p.options, p.atb, p.numeric)
         if ident not in seen:
             seen.add(ident)
             unique.append(p)
@@ -175,9 +183,12 @@ def _existing(spec: SweepSpec, field: str, value: str) -> pathlib.Path:
 
 
 def _job(spec: SweepSpec, entry: ModelEntry, model_path: pathlib.Path, shown: str, flags: dict[str, str],
-         numeric: bool, digests: _Digests, tool_version: str) -> Job:
+         atb: tuple[tuple[str, str], ...], numeric: bool, digests: _Digests, tool_version: str) -> Job:
     if not model_path.is_file():
         raise AtcError("E40003", field=f"{entry.field}.path", path=str(model_path))
+    if entry.generate and not numeric:     # `om-sweep run --no-compute`: om-run --generate refuses it the same way
+        raise AtcError("E30002", reason="--generate: --no-compute does not apply: each step's inputs come from the "
+                                        "prompt and the tokens so far")
     files = [digests.ref("model", model_path)]
     job_flags = dict(flags)
     if job_flags.get("op_plugin"):
@@ -206,13 +217,14 @@ def _job(spec: SweepSpec, entry: ModelEntry, model_path: pathlib.Path, shown: st
         files.append(digests.ref("sim_config", pathlib.Path(sim_config)))
     run = spec.run
     identity = {
-        "tool": tool_version, "model": shown, "flags": flags,
+        "tool": tool_version, "model": shown, "flags": flags, "atb": dict(atb),
         "files": [[f.role, f.sha256] for f in files],
-        "compute": numeric, "loop": run.loop, "seed": run.seed if numeric and not inputs else None,
-        "tolerance": [entry.rtol, entry.atol] if expected else None,
+        "compute": numeric, "loop": None if entry.generate else run.loop,
+        "seed": run.seed if numeric and not inputs else None,
+        "tolerance": [entry.rtol, entry.atol] if expected else None, "generate": entry.generate,
     }
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     return Job(key=key, model=shown, flags=job_flags, files=tuple(files), inputs=inputs, expected=expected,
                sim_config=sim_config, compute=numeric, loop=run.loop, seed=run.seed, rtol=entry.rtol,
                atol=entry.atol, time_limit_s=entry.time_limit_s, memory_limit_mb=entry.memory_limit_mb,
-               retries=run.retries, tool_version=tool_version)
+               retries=run.retries, tool_version=tool_version, atb=atb, generate=entry.generate)

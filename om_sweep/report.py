@@ -17,14 +17,15 @@ from atc_py.atomic_write import write_atomic
 from atc_py.errors import AtcError
 
 from .plan import parse_command_line
-from .spec import PATH_FLAGS
+from .spec import ATB_KEYS, PATH_FLAGS
 from .svg import grouped_bars
 from .table import read_results
 
 FP32_MODES = {"must_keep_origin_dtype", "force_fp32"}
 DEFAULT_PRECISION = "force_fp16"       # atc-py's (and ATC's) default
 PLOT_FLAGS = ("soc_version", "tiling_schedule_optimize", "precision_mode")
-COMPARED = (("e2e_us", "latency", "us"), ("memory_size", "planned memory", "B"), ("tasks", "tasks", ""))
+COMPARED = (("e2e_us", "latency", "us"), ("memory_size", "planned memory", "B"), ("tasks", "tasks", ""),
+            ("ttft_us", "TTFT", "us"), ("tpot_us", "TPOT", "us"))
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -48,6 +49,11 @@ def _flags(row: dict) -> dict[str, str]:
     return parse_command_line(row["options"])
 
 
+def _atb(row: dict) -> tuple[tuple[str, str], ...]:
+    """The row's ATB settings (grid columns, not in `options`)."""
+    return tuple((k, row[k]) for k in ATB_KEYS if row.get(k) is not None)
+
+
 def precision_label(mode: str) -> str:
     return f"{mode} (fp32)" if mode in FP32_MODES else f"{mode} (fp16)"
 
@@ -63,11 +69,12 @@ def model_label(row: dict, skip: tuple[str, ...]) -> str:
     SoC), so two rows with one label are the same point; file flags by their file name."""
     extra = [f"{k}={pathlib.PurePosixPath(v).name if k in PATH_FLAGS else v}"
              for k, v in sorted(_flags(row).items()) if k not in skip and k != "framework"]
+    extra += [f"{k}={v}" for k, v in _atb(row) if k not in skip]
     return row["model"] + (f" [{', '.join(extra)}]" if extra else "") + ("" if row["numeric"] else " (timing only)")
 
 
 def _ident(row: dict) -> tuple:
-    return row["model"], row["options"], row["numeric"]
+    return row["model"], row["options"], _atb(row), row["numeric"]
 
 
 def _num(v, digits: int = 4) -> str:
@@ -87,7 +94,7 @@ def _pct(before, after) -> float | None:
 
 
 class Comparison:
-    """Points of the current table against a baseline table, joined on (model, options, numeric)."""
+    """Points of the current table against a baseline table, joined on (model, options, ATB settings, numeric)."""
 
     def __init__(self, rows: list[dict], base_rows: list[dict]):
         base = {_ident(r): r for r in base_rows}
@@ -166,6 +173,7 @@ def _matrix(rows: list[dict], grid_keys: list[str], comparison: Comparison | Non
             arrow = {"regression": " ▲", "improvement": " ▼"}.get(mark, "")
             if r["status"] == "ok":
                 lat = f" {_num(r['e2e_us'])} us" if r["e2e_us"] is not None else ""
+                lat += f", {_num(r['tokens_per_s'])} tokens/s" if r.get("tokens_per_s") is not None else ""
                 out.append(f'<td class="ok{cls}" title="{escape(r["options"])}">ok{lat}{arrow}</td>')
             else:
                 out.append(f'<td class="fail{cls}" title="{escape(r["error_message"] or "")}">'

@@ -3,6 +3,9 @@
 Nothing in the file is trusted: each field is checked for its type and range and an error names the
 field (`models[1].flags.soc_versoin: unknown atc-py flag`). Files the models refer to are not opened
 here: a missing one is a failed point in the results (plan.py), not a reason to refuse the sweep.
+
+Grid keys are atc-py flags or ATB's environment variables (runner/sim/atb.py): the latter are run-time settings of
+the simulated host, checked here with ATB's own ranges and given to each job's Simulation, never to atc-py.
 """
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from dataclasses import dataclass, field
 
 from atc_py import cmdline
 from atc_py.errors import AtcError
+from runner.sim.atb import ALIASES as ATB_ALIASES, VARIABLES as ATB_VARIABLES, AtbSettings
 
 # atc-py flags om-sweep sets itself or that make no sense in a sweep
 RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it as models[].path",
@@ -20,10 +24,12 @@ RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it a
 SWEEP_FLAGS = tuple(name for name in cmdline.FLAGS if name not in RESERVED_FLAGS)
 PATH_FLAGS = ("op_plugin", "op_attr_config")      # paths, resolved against the sweep file's folder
 FRAMEWORK_BY_SUFFIX = {".onnx": "5", ".pb": "3"}
+ATB_KEYS = (*ATB_VARIABLES, *ATB_ALIASES)        # grid keys that set ATB's host mechanisms, not atc-py flags
 
 MODEL_KEYS = ("path", "framework", "flags", "inputs", "expected", "rtol", "atol", "compute", "time_limit_s",
-              "memory_limit_mb")
-RUN_KEYS = ("compute", "loop", "seed", "rtol", "atol", "time_limit_s", "memory_limit_mb", "retries", "sim_config")
+              "memory_limit_mb", "generate")
+RUN_KEYS = ("compute", "loop", "seed", "rtol", "atol", "time_limit_s", "memory_limit_mb", "retries", "sim_config",
+            "generate")
 TOP_KEYS = ("models", "grid", "run")
 
 
@@ -39,6 +45,7 @@ class RunSettings:
     memory_limit_mb: float | None = None
     retries: int = 2                # re-runs of a job whose process crashed
     sim_config: str | None = None   # om-run --sim-config, resolved path
+    generate: int | None = None     # om-run --generate N for every model (a model entry's value wins)
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,7 @@ class ModelEntry:
     compute: bool
     time_limit_s: float
     memory_limit_mb: float | None
+    generate: int | None = None     # new tokens of a greedy decode loop (inputs = the prompt); None: one execution
 
 
 @dataclass(frozen=True)
@@ -61,8 +69,13 @@ class SweepSpec:
     path: pathlib.Path
     base: pathlib.Path              # the folder relative paths are resolved against
     models: list[ModelEntry]
-    grid: dict[str, list[str]]      # flag -> values, in the file's order
+    grid: dict[str, list[str]]      # flag or ATB variable -> values, in the file's order
     run: RunSettings = field(default_factory=RunSettings)
+
+
+def is_atb(name: str) -> bool:
+    """A grid key that is one of ATB's environment variables (a run-time setting, not an atc-py flag)."""
+    return name in ATB_KEYS
 
 
 class _Checker:
@@ -109,12 +122,27 @@ class _Checker:
             return value
         raise self.fail(where, f"must be a string, integer or boolean (an atc-py flag value), got {_kind(value)}")
 
-    def flag_name(self, where: str, name) -> str:
+    def flag_name(self, where: str, name, in_grid: bool = False) -> str:
         if name in RESERVED_FLAGS:
             raise self.fail(where, f"--{name} cannot be set in a sweep: {RESERVED_FLAGS[name]}")
+        if is_atb(name):
+            raise self.fail(where, "is an ATB environment variable, a run-time setting: give it as a grid key")
         if name not in SWEEP_FLAGS:
-            raise self.fail(where, f"unknown atc-py flag (flags: {', '.join(SWEEP_FLAGS)})")
+            atb = f"; or ATB's environment variables: {', '.join(ATB_KEYS)}" if in_grid else ""
+            raise self.fail(where, f"unknown atc-py flag (flags: {', '.join(SWEEP_FLAGS)}{atb})")
         return name
+
+    def atb_value(self, where: str, name: str, value) -> str:
+        """An ATB variable's value, checked as ATB reads it (AtbSettings.from_env), written as the integer it is."""
+        text = self.flag_value(where, value)
+        if not text.strip():
+            raise self.fail(where, f"must be an integer (ATB's value), got {_kind(value)}")
+        try:
+            settings = AtbSettings.from_env({name: text})
+        except AtcError as exc:
+            reason = str(exc.fields.get("reason", exc.message)).split(": ", 1)[-1]
+            raise self.fail(where, f"{reason}, got {_kind(value)}") from None
+        return str(getattr(settings, ATB_VARIABLES[ATB_ALIASES.get(name, name)][0]))
 
 
 def _kind(value) -> str:
@@ -201,6 +229,8 @@ def _run_settings(c: _Checker, doc, base: pathlib.Path) -> RunSettings:
         if not sim.is_file():
             raise c.fail("run.sim_config", f"file not found: {sim}")
         kw["sim_config"] = str(sim)
+    if "generate" in d:
+        kw["generate"] = c.number("run.generate", d["generate"], 1, integer=True)
     return RunSettings(**kw)
 
 
@@ -215,20 +245,26 @@ def _limits(c: _Checker, where: str, d: dict) -> dict:
 
 def _grid(c: _Checker, doc) -> dict[str, list[str]]:
     if not isinstance(doc, dict):
-        raise c.fail("grid", f"must be a mapping of atc-py flag -> list of values, got {_kind(doc)}")
+        raise c.fail("grid", f"must be a mapping of atc-py flag (or ATB variable) -> list of values, got {_kind(doc)}")
     grid: dict[str, list[str]] = {}
     for name, values in doc.items():
         where = f"grid.{name}"
-        c.flag_name(where, name)
+        atb = is_atb(name)
+        if not atb:
+            c.flag_name(where, name, in_grid=True)
         if not isinstance(values, list):
             values = [values]
         if not values:
             raise c.fail(where, "must list at least one value")
-        vals = [c.flag_value(f"{where}[{i}]", v) for i, v in enumerate(values)]
+        vals = [c.atb_value(f"{where}[{i}]", name, v) if atb else c.flag_value(f"{where}[{i}]", v)
+                for i, v in enumerate(values)]
         dup = sorted({v for v in vals if vals.count(v) > 1})
         if dup:
             raise c.fail(where, f"value {dup[0]!r} is listed twice")
         grid[name] = vals
+    for alias, canonical in ATB_ALIASES.items():
+        if alias in grid and canonical in grid:
+            raise c.fail(f"grid.{alias}", f"is ATB's other spelling of {canonical}, also a grid key; give it once")
     return grid
 
 
@@ -268,7 +304,33 @@ def _model(c: _Checker, where: str, doc, grid: dict, run: RunSettings) -> ModelE
     rtol = float(c.number(f"{where}.rtol", d["rtol"])) if "rtol" in d else run.rtol
     atol = float(c.number(f"{where}.atol", d["atol"])) if "atol" in d else run.atol
     limits = _limits(c, where, d)
+    generate = _generate(c, where, d, run, inputs, expected, compute)
     return ModelEntry(field=where, path=path, framework=framework, flags=flags, inputs=inputs, expected=expected,
                       rtol=rtol, atol=atol, compute=compute,
                       time_limit_s=limits.get("time_limit_s", run.time_limit_s),
-                      memory_limit_mb=limits.get("memory_limit_mb", run.memory_limit_mb))
+                      memory_limit_mb=limits.get("memory_limit_mb", run.memory_limit_mb), generate=generate)
+
+
+def _generate(c: _Checker, where: str, d: dict, run: RunSettings, inputs: str | None, expected: str | None,
+              compute: bool) -> int | None:
+    """The entry's new tokens (its own or run.generate): a decode loop needs numerics and a prompt, and has no
+    single output to compare with `expected` (om-run --generate refuses --expected and --no-compute too)."""
+    own = "generate" in d
+    generate = c.number(f"{where}.generate", d["generate"], 1, integer=True) if own else run.generate
+    if generate is None:
+        return None
+    at = f"{where}.generate" if own else "run.generate"
+    for_entry = "" if own else f" for {where}"
+    if not compute:
+        raise c.fail(at, f"needs a numeric run (compute: true){for_entry}")
+    if expected:
+        raise c.fail(f"{where}.expected", "does not apply with generate: each step's inputs come from the prompt "
+                                          "and the tokens so far")
+    if not inputs:
+        raise c.fail(f"{where}.inputs", f"is required with generate{for_entry}: the prompt (.npz holding input_ids "
+                                        "[1, P], or one .npy of them)")
+    suffix = inputs.lower()
+    if not (suffix.endswith(".npz") or (suffix.endswith(".npy") and "," not in inputs)):
+        raise c.fail(f"{where}.inputs", f"the prompt of generate is one .npz holding input_ids or one .npy, got "
+                                        f"{inputs!r}")
+    return generate

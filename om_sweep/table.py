@@ -9,12 +9,13 @@ import pathlib
 from atc_py.atomic_write import write_atomic
 from atc_py.errors import AtcError
 
-from .job import RESULT_FIELDS
+from .job import GENERATION_FIELDS, RESULT_FIELDS
 from .plan import Plan, Point
 
 IDENTITY_COLUMNS = ("model", "options", "numeric")     # a point; with the grid columns between model and options
 TRAILING_COLUMNS = ("key", "tool_version")
-REQUIRED_COLUMNS = IDENTITY_COLUMNS + tuple(RESULT_FIELDS) + TRAILING_COLUMNS
+LATER_COLUMNS = GENERATION_FIELDS     # tables written before these columns existed read them as empty
+REQUIRED_COLUMNS = IDENTITY_COLUMNS + tuple(f for f in RESULT_FIELDS if f not in LATER_COLUMNS) + TRAILING_COLUMNS
 
 
 def pyarrow():
@@ -102,4 +103,8 @@ def read_results(path) -> tuple[list[dict], list[str]]:
         [c for c in names[names.index("model") + 1:names.index("options")]]
     if any(k not in names for k in grid_keys):
         raise AtcError("E40009", path=str(path), reason="its grid columns do not match its metadata")
-    return table.to_pylist(), grid_keys
+    rows = table.to_pylist()
+    for r in rows:
+        for c in LATER_COLUMNS:
+            r.setdefault(c, None)
+    return rows, grid_keys

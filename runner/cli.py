@@ -74,16 +74,17 @@ def _needs_values(model) -> bool:
 
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
              tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
-             max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None):
+             max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None, atb=None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
-    runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are)."""
+    runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are).
+    `atb`: ATB's settings (AtbSettings; None: from ATB's environment variables, as om-run reads them)."""
     if threads is not None:
         with thread_budget(threads):
             return simulate(model, prof, inputs, loop, compute, allow_hazards, tiling_cache, host_threads, shapes,
-                            timed, max_loop_iterations, transfer_bytes)
-    sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards,
-                     tiling_cache=tiling_cache, host_threads=host_threads, max_loop_iterations=max_loop_iterations)
+                            timed, max_loop_iterations, transfer_bytes, atb=atb)
+    sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards, tiling_cache=tiling_cache,
+                     host_threads=host_threads, max_loop_iterations=max_loop_iterations, atb=atb)
     sim.transfer_bytes = transfer_bytes
     warm(sim)   # one-time host work (programs, tilings, threads, scratch) before the first execution, not in it
     loops, outputs, walls = [], None, []

@@ -173,7 +173,8 @@ def om_run_flags() -> str:
 SWEEP_KEY_HELP = {
     "models": "The models to sweep: a list of entries (a bare string is a `path`). Required.",
     "grid": "atc-py flag → list of values (a single value is a one-element list); the points are the cartesian "
-            "product, per model.",
+            "product, per model. A key may also be one of ATB's environment variables (below): a run-time setting "
+            "of the simulated host, not an atc-py flag.",
     "run": "Settings of every job (below); a model entry may override some of them.",
     "models[].path": "A model file or a glob (`zoo/**/*.onnx`), relative to the sweep file. A glob matching "
                      "nothing is refused; a missing file is a failed row (`E40003`).",
@@ -188,6 +189,9 @@ SWEEP_KEY_HELP = {
     "models[].compute": "Overrides `run.compute` for this model.",
     "models[].time_limit_s": "Overrides `run.time_limit_s` for this model.",
     "models[].memory_limit_mb": "Overrides `run.memory_limit_mb` for this model.",
+    "models[].generate": "om-run's `--generate N`: greedy decoding of N new tokens with a KV-cache decoder; "
+                         "`inputs` is the prompt (`input_ids` [1, P]). Needs a numeric run; `expected` does not "
+                         "apply. Overrides `run.generate`.",
     "run.compute": "Numeric simulation (like om-run); `false` (or `om-sweep run --no-compute`) is timing only.",
     "run.loop": "om-run's `--loop`.",
     "run.seed": "om-run's `--seed` (random inputs of models without `inputs`).",
@@ -198,6 +202,7 @@ SWEEP_KEY_HELP = {
     "run.retries": "Re-runs of a job whose process died; after them its row is `E40006` with the signal and the "
                    "last stderr.",
     "run.sim_config": "om-run's `--sim-config` (a JSON file, relative to the sweep file).",
+    "run.generate": "`generate` for every model entry that does not give its own.",
 }
 
 
@@ -215,6 +220,8 @@ def _sweep_keys() -> list[str]:
     rows += [f"| {code(k)} | {d} | {SWEEP_KEY_HELP[k]} |" for k, d in keys]
     rows += ["", "atc-py flags a sweep may set (`grid` keys and `models[].flags`): "
              + ", ".join(code(f) for f in spec.SWEEP_FLAGS) + ".", "",
+             "ATB's environment variables a `grid` may set (each job's simulated host, never atc-py; values in "
+             "ATB's ranges): " + ", ".join(code(f) for f in spec.ATB_KEYS) + ".", "",
              "atc-py flags a sweep may not set:", "",
              "| flag | why |", "|---|---|"]
     rows += [f"| {code('--' + f)} | {esc(why)} |" for f, why in spec.RESERVED_FLAGS.items()]
