@@ -239,3 +239,52 @@ def test_a_mask_that_is_not_a_length_mask_is_left_alone(atc, tmp_path):
             model.graph.initializer[k].CopyFrom(numpy_helper.from_array(np.array(-1.0, np.float32), "mask_min"))
     om, _ = compile_decoder(atc, tmp_path, "static", model=model, extra=("--tiling_schedule_optimize=1",))
     assert "IncreFlashAttention" not in {op.type for op in load_model(str(om)).ops.values()}
+
+
+LLM_DATA = MODELS.parent / "tests" / "data" / "llm"
+
+
+def ort_greedy(path, prompt: np.ndarray, new: int) -> np.ndarray:
+    """onnxruntime's greedy loop over an optimum text-generation-with-past export (shapes from the session)."""
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    specs = {i.name: i for i in sess.get_inputs()}
+    past = {n: np.zeros([1, s.shape[1], 0, s.shape[3]], np.float32) for n, s in specs.items()
+            if n.startswith("past_key_values.")}
+    ids, pos, out = prompt, 0, []
+    while len(out) < new:
+        s = ids.shape[1]
+        feeds = {"input_ids": ids, "attention_mask": np.ones((1, pos + s), np.int64),
+                 "position_ids": np.arange(pos, pos + s, dtype=np.int64)[None], **past}
+        res = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {k: feeds[k] for k in specs})))
+        past = {n: res[n.replace("past_key_values", "present")] for n in past}
+        pos += s
+        out.append(int(np.argmax(res["logits"][0, -1])))
+        ids = np.array([[out[-1]]], np.int64)
+    return np.array([out], np.int64)
+
+
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_optimum_cli_exports_decode_to_the_frameworks_tokens(name, atc, om_run, tmp_path):
+    """Tiny LLaMA (grouped KV heads, rotary) and GPT-2 exported with `optimum-cli export onnx --task
+    text-generation-with-past` (tools/real_models/optimum_decoders.py): compiled with a shape range whose past starts
+    at 0, they decode to transformers' own greedy tokens, as onnxruntime's greedy loop does."""
+    src = LLM_DATA / f"{name}.with_past.onnx"
+    ref = np.load(LLM_DATA / f"{name}.with_past.npz")
+    sess_inputs = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).get_inputs()
+    parts = []
+    for i in sess_inputs:
+        if i.name.startswith("past_key_values."):
+            parts.append(f"{i.name}:[1,{i.shape[1]},0~32,{i.shape[3]}]")
+        else:
+            parts.append(f"{i.name}:[1,1~32]")
+    code, out, err = atc(f"--model={src}", "--framework=5", f"--output={tmp_path / name}", *FP32,
+                         f"--input_shape_range={';'.join(parts)}")
+    assert code == 0, out + err
+    prompt = prompt_file(tmp_path, ref["prompt"])
+    new = ref["tokens"].shape[1]
+    code, out, err = om_run("--model", str(tmp_path / f"{name}.om"), "--input", str(prompt), "--generate", str(new),
+                            "--output", str(tmp_path / "o"))
+    assert code == 0, out + err
+    got = np.load(tmp_path / "o" / "tokens.npy")
+    np.testing.assert_array_equal(got, ref["tokens"])
+    np.testing.assert_array_equal(got, ort_greedy(src, ref["prompt"], new))
