@@ -37,7 +37,7 @@ from .options import InputShapes
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .autofuse.fusion import FuseStats, autofuse
 from .passes.output_type import OutputTypes, apply_output_type
-from .passes.precision import MixList, apply_precision, compute_in
+from .passes.precision import SATURATE, MixList, apply_precision, compute_in
 from .passes.aipp import feed_fp16, insert_aipp
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
@@ -206,6 +206,8 @@ def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = 
         if on("cse"):
             stats["cse_merged"] += st.run("cse dtypes", each, eliminate_common_subexpressions, False)
         stats["constants_folded"] += st.run("fold dtypes", fold_each)
+    for node in all_nodes(graph):   # the folds took their copy; the .om carries no build-internal marks
+        node.attrs.pop(SATURATE, None)
     stats["dead_removed"] = st.run("dce", each, remove_dead_nodes) if on("dce") else 0
     for g in all_graphs(graph):
         g.topo_sort()

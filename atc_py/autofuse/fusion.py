@@ -42,7 +42,8 @@ class FuseStats:
     names: list[str] = field(default_factory=list)
 
 
-NOT_SCOPE = {ORIGIN_NAMES, "_precision_mode"}   # record what was decided per op; they do not separate ops
+NOT_SCOPE = {ORIGIN_NAMES, "_precision_mode", "_saturate_fp16"}   # record what was decided per op; they do not
+#                                                                  separate ops
 
 
 def _private(node: Node) -> dict:
@@ -68,11 +69,23 @@ def fusable(node: Node) -> bool:
     return rule.accepts(node)
 
 
+def _shape_root(v: Value) -> Value:
+    """The value whose shape `v` provably has: up through ops whose output is the shape of their one non-constant
+    input (Sigmoid(a), Add(a, bias), Cast(a)), so two values of one root have equal dims even where unknown."""
+    seen = 0
+    while v.producer is not None and len(v.producer.outputs) == 1 and seen < 10000:
+        live = [u for u in v.producer.inputs if u is not None and not u.is_const]
+        if len(live) != 1 or tuple(live[0].desc.shape) != tuple(v.desc.shape):
+            break
+        v, seen = live[0], seen + 1
+    return v
+
+
 def _unknown_broadcast(node: Node) -> bool:
-    """Two different inputs with a dim unknown until run time at the same (right-aligned) position: the op may
-    broadcast one of them (1 against the other's n, a causal mask built from [s, 1] and [1, t]), which one size
-    variable for both cannot express. Such an op keeps its own kernel."""
-    ins = {id(v): v for v in node.inputs if v is not None}.values()
+    """Two inputs of different shape roots with a dim unknown until run time at the same (right-aligned)
+    position: the op may broadcast one of them (1 against the other's n: a causal mask built from [s, 1] and
+    [1, t]), which one size variable for both cannot express. Such an op keeps its own kernel."""
+    ins = list({id(r): r for r in (_shape_root(v) for v in node.inputs if v is not None)}.values())
     if len(ins) < 2:
         return False
     rank = max(len(v.desc.shape) for v in ins)

@@ -7,8 +7,9 @@ axis of the value's dim j. Maps follow the ops' own semantics: numpy right-align
 reduced dims kept (keep_dims) or dropped for reductions, same shape for the normalisations. A group whose
 tensors cannot all be placed (a transpose, a reshape, two tensors of the same size in different layouts)
 has no layout and is not fused that way. A dim unknown until run time (-1, dynamic models) is placed like a
-known one: two such dims an op aligns are taken to be equal (one size variable), and a run where they are
-not (one of them 1) is an error naming the node, not a wrong result.
+known one: two such dims an op aligns are one size variable. That holds because fusion.fusable leaves out an
+op aligning unknown dims of two tensors not provably of one shape (it may broadcast one of them); a run where
+they still differ is an error naming the node, not a wrong result.
 """
 from __future__ import annotations
 

@@ -57,9 +57,48 @@ def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: f
         return 0, 0
     _LOW[0] = "bfloat16" if mode in BF16_MODES else "float16"
     try:
-        return _apply(graph, mode, mix or MixList(), keep)
+        return _apply(graph, mode, mix or MixList(), keep | quantized_region(graph))
     finally:
         _LOW[0] = "float16"
+
+
+QUANT_EDGES = {"AscendQuantV2", "AscendAntiQuantV2", "AscendRequant", "DynamicQuantizeLinear"}
+VIEWS = {"Reshape", "TransposeD", "Identity", "Squeeze", "Unsqueeze", "Flatten", "ExpandDims"}
+
+
+def quantized_region(graph: Graph) -> frozenset:
+    """The quantized graph's ops (a QDQ model's dequantize -> op -> quantize sections) and the quant ops
+    themselves: they keep their model dtype in every precision mode. An fp16 cube op on dequantized int8 values, or
+    a quantize of an fp16-rounded value, moves results across rounding boundaries of the next quantization by a
+    step; fp32 keeps the arithmetic the framework's reference does (int8 values times fp32 scales)."""
+    def upstream_quant(v: Value | None) -> bool:
+        for _ in range(64):
+            if v is None or v.producer is None:
+                return False
+            if v.producer.op_type in QUANT_EDGES or (v.producer.op_type in CUBE_OPS and v.desc.dtype == "int32"):
+                return True     # (an int8 cube op's int32 sums: MatMulInteger / ConvInteger)
+            if v.producer.op_type not in VIEWS and v.producer.op_type != "Cast":
+                return False
+            v = v.producer.inputs[0]
+        return False
+
+    def downstream_quant(v: Value) -> bool:
+        todo, seen = [v], 0
+        while todo and seen < 256:
+            cur = todo.pop()
+            seen += 1
+            for c, _ in cur.consumers:
+                if c.op_type in QUANT_EDGES:
+                    return True
+                if c.op_type in VIEWS:
+                    todo.extend(c.outputs)
+        return False
+    names = set()
+    for node in graph.nodes:
+        if node.op_type in QUANT_EDGES or any(upstream_quant(v) for v in node.inputs) or \
+                any(downstream_quant(v) for v in node.outputs):
+            names.add(node.name)
+    return frozenset(names)
 
 
 def _apply(graph: Graph, mode: str, mix: MixList, keep: frozenset) -> tuple[int, int]:
