@@ -390,6 +390,8 @@ def test_a_failing_weight_cast_is_reported_by_the_build(monkeypatch):
     monkeypatch.setattr(type(get_op("Cast")), "compute", broken)
     # fp32 -> fp16 weight casts are folded by passes/fp16_fold.py (the kernel's numbers, faster): broken too
     monkeypatch.setattr("atc_py.passes.fold.float32_to_float16", lambda x: broken(None, None, [x]))
+    monkeypatch.setattr("atc_py.passes.fold.saturate_to_float16", lambda x: broken(None, None, [x]))   # the precision
+    #                                                                            mode's casts saturate (fp16_fold.py)
     with pytest.raises(AtcError, match=r"E14001.*with optype Cast is invalid. Reason: constant folding failed: no room"):
         atc_py.build(_big_weight_model(), {"ge.socVersion": "Ascend910B1"})
 

@@ -136,3 +136,41 @@ def test_dynamic_quantized_transformer(tmp_path):
     scale = np.abs(want).max()
     np.testing.assert_allclose(_run(m, feeds, "must_keep_origin_dtype", tmp_path)[0], want, rtol=1e-5, atol=1e-5 * scale)
     assert np.abs(_run(m, feeds, "force_fp16", tmp_path)[0] - want).max() <= 0.01 * scale
+
+
+REAL = MODELS.parent / "tests" / "data" / "real_models"
+
+
+def test_qdq_segmentation_and_a_dynamically_quantized_vit(tmp_path):
+    """torchvision's DeepLabV3 (static QDQ, calibrated on its saved input) and Hugging Face's ViT (dynamic
+    quantization of every MatMul on 3-D activations), from the real-model fixtures: the fp32 build gives onnx's
+    reference, the default build stays within 1 % of the output's scale."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+    x_seg = np.load(REAL / "tv_deeplabv3.opset17.npz")["in_0"]
+    batches = iter([{"x": x_seg}, {"x": x_seg * 0.5}])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self):
+            return next(batches, None)
+    seg = tmp_path / "seg.onnx"
+    quantize_static(str(REAL / "tv_deeplabv3.opset17.onnx"), str(seg), Reader(), quant_format=QuantFormat.QDQ,
+                    per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, reduce_range=True)
+    vit = tmp_path / "vit.onnx"
+    quantize_dynamic(str(REAL / "hf_vit.sdpa.opset17.onnx"), str(vit), weight_type=QuantType.QInt8)
+    for path, x in ((seg, x_seg), (vit, np.load(REAL / "hf_vit.sdpa.opset17.npz")["in_0"])):
+        m = onnx.load(str(path))
+        for op in m.opset_import:     # onnx's reference implements DequantizeLinear from opset 19 (same semantics)
+            if op.domain in ("", "ai.onnx"):
+                op.version = max(op.version, 21)
+        m.ir_version = 10
+        name = m.graph.input[0].name
+        shape = {"input_shape": f"{name}:{','.join(map(str, x.shape))}"}
+        want = ReferenceEvaluator(m).run(None, {name: x})
+        for mode, tol in (("must_keep_origin_dtype", 1e-5), ("force_fp16", 1e-2)):
+            res = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode, **shape})
+            p = tmp_path / f"{path.stem}_{mode}.om"
+            p.write_bytes(res.om)
+            with np.errstate(all="ignore"):
+                outs, _ = Simulation(load_model(str(p))).run([x])
+            for g, w in zip(outs, want):
+                assert np.abs(g - w).max() <= tol * np.abs(w).max(), (path.name, mode)

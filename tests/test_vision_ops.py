@@ -191,3 +191,30 @@ def test_detection_post_processing_keeps_index_dtypes_through_value_dependent_op
     for g, w in zip(outs, ort_run(m, {"boxes": boxes, "scores": scores})):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_an_empty_selection_flows_through_matmul_fused_ops_and_concat(tmp_path):
+    """A detector that keeps no box: NonZero of a threshold nothing passes -> Gather of 0 rows -> MatMul, a fused
+    Add + Relu, a Concat of two empty halves: every kernel takes the empty tensors (a cube grid of no tiles, an
+    AscGraph launch of no rows, a Concat of 0-row inputs) and gives onnxruntime's (0, n) results."""
+    nodes = [helper.make_node("Greater", ["scores", "thr"], ["keep"]),
+             helper.make_node("NonZero", ["keep"], ["nz"]),
+             helper.make_node("Reshape", ["nz", "flat"], ["idx"]),
+             helper.make_node("Gather", ["feats", "idx"], ["rows"], axis=0),
+             helper.make_node("MatMul", ["rows", "w"], ["proj"]),
+             helper.make_node("Add", ["proj", "b"], ["pb"]),
+             helper.make_node("Relu", ["pb"], ["r"]),
+             helper.make_node("Concat", ["r", "rows"], ["y"], axis=1)]
+    inits = [("thr", np.array(2.0, np.float32)), ("flat", np.array([-1], np.int64)),
+             ("w", RNG.standard_normal((8, 6)).astype(np.float32)), ("b", RNG.standard_normal(6).astype(np.float32))]
+    m = model(nodes, [("scores", F, ["N"]), ("feats", F, ["N", 8])], [("y", F)], inits)
+    res = atc_py.build(m, {**ORIGIN, "input_shape_range": "scores:[1~16];feats:[1~16,8]"})
+    p = tmp_path / "empty.om"
+    p.write_bytes(res.om)
+    sim = Simulation(load_model(str(p)))
+    for scores in (RNG.random(5).astype(np.float32), np.array([0.5, 2.5, 3.0], np.float32)):   # none kept, two kept
+        feats = RNG.standard_normal((len(scores), 8)).astype(np.float32)
+        (got,), _ = sim.run([scores, feats])
+        want = ort_run(m, {"scores": scores, "feats": feats})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -223,7 +223,9 @@ class _Run:
         else:
             tile, per_block = 1, 1
         tiles = ceil_div(self.rows, tile)
-        if block_dim < 1 or (block_dim - 1) * per_block >= tiles or block_dim * per_block < tiles:
+        if tiles == 0 and block_dim == 1:   # an empty launch (no rows): one block with nothing to do
+            pass
+        elif block_dim < 1 or (block_dim - 1) * per_block >= tiles or block_dim * per_block < tiles:
             raise OpError(f"block_dim {block_dim} x {per_block} tiles per block does not cover the {tiles} tiles "
                           "of the launch")
         self.tile, self.per_block, self.block_dim = tile, per_block, block_dim

@@ -261,14 +261,16 @@ def fuse_ascbackends(graph: Graph) -> int:
     chains: list[list[Node]] = []
     chain_of: dict[int, list[Node]] = {}
     views_of: dict[int, list[Node]] = {}
+    static = lambda n: all(x is None or x.desc.known for x in list(n.inputs) + n.outputs)   # noqa: E731
     for node in graph.nodes:
-        if node.op_type != "AscBackend":
+        if node.op_type != "AscBackend" or not static(node):   # a fused graph holds static shapes only
             continue
         for v in node.outputs:
             if any(x is v for x in net.inputs):
                 continue
             nxt, views = _through_views(v)
-            if nxt is None or nxt.op_type != "AscBackend" or _private(nxt) != _private(node) or id(nxt) in chain_of:
+            if nxt is None or nxt.op_type != "AscBackend" or _private(nxt) != _private(node) or id(nxt) in chain_of \
+                    or not static(nxt):
                 continue
             chain = chain_of.get(id(node))
             head = order[id(chain[0] if chain else node)]

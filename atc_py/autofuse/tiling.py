@@ -129,6 +129,10 @@ def auto_tiling(hint: AscGraph, impls: list[AscGraph], env: dict[str, int], ub_s
     rows = 1
     for a in nest.par:
         rows *= impls[0].axes[a].size.eval(env)
+    if rows <= 0:   # an empty iteration space (no box survived): one block of one-row tiles, nothing to do
+        values = {**env, nest.tile_var: 1, nest.block_var: 1}
+        ub, ws = footprint(impls[SINGLE], values)
+        return TilingPlan(SINGLE, 1, values, [ws] if ws else [], ub, 0, 1)
     share = max(1, ceil_div(rows, max(1, cores)))          # rows per core when every core works
     for key in (DOUBLE, SINGLE):
         most = _largest_tile(impls[key], env, nest, min(rows, share), ub_size)

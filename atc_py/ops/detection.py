@@ -47,6 +47,7 @@ class NonMaxSuppressionV6(RowSplitOp):
     """Per (batch, class): boxes above score_threshold by descending score (ties: lower index first), each kept
     unless its IoU with a kept box exceeds iou_threshold, at most max_output_boxes_per_class; output rows
     [batch, class, box] in that order."""
+    unknown_rank_aware = True   # its output is [-1, 3] int64 whatever it is given
     op_type = "NonMaxSuppressionV6"
     inputs = ("boxes", "scores", "max_output_size?", "iou_threshold?", "score_threshold?")
     outputs = ("selected_indices",)
@@ -57,9 +58,12 @@ class NonMaxSuppressionV6(RowSplitOp):
 
     def infer(self, node: Node) -> list[TensorDesc]:
         boxes, scores = node.input_desc(0), node.input_desc(1)
-        if len(boxes.shape) != 3 or boxes.shape[2] != 4:
+        same = lambda a, b: a == b or a < 0 or b < 0   # noqa: E731  (a dim unknown until run time fits any)
+        if boxes.shape != (-2,) and (len(boxes.shape) != 3 or not same(boxes.shape[2], 4)):
             raise OpError(f"boxes must be [batch, boxes, 4], got {list(boxes.shape)}")
-        if len(scores.shape) != 3 or scores.shape[0] != boxes.shape[0] or scores.shape[2] != boxes.shape[1]:
+        if boxes.shape != (-2,) and scores.shape != (-2,) and (
+                len(scores.shape) != 3 or not same(scores.shape[0], boxes.shape[0])
+                or not same(scores.shape[2], boxes.shape[1])):
             raise OpError(f"scores {list(scores.shape)} must be [batch, classes, boxes] for boxes {list(boxes.shape)}")
         if int(self.attr(node, "center_point_box")) not in (0, 1):
             raise OpError(f"center_point_box must be 0 or 1, got {self.attr(node, 'center_point_box')}")

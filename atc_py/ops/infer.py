@@ -54,45 +54,59 @@ def check_outputs(node: Node, descs: list[TensorDesc]) -> None:
 
 
 PROBES = (97, 89)   # two unlike values substituted for the unknown dims: what changes with them is unknown
+SMALL_PROBE = 3     # ...and a small one when the op takes it: a clamp (Slice to 10 of N, min(N, 10)) is 10 for both
+#                     large values but not for every run (a detector that keeps 0 of its 10 boxes)
 
 
 def _probe_infer(spec, node: Node) -> list[TensorDesc] | None:
-    """Output descs of a node whose inputs have unknown (-1) dims but known ranks: inferred twice with the unknown
-    dims replaced by two different values; an output dim that is the same both times is known, one that differs
-    is -1 (a symbolic shape inference in miniature: batch -1 through a strided conv keeps C, H, W known)."""
+    """Output descs of a node whose inputs have unknown (-1) dims but known ranks: inferred with the unknown dims
+    replaced by two different values; an output dim that is the same both times is known, one that differs is -1
+    (a symbolic shape inference in miniature: batch -1 through a strided conv keeps C, H, W known). A third, small
+    value is tried too, and where the op takes it a dim it changes is unknown as well."""
     inputs = [v for v in node.inputs if v is not None]
     saved = [v.desc for v in inputs]
+
+    def with_dims(p):
+        for v, d in zip(inputs, saved):
+            v.desc = TensorDesc(tuple(p if x == -1 else x for x in d.shape), d.dtype, d.format, d.origin_format)
+        return spec.infer(node)
     results = []
     try:
         for p in PROBES:
-            for v, d in zip(inputs, saved):
-                v.desc = TensorDesc(tuple(p if x == -1 else x for x in d.shape), d.dtype, d.format, d.origin_format)
-            results.append(spec.infer(node))
-    except (OpError, ValueError, ZeroDivisionError):
-        return None
+            results.append(with_dims(p))
+        try:
+            results.append(with_dims(SMALL_PROBE))
+        except (OpError, ValueError, ZeroDivisionError, AtcError):
+            pass
+    except (OpError, ValueError, ZeroDivisionError, AtcError):   # (AtcError: a control op's body rejects the
+        return None                                                # stand-in dims, e.g. NMS boxes [1, 97, 97])
     finally:
         for v, d in zip(inputs, saved):
             v.desc = d
-    a, b = results
-    if len(a) != len(b) or any(len(x.shape) != len(y.shape) for x, y in zip(a, b)):
+    a = results[0]
+    if any(len(r) != len(a) or any(len(x.shape) != len(y.shape) for x, y in zip(a, r)) for r in results[1:2]):
         return None
-    return [TensorDesc(tuple(p if p == q else -1 for p, q in zip(x.shape, y.shape)), x.dtype, x.format, x.origin_format)
-            for x, y in zip(a, b)]
+    results = [r for r in results if len(r) == len(a) and all(len(x.shape) == len(y.shape) for x, y in zip(a, r))]
+    return [TensorDesc(tuple(p if all(r[k].shape[j] == p for r in results) else -1 for j, p in enumerate(x.shape)),
+                       x.dtype, x.format, x.origin_format) for k, x in enumerate(a)]
 
 
 def _probe_dtypes(spec, node: Node) -> list[str] | None:
     """The output dtypes of a node whose shapes cannot be inferred yet: its prototype run on ones-shaped stand-ins
-    (each unknown-rank input at the rank of the highest-ranked input, every unknown dim 1), which broadcast with
-    anything. None when the prototype rejects those too."""
+    (every unknown dim 1; an unknown-rank input at rank 4, 3, 2 then 1 until the prototype takes it), which
+    broadcast with anything. None when the prototype rejects them all."""
     inputs = [v for v in node.inputs if v is not None]
-    rank = max((len(v.desc.shape) for v in inputs if v.desc.shape != UNKNOWN_RANK), default=4) or 1
     saved = [v.desc for v in inputs]
     try:
-        for v, d in zip(inputs, saved):
-            shape = (1,) * rank if d.shape == UNKNOWN_RANK else tuple(1 if x < 0 else x for x in d.shape)
-            v.desc = TensorDesc(shape, d.dtype, d.format, d.origin_format)
-        return [d.dtype for d in spec.infer(node)]
-    except (OpError, ValueError, ZeroDivisionError, IndexError, KeyError, TypeError):
+        for rank in (4, 3, 2, 1):
+            for v, d in zip(inputs, saved):
+                shape = (1,) * rank if d.shape == UNKNOWN_RANK else tuple(1 if x < 0 else x for x in d.shape)
+                v.desc = TensorDesc(shape, d.dtype, d.format, d.origin_format)
+            try:
+                return [d.dtype for d in spec.infer(node)]
+            except (OpError, ValueError, ZeroDivisionError, IndexError, KeyError, TypeError, AtcError):
+                if not any(d.shape == UNKNOWN_RANK for d in saved):
+                    return None
         return None
     finally:
         for v, d in zip(inputs, saved):
@@ -111,6 +125,13 @@ def infer_node(node: Node) -> None:
     unknown_in = any(v is not None and not v.desc.known for v in node.inputs)
     ranked = all(v is None or v.desc.shape != UNKNOWN_RANK for v in node.inputs)
     probed = _probe_infer(spec, node) if unknown_in and ranked and node.op_type != "Data" else None
+    if probed is not None and getattr(node, "subgraphs", None):
+        # the probes inferred the bodies with stand-in dims: infer them again with the real ones (their values'
+        # descs are what the bodies compile with), keeping the probed outputs
+        try:
+            spec.infer(node)
+        except (OpError, ValueError, ZeroDivisionError, AtcError):
+            pass
     try:
         if not ranked and not spec.unknown_rank_aware:   # its prototype would read (-2,) as a rank-1 shape
             raise OpError("an input of unknown rank")
@@ -121,7 +142,8 @@ def infer_node(node: Node) -> None:
         # an op whose prototype cannot reason about unknown dims: unknown rank (GE's -2); the dtypes its prototype
         # gives stand-in shapes (Where of a bool condition is its values' dtype, a comparison bool), else passed through
         first = next(v.desc for v in node.inputs if v is not None)
-        dtypes = _probe_dtypes(spec, node) or []
+        # (not for ops that reason about unknown ranks themselves: a control op would infer its bodies on stand-ins)
+        dtypes = (None if spec.unknown_rank_aware else _probe_dtypes(spec, node)) or []
         descs = [TensorDesc(UNKNOWN_RANK, dtypes[k] if k < len(dtypes) else first.dtype) for k in range(len(node.outputs))]
     # a prototype that did arithmetic on an unknown rank's -2 (ConcatD summing two of them) knows no rank either
     descs = [TensorDesc(UNKNOWN_RANK, d.dtype, d.format, d.origin_format)

@@ -85,6 +85,8 @@ def choose_grid(rows: int, k: int, n: int, cores: int, mkn, itemsize: int, out_i
                 if best_cost is None or key < best_cost:
                     best_cost = key
                     best = Grid(rows, k, n, m_blk, n_blk, k_blk, blocks_m, blocks_n, blocks_k)
+    if best is None:   # an empty product (0 rows or columns: a detector that kept no box): one block, no work
+        best = Grid(rows, k, n, max(rows, 0), max(n, 0), max(k, 0), 1, 1, 1)
     return best
 
 

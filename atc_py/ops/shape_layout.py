@@ -164,7 +164,8 @@ class ConcatD(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
-        parts = [x.reshape(t["outer"], -1) for x in inputs]
+        # each input's columns from its own shape (a -1 cannot size an empty input's: 0 boxes of a detector)
+        parts = [x.reshape(t["outer"], prod(x.shape[t["axis"]:])) for x in inputs]
         dst = direct_output(args, inputs[0].dtype, inputs)   # the concat written where it lands (DenseNet's)
         if dst is not None:
             out = dst.reshape(t["outer"], t["out_inner"])

@@ -54,6 +54,12 @@ def saturate_to_float16(x: np.ndarray) -> tuple[np.ndarray, int]:
     and turn a fully masked softmax row into NaN); infinities and NaNs stay. Returns the array and how many values
     saturated."""
     x = np.asarray(x, np.float32)
+    if x.size == 0:
+        return x.astype(np.float16), 0
+    with np.errstate(invalid="ignore"):   # fmin/fmax skip NaNs: two passes, no array the size of x
+        lo, hi = np.fmin.reduce(x, axis=None), np.fmax.reduce(x, axis=None)
+    if -OVERFLOW < lo and hi < OVERFLOW:   # every value within fp16's range: a weight's case
+        return float32_to_float16(x), 0
     over = np.isfinite(x) & (np.abs(x) >= OVERFLOW)
     n = int(np.count_nonzero(over))
     if n:
