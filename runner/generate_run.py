@@ -62,7 +62,7 @@ def run_generate(opts: RunOptions, model, gears, threads: int | None) -> None:
                + f"; prompt of {len(prompt)} tokens, {opts.generate} new tokens")
     sim = Simulation(model, opts.profile, compute=True, allow_hazards=opts.allow_hazards,
                      tiling_cache=opts.tiling_cache, host_threads=opts.host_threads,
-                     max_loop_iterations=opts.max_loop_iterations)
+                     max_loop_iterations=opts.max_loop_iterations, max_tasks=opts.max_tasks)
     kv_in, kv_out = decoder.resident()
     sim.resident = (kv_in, kv_out)
 

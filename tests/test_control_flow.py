@@ -273,6 +273,47 @@ def test_runaway_loop_stops_at_the_iteration_limit(tmp_path):
     assert exc.value.code == "E30007"
 
 
+def test_a_constant_trip_count_of_2_62_stops_at_the_task_budget_naming_the_loop(tmp_path, atc):
+    """The per-label limit alone let a Loop of M = 2^62 run minutes and gigabytes (every iteration's records): the
+    execution's task budget stops it within the budget, naming the busiest label; atc-py warns at build time."""
+    import time
+
+    from runner.sim.budget import MIN_TASK_BUDGET, default_task_budget
+    model = loop_model(2 ** 62)
+    src = tmp_path / "runaway.onnx"
+    import onnx
+    onnx.save(model, src)
+    code, out, err = atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'runaway'}",
+                         "--soc_version=Ascend910B1", "--log=warning")
+    assert code == 0 and "constant trip count of 4611686018427387904" in out + err
+    m = load_model(str(tmp_path / "runaway.om"))
+    sim = Simulation(m)
+    assert sim.max_tasks == default_task_budget(len(m.tasks) + len(m.ops)) == MIN_TASK_BUDGET   # a small model
+    t0 = time.perf_counter()
+    with pytest.raises(AtcError) as exc:
+        Simulation(m, max_tasks=3000).run([np.zeros(4, np.float32)])
+    assert exc.value.code == "E30007" and "--max-tasks=3000" in str(exc.value) and "busiest loop is label" in str(exc.value)
+    assert time.perf_counter() - t0 < 30
+    # the host executor's While (the trip count an input: a dynamic loop) spends the same budget
+    host = _load(tmp_path, loop_model(-1), "h")
+    with pytest.raises(AtcError) as exc:
+        Simulation(host, max_tasks=200).run([np.zeros(4, np.float32), np.array(10 ** 9, np.int64)])
+    assert exc.value.code == "E30007" and "--max-tasks=200" in str(exc.value)
+    # a finite loop within the budget runs as before
+    outs, _ = Simulation(_load(tmp_path, loop_model(20), "ok"), max_tasks=5000).run([np.ones(4, np.float32)])
+    np.testing.assert_allclose(outs[0], np.full(4, 2 - 2.0 ** -20), rtol=1e-7)
+
+
+def test_om_run_max_tasks_flag(om_run, tmp_path):
+    import onnx
+    onnx.save(loop_model(2 ** 40), tmp_path / "l.onnx")
+    from atc_py.cli import run as atc_run
+    assert atc_run([f"--model={tmp_path / 'l.onnx'}", "--framework=5", f"--output={tmp_path / 'l'}",
+                    "--soc_version=Ascend910B1"]) == 0
+    code, out, err = om_run(str(tmp_path / "l.om"), "--max-tasks", "500")
+    assert code == 1 and "E30007" in err and "--max-tasks=500" in err and "Traceback" not in out + err
+
+
 def _mutate(tmp_path, fn, name):
     """Recompile the static loop, edit its TASK_INFO / MODEL_DEF with fn, reseal, load: the E30001 text."""
     from atc_py.om import OmModel, write_om

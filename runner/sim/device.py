@@ -28,6 +28,7 @@ from atc_py.ops.execute import launch, tiling_context
 from atc_py.ir.graph import TensorDesc
 
 from ..model import desc_from_proto
+from .budget import BudgetExceeded, TaskBudget, default_task_budget
 from .compute_lane import LaneFailure, lane
 from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
@@ -130,7 +131,8 @@ class DeviceRun:
     use_lane = True         # numerics on the compute lane with two host threads (off: inline, as tests compare)
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
-                 allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None):
+                 allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
+                 budget: TaskBudget | None = None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.soc = machine.soc
         self.allow = allow_hazards
@@ -152,12 +154,16 @@ class DeviceRun:
                                            for sid, tasks in prog.stream_tasks.items()}
         from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
+        self.budget = budget or TaskBudget(default_task_budget(len(prog.tasks)))
         self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
         self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
         self.direct_outputs = 0   # outputs kernels wrote where they land (no copy at the end)
         # the kernels' numerics on the compute lane (compute_lane.py) when there is a second host thread for it
-        self.lane = lane() if mem is not None and self.use_lane and host_pool.HOST_THREADS >= 2 else None
+        # (not for a model whose control flow reads device memory: each label switch would wait for the lane, and
+        # a loop of small kernels runs slower handed over every iteration than inline)
+        self.lane = lane() if mem is not None and self.use_lane and host_pool.HOST_THREADS >= 2 \
+            and not prog.control_reads else None
 
     # -- event loop ----------------------------------------------------------------------------------
     def at(self, time: int, fn, *args) -> None:
@@ -407,6 +413,7 @@ class DeviceRun:
         """Run one task; a kernel that fails on the values it was given (the file was validated, the numbers in
         memory were not) is an E30004 naming the task, like a device exception would be."""
         try:
+            self.budget.spend()
             return self._execute(task, t, inline)
         except BaseException as exc:
             self.fault(task, exc)
@@ -418,6 +425,10 @@ class DeviceRun:
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
         if isinstance(exc, LoopLimit):
             raise AtcError("E30007", task=f"{task.id} ({self.p.describe(task.id)})", reason=str(exc)) from None
+        if isinstance(exc, BudgetExceeded):
+            hot = max(self.entries.items(), key=lambda kv: kv[1], default=None)
+            where = f"; the busiest loop is {hot[0][0]} {hot[0][1]}, entered {hot[1]} times" if hot else ""
+            raise AtcError("E30007", task=f"{task.id} ({self.p.describe(task.id)})", reason=f"{exc}{where}") from None
         if isinstance(exc, KERNEL_FAULTS) and not os.environ.get("ATC_PY_DEBUG"):
             raise AtcError("E30004", task=f"{task.id} ({self.p.describe(task.id)})",
                            reason=f"the kernel failed: {type(exc).__name__}: {exc}") from None

@@ -20,6 +20,7 @@ from atc_py.platform import load_soc
 from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
 from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .atb import VARIABLES as ATB_VARIABLES, AtbHost, AtbSettings
+from .budget import BudgetExceeded, TaskBudget, default_task_budget
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
@@ -105,7 +106,7 @@ class Simulation:
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
                  max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES,
-                 atb: AtbSettings | None = None):
+                 atb: AtbSettings | None = None, max_tasks: int | None = None):
         """Loads the model as a device would (load()): its programs, and with compute its device memory and
         kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
         device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do. `atb`: ATB's
@@ -133,6 +134,10 @@ class Simulation:
         # inputs / outputs that stay in device memory between executions (a decode loop's KV cache): never copied
         self.resident: tuple[set[str], set[str]] = (set(), set())
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
+        # executed tasks per execution (budget.py): the file's own tasks and ops set the default
+        subs = list(getattr(model, "subs", {}).values())
+        static = len(model.tasks) + len(model.ops) + sum(len(s_.ops) for s_ in subs)
+        self.max_tasks = max_tasks or default_task_budget(static)
         self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
         self.load()
 
@@ -194,6 +199,7 @@ class Simulation:
         """One execution. A dynamic-shape model (inputs with -1 dims) runs with the shapes of `inputs`, or, timing
         only, with `shapes` (om-run --dymShape)."""
         self.stats = LoopStats(dram_bytes_per_ns=self.soc.dram_bytes_per_ns)
+        self.budget = TaskBudget(self.max_tasks)
         self.machine = Machine(self.soc, self.prof, self.l2)
         self.device_free = 0
         self.stage_free = [0, 0, 0]
@@ -273,7 +279,7 @@ class Simulation:
             if io.address is not None:
                 self.l2.invalidate(io.address, io.address + max(io.desc.nbytes, 1))
         run = DeviceRun(prog, self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records),
-                        max_loop_iterations=self.max_loops)
+                        max_loop_iterations=self.max_loops, budget=self.budget)
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -379,7 +385,10 @@ class Simulation:
                 elif op.type in HOST_CONTROL:
                     self.host_control(m, op)
                 else:
+                    self.budget.spend()
                     self.dynamic_node(op, values, descs, on_host, consts, self._handoff)
+            except BudgetExceeded as exc:
+                raise AtcError("E30007", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
             except OpError as exc:
                 raise AtcError("E30004", task=f"host node {op.name} ({op.type})", reason=str(exc)) from None
             except KERNEL_FAULTS as exc:
@@ -424,6 +433,10 @@ class Simulation:
                 if not bool(np.asarray(self._on_host_value(key, f"{op.name} loop condition")).reshape(-1)[0]):
                     break
                 it += 1
+                try:
+                    self.budget.spend()
+                except BudgetExceeded as exc:
+                    raise AtcError("E30007", task=f"host node {op.name} (While)", reason=str(exc)) from None
                 if it > self.max_loops:
                     raise AtcError("E30007", task=f"host node {op.name} (While)",
                                    reason=f"the loop ran {it} iterations, more than --max-loop-iterations="

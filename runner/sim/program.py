@@ -221,6 +221,12 @@ class Program:
         return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in self.tasks)
 
     @cached_property
+    def control_reads(self) -> bool:
+        """Tasks the scheduler runs by reading device memory (switches, device-to-device copies): each waits for
+        the kernels before it (the compute lane's drain)."""
+        return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC) for t in self.tasks)
+
+    @cached_property
     def initial_sqes(self) -> dict[int, Sqe]:
         """The SQE each kernel task is loaded with, built once (a run replaces entries, never changes them)."""
         return {t.id: Sqe(t.calls[0].block_dim, t.calls[0].tiling_key) for t in self.tasks

@@ -159,6 +159,9 @@ def _scan_static(T: int, elems: list[Value]) -> bool:
         all(T * e.desc.nbytes <= MAX_SCAN_ACC_BYTES for e in elems)
 
 
+LONG_LOOP_TRIPS = 1_000_000   # a constant trip count beyond this: warned at build time (om-run's task budget)
+
+
 @onnx_op("Loop")
 class Loop(OnnxOp):
     @classmethod
@@ -178,6 +181,11 @@ class Loop(OnnxOp):
                                f"{1 + len(vs)} outputs)")
         g = ctx.conv.graph
         m_known = ctx.const(0)
+        if m_known is not None and np.asarray(m_known).size == 1 and int(np.asarray(m_known).reshape(-1)[0]) > \
+                LONG_LOOP_TRIPS:
+            g.warnings.append(f"Loop {ctx.name} has a constant trip count of {int(np.asarray(m_known).reshape(-1)[0])}"
+                              f"{' (its condition may end it sooner)' if c0 is not None else ''}: a simulation of it "
+                              f"stops at om-run's task budget (--max-tasks) unless the loop ends early")
         trip = int(np.asarray(m_known).reshape(-1)[0]) if m_known is not None and c0 is None else -1
         trip = max(trip, 0) if trip != -1 else -1
         init = [_const(g, f"{ctx.name}_i0", np.array(0, np.int64))]
