@@ -17,7 +17,7 @@ YUV2RGB = [[298, 0, 409], [298, -100, -208], [298, 516, 0]]      # BT.601 video 
 RGB2YUV = [[66, 129, 25], [-38, -74, 112], [112, -94, -18]]
 
 
-def model(c: int, h: int, w: int, batch: int = 1):
+def model(c: int, h: int, w: int, batch=1):
     two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
     g = helper.make_graph([helper.make_node("Mul", ["x", "two"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TP.FLOAT, [batch, c, h, w])],
@@ -174,3 +174,22 @@ def test_a_config_that_does_not_parse_and_dynamic_aipp(tmp_path, atc):
     dyn.write_text("aipp_op { aipp_mode: dynamic related_input_rank: 0 }\n")
     with pytest.raises(AtcError, match="E10055.*dynamic AIPP"):
         atc_py.build(model(3, 8, 8), {"ge.socVersion": "Ascend910B1", "insert_op_conf": str(dyn)})
+
+
+@pytest.mark.parametrize("shape", ["x:-1,3,6,5", "x:1~4,3,6,5"])
+def test_a_dynamic_batch_with_aipp_records_the_image_range(tmp_path, shape):
+    """--input_shape with a -1 / lo~hi batch and --insert_op_conf: the .om records the range of the uint8 NHWC
+    image AIPP takes (not the NCHW float one, which om-run refused), and each batch runs."""
+    cfg = config(tmp_path, input_format="RGB888_U8", src_image_size_w=5, src_image_size_h=6)
+    res = atc_py.build(model(3, 6, 5, batch="N"), {"ge.socVersion": "Ascend910B1",
+                                                  "ge.exec.precision_mode": "must_keep_origin_dtype",
+                                                  "input_shape": shape, "insert_op_conf": cfg})
+    p = tmp_path / "m.om"
+    p.write_bytes(res.om)
+    m = load_model(str(p))
+    assert m.inputs[0].desc.dtype == "uint8" and m.inputs[0].desc.shape == (-1, 6, 5, 3)
+    assert m.inputs[0].ranges[1:] == [(6, 6), (5, 5), (3, 3)]
+    for n in (1, 3):
+        image = RNG.integers(0, 256, (n, 6, 5, 3)).astype(np.uint8)
+        got = Simulation(m).run([image])[0][0] / 2.0
+        np.testing.assert_allclose(got, image.transpose(0, 3, 1, 2).astype(np.float32))

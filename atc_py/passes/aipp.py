@@ -33,6 +33,7 @@ def insert_aipp(graph: Graph, configs) -> int:
         original = v.desc
         consumers = list(v.consumers)
         v.desc = TensorDesc(spec.image_shape(original.shape[0]), "uint8", "NHWC", "NHWC")
+        _image_range(node, v.desc.shape)
         nchw = TensorDesc(tuple(original.shape[i] for i in NHWC_TO_NCHW), original.dtype, "NCHW", "NCHW") \
             if nhwc else original
         aipp = graph.add_node(graph.unique_name(f"{node.name}_0_aipp"), "Aipp", [v], [nchw],
@@ -46,6 +47,20 @@ def insert_aipp(graph: Graph, configs) -> int:
         node.attrs["_aipp_input_format"] = spec.input_format
     graph.topo_sort()
     return len(done)
+
+
+def _image_range(node, image_shape: tuple) -> None:
+    """A dynamic input's `_shape_range` (--input_shape -1 or lo~hi) as the image AIPP takes: the batch keeps its
+    range, the image dims are the configured size (recorded for the float NCHW tensor they would not fit it)."""
+    flat = node.attrs.get("_shape_range")
+    if not flat:
+        return
+    if any(d < 0 for d in image_shape[1:]):
+        raise AtcError("E10052", reason=f"input {node.name}: static AIPP takes images of one size; its H, W or C "
+                                        "cannot be a range")
+    ranges = [(d, d) for d in image_shape]
+    ranges[0] = (flat[0], flat[1])
+    node.attrs["_shape_range"] = [v for r in ranges for v in r]
 
 
 def feed_fp16(graph: Graph, names: list[str]) -> int:
