@@ -98,8 +98,9 @@ def _folder(path: str) -> list[str]:
     return files
 
 
-def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]]) -> list[Batch]:
-    """The executions' inputs: random (seed) without --input, else read from its files."""
+def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]]):
+    """The executions' inputs (an iterable of Batch): random (seed) without --input, else read from its files —
+    folders lazily, one execution's files at a time."""
     shapes = input_shapes(model, dym)
     if files is None:
         if shapes is None:
@@ -124,7 +125,8 @@ def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tup
         if len({len(f) for f in folders}) != 1:
             raise AtcError("E30002", reason=f"the input folders hold different numbers of files "
                                             f"{[len(f) for f in folders]}")
-        return [Batch(pathlib.Path(files[0]).stem,
+        # one execution's files at a time (msame's batch mode): a folder of many inputs is never held at once
+        return (Batch(pathlib.Path(files[0]).stem,
                       [load_file(f, io, s) for f, io, s in zip(files, model.inputs, per_shape)])
-                for files in zip(*folders)]
+                for files in zip(*folders))
     return [Batch(None, [load_file(p, io, s) for p, io, s in zip(items, model.inputs, per_shape)])]

@@ -147,3 +147,24 @@ def test_gear_flags_on_a_model_without_gears(om_run, tmp_path):
     for flag, value in (("--dymBatch", "2"), ("--dymHW", "224,224"), ("--dymDims", "x:1,3")):
         code, _, err = om_run("--model", str(om), flag, value)
         assert code == 1 and "E30002" in err and "gears" in err
+
+
+def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monkeypatch):
+    """msame's batch mode streams: each file is read just before its execution, never the whole folder first."""
+    import runner.cli as cli
+    import runner.msame_inputs as mi
+    from tests.conftest import compile_om
+    om = tmp_path / "cnn.om"
+    om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    for k in range(3):
+        RNG.standard_normal((1, 3, 32, 32)).astype(np.float32).tofile(folder / f"img{k}.bin")
+    events = []
+    real_load, real_sim = mi.load_file, cli.simulate
+    monkeypatch.setattr(mi, "load_file", lambda *a: events.append("read") or real_load(*a))
+    monkeypatch.setattr(cli, "simulate", lambda *a, **k: events.append("run") or real_sim(*a, **k))
+    code, out, err = om_run("--model", str(om), "--input", str(folder))
+    assert code == 0, out + err
+    import itertools
+    assert [k for k, _ in itertools.groupby(events)] == ["read", "run"] * 3   # (simulate re-enters itself once)
