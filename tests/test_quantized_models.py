@@ -174,3 +174,47 @@ def test_qdq_segmentation_and_a_dynamically_quantized_vit(tmp_path):
                 outs, _ = Simulation(load_model(str(p))).run([x])
             for g, w in zip(outs, want):
                 assert np.abs(g - w).max() <= tol * np.abs(w).max(), (path.name, mode)
+
+
+def test_a_dynamically_quantized_kv_decoder_generates_the_reference_tokens(tmp_path):
+    """A decoder with a KV cache (tools/kv_decoder.py, static cache), every MatMul dynamically quantized: om-run
+    --generate's greedy tokens equal those of onnx's reference run of the same quantized model, step by step."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from runner.generate import Decoder, decoder_io, generate
+    from tools.kv_decoder import KvShape, build
+    shape = KvShape(layers=1, hidden=32, heads=2, intermediate=48, vocab=64, max_cache=12)
+    src, out = tmp_path / "dec.onnx", tmp_path / "dec_q.onnx"
+    onnx.save(build(shape, "static", seed=5), src)
+    quantize_dynamic(str(src), str(out), weight_type=QuantType.QInt8)
+    q = onnx.load(str(out))
+    assert "MatMulInteger" in {n.op_type for n in q.graph.node}
+    for op in q.opset_import:     # onnx's reference implements DequantizeLinear from opset 19 (same semantics)
+        if op.domain in ("", "ai.onnx"):
+            op.version = max(op.version, 21)
+    q.ir_version = 10
+    n, d = shape.heads, shape.head_dim
+    past = [f"past_key_values.0.{io}" for io in ("key", "value")]
+    dims = ";".join(["input_ids:1,1", "position_ids:1,1", "cache_position:1"] + [f"{p}:1,{n},12,{d}" for p in past])
+    res = atc_py.build(q, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype",
+                           "input_shape": dims})
+    om = tmp_path / "dec_q.om"
+    om.write_bytes(res.om)
+    model = load_model(str(om))
+    decoder = Decoder(model, decoder_io(model, str(om)))
+    sim = Simulation(model)
+    with np.errstate(all="ignore"):
+        got = generate(decoder, [3, 9, 27], 5, sim.run).tokens
+    ref = ReferenceEvaluator(q)
+    names = [i.name for i in q.graph.input]
+    want, cache = [], {p: np.zeros((1, n, 12, d), np.float32) for p in past}
+    ids = [3, 9, 27]
+    for pos in range(3 + 5 - 1):
+        tok = ids[pos] if pos < len(ids) else want[-1]
+        feeds = {"input_ids": np.array([[tok]], np.int64), "position_ids": np.array([[pos]], np.int64),
+                 "cache_position": np.array([pos], np.int64), **cache}
+        outs = dict(zip([o.name for o in q.graph.output], ref.run(None, {k: feeds[k] for k in names})))
+        cache = {p: outs[p.replace("past_key_values", "present")] for p in past}
+        if pos >= len(ids) - 1:
+            want.append(int(np.argmax(outs["logits"][0, -1])))
+    assert got == want
