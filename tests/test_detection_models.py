@@ -2,8 +2,8 @@
 Faster R-CNN exported with box decoding, score thresholds, batched NMS inside an If, top-k and the final Gathers.
 The candidate counts are known only at run time, so the indices of TopK, NonZero and NMS, the If that merges the
 NMS branches, tensors of unknown rank and empty tensors (Faster R-CNN keeps no box here) all have to come out
-right. fp32 builds equal torch's own detections and onnxruntime's; the default (fp16) build runs and gives the
-same output shapes (which boxes survive a threshold in fp16 is the detector's own sensitivity)."""
+right. fp32 builds equal torch's own detections and onnxruntime's; the default (fp16) build finds the same confident
+detections."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +46,16 @@ def test_detectors_with_post_processing_match_torch_in_fp32(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_detectors_run_in_the_default_build(name, tmp_path):
+def test_detectors_in_the_default_build_find_the_same_top_detections(name, tmp_path):
+    """In fp16 the confident detections are torch's: each of the reference's top 4 is among ours with its label, its
+    box within 1 % of the image and its score within 2e-3. Lower ranks whose scores nearly tie may swap places, as
+    they do in torch's own fp16 (autocast) run of these detectors."""
     got, ref = run(name, "force_fp16", tmp_path)
     assert [got[k].shape[1:] for k in ("boxes", "scores", "labels")] == [(4,), (), ()]
-    assert got["boxes"].shape[0] == got["scores"].shape[0] == got["labels"].shape[0] <= max(20, ref["boxes"].shape[0])
+    assert got["boxes"].shape[0] == got["scores"].shape[0] == got["labels"].shape[0]
     assert got["labels"].dtype == np.int64 and np.isfinite(got["scores"]).all()
+    for k in range(min(4, ref["boxes"].shape[0])):
+        match = [j for j in range(min(8, got["boxes"].shape[0]))
+                 if got["labels"][j] == ref["labels"][k] and abs(got["scores"][j] - ref["scores"][k]) <= 2e-3
+                 and np.abs(got["boxes"][j] - ref["boxes"][k]).max() <= 0.64]
+        assert match, (name, k, ref["boxes"][k], ref["scores"][k])
