@@ -198,3 +198,19 @@ def test_deferred_parts_straddling_pieces_digest_as_plain_bytes(workers):
     plain = [b"0123456789", a, b"x" * 7, b]
     lazy = [b"0123456789", Deferred(a.size, lambda: a), b"x" * 7, Deferred(b.size, lambda: b)]
     assert partition_digest(lazy, workers) == partition_digest(plain, workers)
+
+
+def test_the_weights_sit_past_any_feature_map_a_device_can_hold():
+    """A feature map beyond 4 GiB (a 2 GiB input and output) overlapped the weights at 8 GiB, and om-run refused
+    the .om atc-py had written: the weight base is past the largest device memory of every SoC."""
+    import pathlib
+
+    from atc_py.passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE
+    from atc_py.platform import load_soc
+    from runner.limits import DEFAULT_DEVICE_MEMORY
+    import atc_py.platform as platform
+    socs = [p.stem for p in pathlib.Path(platform.__file__).parent.joinpath("data").glob("*.ini")]
+    assert socs
+    for name in socs:
+        memory = load_soc(name).memory_size or DEFAULT_DEVICE_MEMORY
+        assert FEATURE_MAP_BASE + memory <= WEIGHT_BASE, name

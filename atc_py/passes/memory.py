@@ -24,7 +24,9 @@ from .streams import StreamPlan
 
 WEIGHTS_START_OFFSET = 512  # GE kWeightsStartOffset
 FEATURE_MAP_BASE = 0x1_0000_0000   # logical base of the feature map (ModelDef attr task_gen_base_addr)
-WEIGHT_BASE = 0x2_0000_0000        # logical base of the weights (ModelDef attr task_gen_weight_addr)
+# logical base of the weights (ModelDef attr task_gen_weight_addr): past any feature map a device can hold (the
+# largest SoC has 64 GiB), so a feature map beyond 4 GiB never overlaps them (om-run refuses an .om where it does)
+WEIGHT_BASE = FEATURE_MAP_BASE + (64 << 30)
 
 
 @dataclass
