@@ -35,7 +35,6 @@ NOT_IMPLEMENTED = {
     "op_name_map": "a Caffe layer-name to custom-op map",
     "target": "the nano/mini target of an old ATC",
     "allow_hf32": "HF32 for fp32 Conv/MatMul on Ascend910B",
-    "check_report": "the --mode=3 pre-check report file",
     "is_input_adjust_hw_layout": "NC1HWC0 layouts at the model's inputs (with --input_fp16_nodes)",
     "is_output_adjust_hw_layout": "NC1HWC0 layouts at the model's outputs",
     "singleop": "single-operator .om files from a JSON op list",

@@ -151,7 +151,12 @@ def run_mode_0(given, argv, log) -> None:
     global _PROGRESS
     _PROGRESS = Progress(sys.stderr)
     try:
-        result = build_from_flags(given, argv, log, _PROGRESS)
+        try:
+            result = build_from_flags(given, argv, log, _PROGRESS)
+        except AtcError as exc:
+            if exc.code == "E19010":    # the parse failed on op types: ATC writes its pre-check report too
+                _parse_report(given, exc)
+            raise
         out = _output_path(cmdline.value(given, "output"))
         for line in summary_lines(result.summary):
             echo(line)
@@ -190,6 +195,42 @@ def summary_lines(s: dict) -> list[str]:
             f"[INFO] build summary: {s['tiling_sink']}"
             + (f"; static-cache attentions lowered to IncreFlashAttention {s['static_cache_attention']}"
                if s.get("static_cache_attention") else "")]
+
+
+def _parse_report(given, exc: AtcError) -> None:
+    from .precheck import report_path, run_precheck
+    v = lambda n: cmdline.value(given, n)  # noqa: E731
+
+    def build():
+        raise exc
+    try:
+        run_precheck(v("model"), v("framework"), build, v("soc_version"), v("check_report"))
+        echo(f"[INFO] pre-check report {report_path(v('check_report'))}")
+    except (AtcError, OSError):
+        pass     # the build's own error is what the user gets
+
+
+def run_mode_3(given, argv, log) -> None:
+    """Pre-check: every node's verdict in check_result.json (and msit's result.csv); no .om."""
+    from .pipeline import build
+    from .precheck import report_path, run_precheck
+    v = lambda n: cmdline.value(given, n)  # noqa: E731
+    if v("framework") == "-1":
+        raise AtcError("E10007", parameter="framework", support=cmdline.FRAMEWORK_SUPPORT)
+    if not v("soc_version"):
+        raise AtcError("E10054")
+    model = v("model")
+    if not model:
+        raise AtcError("E10004", parameter="model")
+    if not os.path.isfile(model) or not os.access(model, os.R_OK):
+        raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
+    verdicts = run_precheck(model, v("framework"), lambda: build(model, _options(given, argv), log=log),
+                            v("soc_version"), v("check_report"))
+    echo(f"[INFO] pre-check of {verdicts.model}: {len(verdicts.order)} ops, {len(verdicts.order) - verdicts.failed} "
+         f"pass, {verdicts.failed} fail; report {report_path(v('check_report'))}")
+    if verdicts.failed:
+        raise AtcError("E10055", reason=f"the pre-check found {verdicts.failed} unsupported node(s): see "
+                                        f"{report_path(v('check_report'))}")
 
 
 def run_mode_1(given) -> None:
@@ -248,10 +289,12 @@ def run(argv: list[str]) -> int:
             run_mode_0(given, argv, log)
         elif mode == "1":
             run_mode_1(given)
+        elif mode == "3":
+            run_mode_3(given, argv, log)
         elif mode == "6":
             run_mode_6(given)
         else:
-            raise AtcError("E10055", reason=f"--mode={mode} is not supported by atc-py (supported: 0, 1, 6)")
+            raise AtcError("E10055", reason=f"--mode={mode} is not supported by atc-py (supported: 0, 1, 3, 6)")
     except AtcError as exc:
         echo("...")
         echo(FAILURE)

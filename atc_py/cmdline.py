@@ -22,7 +22,7 @@ class Flag:
 
 FLAGS = {f.name: f for f in [
     Flag("mode", "int", "0", "Run mode. 0(default): generate offline model; 1: convert model to JSON format; "
-                             "6: display model info"),
+                             "3: only pre-check; 6: display model info"),
     Flag("model", "str", "", "Model file"),
     Flag("framework", "int", "-1", "Framework type. 3: TensorFlow; 5: Onnx"),
     Flag("input_format", "str", "", "Format of input data. TF: NHWC (default), NCHW, ND, NCDHW, NDHWC; "
@@ -52,6 +52,8 @@ FLAGS = {f.name: f for f in [
     Flag("out_nodes", "str", "", 'Output nodes designated by users. E.g.: "node_name1:0;node_name1:1;node_name2:0"'),
     Flag("om", "str", "", "The model file to be converted to json (mode 1) or displayed (mode 6)"),
     Flag("json", "str", "", "The output json file path&name which is converted from a model"),
+    Flag("check_report", "str", "", "The pre-check report (--mode=3, or a failed parse): default check_result.json "
+                                    "in $ASCEND_WORK_PATH or the current directory"),
     Flag("log", "str", "null", "Generate log with level. Support debug, info, warning, error, null"),
     Flag("tiling_schedule_optimize", "str", "0", "Enable tiling sink. 1: enable; 0(default): disable"),
     Flag("static_model_ops_lower_limit", "str", "", "Minimum node count of a static subgraph; -1: all dynamic"),
