@@ -55,7 +55,6 @@ NOT_IMPLEMENTED = {
     "ac_parallel_enable": "AI CPU ops run in parallel with AI Core ones in dynamic shapes",
     "dump_mode": "the model as JSON with inferred shapes (--mode=1 with --dump_mode=1)",
     "debug_dir": "where operator builds keep their intermediate files",
-    "status_check": "overflow status checks in the model",
     "op_compiler_cache_dir": "the folder of the operator compile cache",
     "op_compiler_cache_mode": "the operator compile cache (enable, disable, force)",
     "mdl_bank_path": "the model tuning bank (AOE results)",

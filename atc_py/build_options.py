@@ -132,7 +132,11 @@ class BuildOptions:
             get("enable_scope_fusion_passes"))
         device = device_id(get("ge.exec.tuneDeviceIds"))
         _log_recorded_only(debug_level, passes, framework, log)
+        status_check = get("ge.status_check", "0")
+        if status_check not in ("0", "1"):
+            raise AtcError("E10006", value=status_check, parameter="status_check")
         recorded = {**recorded, **({"op_debug_level": str(debug_level)} if debug_level else {}),
+                    **({"status_check": "1"} if status_check == "1" else {}),
                     **({"enable_scope_fusion_passes": ",".join(passes)} if passes else {})}
         switches = {**fusion_switches(get("fusion_switch_file"), log),
                     **parse_optimization_switch(get("optimization_switch"))}

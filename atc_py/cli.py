@@ -121,6 +121,7 @@ def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
         "ge.customizeDtypes": v("customize_dtypes"), "ge.bufferOptimize": v("buffer_optimize"),
         "ge.enableSmallChannel": v("enable_small_channel"), "ge.opDebugLevel": v("op_debug_level"),
         "enable_scope_fusion_passes": v("enable_scope_fusion_passes"), "ge.exec.tuneDeviceIds": v("device_id"),
+        "ge.status_check": v("status_check"),
     }
 
 

@@ -86,6 +86,8 @@ FLAGS = {f.name: f for f in [
                                                    "atc-py has none: checked, recorded, warned, not applied"),
     Flag("device_id", "str", "0", "Device ID ATC's tuning uses; atc-py compiles without a device: checked and "
                                   "recorded only"),
+    Flag("status_check", "str", "0", "Overflow check: 1 records it in the .om, and om-run then lists the operators "
+                                     "whose outputs hold inf/NaN while their inputs are finite; 0 (default)"),
     Flag("help", "bool", "false", "Show this help message"),
 ]}
 
@@ -99,9 +101,10 @@ VALUE_RANGE = {
     "buffer_optimize": ["l1_optimize", "l2_optimize", "off_optimize"],
     "enable_small_channel": ["0", "1"],
     "op_debug_level": ["0", "1", "2", "3", "4"],
+    "status_check": ["0", "1"],
 }
 FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
-E10006_FLAGS = {"display_model_info", "disable_reuse_memory", "enable_small_channel"}
+E10006_FLAGS = {"display_model_info", "disable_reuse_memory", "enable_small_channel", "status_check"}
 BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
 ATC_BOOL_FLAGS = {"help", "raw_ge_options_ignore_unsupported"}   # optional argument (getopt_long)
 

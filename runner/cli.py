@@ -30,7 +30,7 @@ from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .sim.warm import warm
 from .sim.profile import RuntimeProfile
-from .sim.report import console, msame_lines, summary_json, write_profile
+from .sim.report import console, msame_lines, overflow_lines, summary_json, write_profile
 from .threads import LoadProbe, thread_budget
 
 
@@ -75,7 +75,7 @@ def _needs_values(model) -> bool:
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
              tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
              max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None, atb=None,
-             max_tasks: int | None = None):
+             max_tasks: int | None = None, check_overflow: bool | None = None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
     runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are).
@@ -83,10 +83,11 @@ def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allo
     if threads is not None:
         with thread_budget(threads):
             return simulate(model, prof, inputs, loop, compute, allow_hazards, tiling_cache, host_threads, shapes,
-                            timed, max_loop_iterations, transfer_bytes, atb=atb, max_tasks=max_tasks)
+                            timed, max_loop_iterations, transfer_bytes, atb=atb, max_tasks=max_tasks,
+                            check_overflow=check_overflow)
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards, tiling_cache=tiling_cache,
                      host_threads=host_threads, max_loop_iterations=max_loop_iterations, atb=atb,
-                     max_tasks=max_tasks)
+                     max_tasks=max_tasks, check_overflow=check_overflow)
     sim.transfer_bytes = transfer_bytes
     warm(sim)   # one-time host work (programs, tilings, threads, scratch) before the first execution, not in it
     loops, outputs, walls = [], None, []
@@ -167,6 +168,9 @@ class OmRunCommand(click.Command):
 @click.option("--max-tasks", "max_tasks", type=click.IntRange(min=1, max=10**12), default=None,
               help="Stop (E30007) when one execution runs more tasks than this (default: 64 per task and op of the "
                    "model, at least 50000): a loop that never ends, or one whose trip count is beyond simulation.")
+@click.option("--check-overflow", "check_overflow", is_flag=True,
+              help="List the operators whose outputs hold inf/NaN while their inputs are finite (fp16 overflow), "
+                   "in execution order; on by default for a model built with atc-py --status_check=1.")
 @click.option("--generate", type=int, default=None, metavar="N",
               help="Greedy decoding of N new tokens with a KV-cache decoder (prompt: --input holding input_ids "
                    "[1, P]); reports TTFT, TPOT and tokens/s, writes tokens.npy to --output.")
@@ -258,11 +262,13 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
         outputs, loops, walls = simulate(model, opts.profile, arrays, opts.loop, opts.compute, opts.allow_hazards,
                                          opts.tiling_cache, opts.host_threads, shapes, timed=True,
                                          max_loop_iterations=opts.max_loop_iterations, transfer_bytes=transfer,
-                                         max_tasks=opts.max_tasks,
+                                         max_tasks=opts.max_tasks, check_overflow=opts.check_overflow,
                                          threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
         for line in msame_lines(loops, walls) + console(loops, opts.host_threads, opts.tiling_cache):
+            click.echo(line)
+        for line in overflow_lines(loops[-1]):
             click.echo(line)
         if opts.summary_path:
             write_atomic(opts.summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)

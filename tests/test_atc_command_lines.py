@@ -233,7 +233,7 @@ def test_auto_tune_mode_says_it_went_with_auto_tune(tmp_path, capsys):
     assert "removed from ATC with Auto Tune in CANN 6.0.1" in out and "AOE" in out
 
 
-@pytest.mark.parametrize("flag", ["--sparsity=1", "--external_weight=1", "--status_check=1",
+@pytest.mark.parametrize("flag", ["--sparsity=1", "--external_weight=1",
                                   "--compress_weight_conf=c.cfg"])
 def test_an_atc_flag_atc_py_lacks_names_itself(tmp_path, capsys, flag):
     assert atc_run(cli_base(tmp_path) + [flag]) == 255

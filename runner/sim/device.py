@@ -29,6 +29,7 @@ from atc_py.ir.graph import TensorDesc
 
 from ..model import desc_from_proto
 from .budget import BudgetExceeded, TaskBudget, default_task_budget
+from .overflow import OverflowCheck, original_names
 from .compute_lane import LaneFailure, lane
 from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
@@ -132,7 +133,7 @@ class DeviceRun:
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
-                 budget: TaskBudget | None = None):
+                 budget: TaskBudget | None = None, overflow: OverflowCheck | None = None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.soc = machine.soc
         self.allow = allow_hazards
@@ -155,6 +156,7 @@ class DeviceRun:
         from ..limits import DEFAULT_MAX_LOOP_ITERATIONS
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.budget = budget or TaskBudget(default_task_budget(len(prog.tasks)))
+        self.overflow = overflow      # --check-overflow: ops whose outputs turn inf/NaN from finite inputs
         self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
         self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
@@ -536,12 +538,12 @@ class DeviceRun:
             return []
         writes = Landing()
         if self.lane is None:
-            self._launch(call, tiling, direct, writes)
+            self._launch(call, tiling, direct, writes, task.id)
         else:
-            self.lane.submit(task, lambda: self._launch(call, tiling, direct, writes))
+            self.lane.submit(task, lambda: self._launch(call, tiling, direct, writes, task.id))
         return writes
 
-    def _launch(self, call: Call, tiling: TilingResult, direct: bool, writes: list) -> None:
+    def _launch(self, call: Call, tiling: TilingResult, direct: bool, writes: list, task_id: int = -1) -> None:
         plan = self._plan(call)
         values: list = [None] * plan.n_inputs
         for i, v in plan.reads:
@@ -549,6 +551,9 @@ class DeviceRun:
         for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
             values[i] = make(v)
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None)
+        if self.overflow is not None:
+            self.overflow.check(task_id + self.id_offset, call.op.name, call.op.type, original_names(call.op),
+                                values, outs)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds
         for dst, arr, d in zip(plan.outs, outs, call.out_descs):

@@ -21,6 +21,7 @@ from ..limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
 from ..model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
 from .atb import VARIABLES as ATB_VARIABLES, AtbHost, AtbSettings
 from .budget import BudgetExceeded, TaskBudget, default_task_budget
+from .overflow import OverflowCheck, original_names
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
@@ -53,6 +54,7 @@ class LoopStats:
     syncs: int = 0
     tiling_cache_hits: int = 0
     setup_cache_hits: int = 0
+    overflow: list = field(default_factory=list)     # OverflowOp, in execution order (--check-overflow)
     records: list[TaskRecord] = field(default_factory=list)
     host_events: list[HostEvent] = field(default_factory=list)
     flows: list = field(default_factory=list)
@@ -106,7 +108,7 @@ class Simulation:
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
                  max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES,
-                 atb: AtbSettings | None = None, max_tasks: int | None = None):
+                 atb: AtbSettings | None = None, max_tasks: int | None = None, check_overflow: bool | None = None):
         """Loads the model as a device would (load()): its programs, and with compute its device memory and
         kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
         device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do. `atb`: ATB's
@@ -138,6 +140,9 @@ class Simulation:
         subs = list(getattr(model, "subs", {}).values())
         static = len(model.tasks) + len(model.ops) + sum(len(s_.ops) for s_ in subs)
         self.max_tasks = max_tasks or default_task_budget(static)
+        # overflow location: asked for (--check-overflow), or recorded by the build (atc-py --status_check=1)
+        self.check_overflow = check_overflow if check_overflow is not None else \
+            getattr(model, "attrs", {}).get("status_check") == "1"
         self.attrs_keys: dict[int, str] = {}     # id(OpDef) -> its attributes as the tiling cache key spells them
         self.load()
 
@@ -200,6 +205,7 @@ class Simulation:
         only, with `shapes` (om-run --dymShape)."""
         self.stats = LoopStats(dram_bytes_per_ns=self.soc.dram_bytes_per_ns)
         self.budget = TaskBudget(self.max_tasks)
+        self.overflow = OverflowCheck() if self.check_overflow and self.compute else None
         self.machine = Machine(self.soc, self.prof, self.l2)
         self.device_free = 0
         self.stage_free = [0, 0, 0]
@@ -226,6 +232,7 @@ class Simulation:
             t = self.host("main", f"D2H {io.name}", t, dur)
             self.stats.d2h_ns += dur
         s = self.stats
+        s.overflow = list(self.overflow.ops) if self.overflow is not None else []
         s.e2e_ns = t
         s.device_ns = _union_ns(s.records)
         s.host_ns = sum(e.end - e.start for e in s.host_events if e.name != "wait")
@@ -279,7 +286,7 @@ class Simulation:
             if io.address is not None:
                 self.l2.invalidate(io.address, io.address + max(io.desc.nbytes, 1))
         run = DeviceRun(prog, self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records),
-                        max_loop_iterations=self.max_loops, budget=self.budget)
+                        max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow)
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -546,6 +553,8 @@ class Simulation:
                          tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
         self.stats.records.append(rec)
         outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
+        if self.overflow is not None:
+            self.overflow.check(rec.task, op.name, op.type, original_names(op), args, outs)
         if spec.shape_from_compute:   # the host reads the real output shapes back before the next InferShape
             self.stage_free[0] = self.sync(f"{op.name} output shape", c_end, 8 * sum(len(o.shape) for o in outs))
             out_descs = [TensorDesc(tuple(o.shape), d.dtype, d.format, d.origin_format) for d, o in zip(out_descs, outs)]

@@ -98,6 +98,7 @@ def summary_json(loops: list[LoopStats], model_name: str, soc: str) -> dict:
         "utilisation": {k: round(v, 6) for k, v in last.utilisation().items()},
         "host_time_us": {k: us(v) for k, v in where_time_goes(last)[0].items()},
         "device_time_by_op_type_us": {k: us(v) for k, v in where_time_goes(last)[1].items()},
+        **({"overflow_ops": [o.as_dict() for o in last.overflow]} if last.overflow else {}),
     }
 
 
@@ -184,3 +185,17 @@ def step_timeline(steps) -> str:
                     us(s.device_ns), st.tasks, st.setup_cache_hits, st.tiling_cache_hits])
         t += s.e2e_ns
     return buf.getvalue()
+
+
+def overflow_lines(s: LoopStats) -> list[str]:
+    """--check-overflow: the operators whose outputs went inf/NaN from finite inputs, the first one flagged."""
+    if not s.overflow:
+        return []
+    lines = [f"[SIM] overflow: {len(s.overflow)} operator(s) turned finite inputs into inf/NaN (execution order)"]
+    for k, o in enumerate(s.overflow[:20]):
+        mark = "first" if k == 0 else "     "
+        src = ", ".join(o.original_names[:4]) + (" ..." if len(o.original_names) > 4 else "")
+        lines.append(f"[SIM]   {mark} task {o.task} {o.op_name} ({o.op_type}), outputs {o.outputs}; from {src}")
+    if len(s.overflow) > 20:
+        lines.append(f"[SIM]   ... {len(s.overflow) - 20} more in --summary-json's overflow_ops")
+    return lines

@@ -1,0 +1,63 @@
+"""fp16 overflow location: atc-py --status_check=1 records the check, om-run (--check-overflow, or by default for such
+a model) lists in execution order the operators whose outputs hold inf/NaN while their inputs are finite — the op
+where a value left fp16's range, not the ones that inherit it — with the framework ops it covers."""
+import json
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+X = (np.arange(32, dtype=np.float32).reshape(4, 8) * 10)   # x * 1000 passes 65504 from x = 70 on
+
+
+def model(path):
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"], name="scale_up"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
+             helper.make_node("Add", ["b", "one"], ["y"], name="add_one")]
+    g = helper.make_graph(nodes, "ovf", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+                          [numpy_helper.from_array(np.array(1000.0, np.float32), "k"),
+                           numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return path
+
+
+def test_status_check_builds_locate_the_first_overflowing_op(atc, om_run, tmp_path):
+    src = model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", X)
+    code, out, err = atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1",
+                         "--status_check=1", "--optimization_switch=autofuse:off")
+    assert code == 0, out + err
+    code, out, err = om_run(str(tmp_path / "m.om"), "--input", str(tmp_path / "x.npy"), "--summary-json",
+                            str(tmp_path / "s.json"))
+    assert code == 0, out + err
+    assert "first task" in out and "scale_up (Mul)" in out
+    ops = json.loads((tmp_path / "s.json").read_text())["overflow_ops"]
+    assert [o["op_name"] for o in ops] == ["scale_up"]          # relu and add_one only inherit the inf
+    assert ops[0]["original_names"] == ["scale_up"] and ops[0]["outputs"] == [0]
+
+
+def test_a_fused_kernel_names_its_framework_ops_and_fp32_has_none(atc, om_run, tmp_path):
+    src = model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", X)
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'f'}", "--soc_version=Ascend910B1")[0] == 0
+    code, out, err = om_run(str(tmp_path / "f.om"), "--input", str(tmp_path / "x.npy"), "--check-overflow",
+                            "--summary-json", str(tmp_path / "f.json"))
+    assert code == 0, out + err
+    ops = json.loads((tmp_path / "f.json").read_text())["overflow_ops"]
+    assert len(ops) == 1 and ops[0]["op_type"] == "AscBackend"
+    assert {"scale_up", "relu", "add_one"} <= set(ops[0]["original_names"])
+    code, out, err = om_run(str(tmp_path / "f.om"), "--input", str(tmp_path / "x.npy"))   # not asked: not checked
+    assert code == 0 and "overflow" not in out
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'w'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32", "--status_check=1")[0] == 0
+    code, out, err = om_run(str(tmp_path / "w.om"), "--input", str(tmp_path / "x.npy"), "--summary-json",
+                            str(tmp_path / "w.json"))
+    assert code == 0 and "overflow" not in out and "overflow_ops" not in json.loads((tmp_path / "w.json").read_text())
+
+
+def test_status_check_takes_0_or_1(atc, tmp_path):
+    src = model(tmp_path / "m.onnx")
+    code, out, err = atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1",
+                         "--status_check=2")
+    assert code != 0 and "E10006" in out + err
