@@ -102,7 +102,7 @@ def _ir_name(name: str) -> str:
 
 def engines_of(graph, verdicts: Verdicts) -> None:
     """Each original node's engine from the compiled graph: its own IR node, or the fused node that lists it."""
-    from .autofuse.fusion import ORIGIN_NAMES
+    from .ir.graph import ORIGIN_NAMES
     owner: dict[str, tuple[str, str, str]] = {}
     for node in graph.nodes:
         if node.op_type in ("Data", "Const", "NetOutput"):
@@ -116,6 +116,8 @@ def engines_of(graph, verdicts: Verdicts) -> None:
             prefix = _ir_name(n)
             hit = next((v for k, v in owner.items() if k.startswith(prefix + "_")), None)
         verdicts.engine[n] = hit if hit is not None else ("", "", "")
+        if hit is not None and hit[1] not in (n, _ir_name(n)) and not hit[1].startswith(_ir_name(n) + "_"):
+            verdicts.notes[n] = f"fused into {hit[1]} ({hit[2]})"
         if hit is None:
             verdicts.notes[n] = "no kernel of its own: fused into a neighbouring op or folded by a graph pass"
 

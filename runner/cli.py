@@ -75,7 +75,7 @@ def _needs_values(model) -> bool:
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
              tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
              max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None, atb=None,
-             max_tasks: int | None = None, check_overflow: bool | None = None):
+             max_tasks: int | None = None, check_overflow: bool | None = None, dumper=None):
     """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
     Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
     runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are).
@@ -84,10 +84,10 @@ def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allo
         with thread_budget(threads):
             return simulate(model, prof, inputs, loop, compute, allow_hazards, tiling_cache, host_threads, shapes,
                             timed, max_loop_iterations, transfer_bytes, atb=atb, max_tasks=max_tasks,
-                            check_overflow=check_overflow)
+                            check_overflow=check_overflow, dumper=dumper)
     sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards, tiling_cache=tiling_cache,
                      host_threads=host_threads, max_loop_iterations=max_loop_iterations, atb=atb,
-                     max_tasks=max_tasks, check_overflow=check_overflow)
+                     max_tasks=max_tasks, check_overflow=check_overflow, dumper=dumper)
     sim.transfer_bytes = transfer_bytes
     warm(sim)   # one-time host work (programs, tilings, threads, scratch) before the first execution, not in it
     loops, outputs, walls = [], None, []
@@ -168,6 +168,10 @@ class OmRunCommand(click.Command):
 @click.option("--max-tasks", "max_tasks", type=click.IntRange(min=1, max=10**12), default=None,
               help="Stop (E30007) when one execution runs more tasks than this (default: 64 per task and op of the "
                    "model, at least 50000): a loop that never ends, or one whose trip count is beyond simulation.")
+@click.option("--dump", "dump_dir", help="Dump every operator's outputs as .npy (CANN's file names) into this folder, "
+                                         "with dump_index.json.")
+@click.option("--acl_json", "--acl-json", "acl_json", help="ACL's acl.json: its dump section (dump_path, dump_list "
+                                                           "of model/op names, dump_mode input/output/all).")
 @click.option("--check-overflow", "check_overflow", is_flag=True,
               help="List the operators whose outputs hold inf/NaN while their inputs are finite (fp16 overflow), "
                    "in execution order; on by default for a model built with atc-py --status_check=1.")
@@ -245,6 +249,13 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
     threads = opts.threads or (probe.idle_cores() if probe else None)
     if threads is not None:
         click.echo(f"[INFO] threads: {threads}" + ("" if opts.threads else " (the idle cores om-run may use)"))
+    dumper = None
+    if opts.dump is not None:
+        from .sim.dump import Dumper
+        dumper = Dumper(opts.dump)
+        names = {op.name for op in model.ops.values()} | {op.name for sub in getattr(model, "subs", {}).values()
+                                                          for op in sub.ops.values()}
+        dumper.start(model.name, names)
     ok = True
     for batch in batches:
         arrays, transfer = batch.arrays, None
@@ -263,6 +274,7 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
                                          opts.tiling_cache, opts.host_threads, shapes, timed=True,
                                          max_loop_iterations=opts.max_loop_iterations, transfer_bytes=transfer,
                                          max_tasks=opts.max_tasks, check_overflow=opts.check_overflow,
+                                         dumper=dumper,
                                          threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
@@ -270,6 +282,8 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
             click.echo(line)
         for line in overflow_lines(loops[-1]):
             click.echo(line)
+        if dumper is not None:
+            click.echo(f"[INFO] wrote {len(dumper.index)} dump file(s) and {dumper.finish()}")
         if opts.summary_path:
             write_atomic(opts.summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
                                              + "\n").encode())

@@ -78,12 +78,14 @@ class RunOptions:
     generate: int | None = None        # --generate N: a greedy decode loop of N new tokens (generate.py)
     max_tasks: int | None = None       # --max-tasks: executed tasks per execution (None: from the model, budget.py)
     check_overflow: bool | None = None  # --check-overflow (None: as the build recorded, atc-py --status_check)
+    dump: object | None = None         # --dump DIR / --acl_json: a sim.dump.DumpConfig
 
 
 def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
                 sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
                 max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims,
-                threads, generate=None, max_tasks=None, check_overflow=False) -> RunOptions:
+                threads, generate=None, max_tasks=None, check_overflow=False, dump_dir=None,
+                acl_json=None) -> RunOptions:
     """RunOptions from click's values (which already hold click's types and ranges)."""
     return RunOptions(
         model_path=model_path(model_arg, model_opt), inputs=parse_inputs(input_spec), output_dir=output_dir or None,
@@ -94,7 +96,17 @@ def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, s
         max_loop_iterations=max_loop_iterations, verify=not no_verify, device=device,
         output_size=parse_output_size(output_size), dym_shape=parse_named_shapes("--dymShape", dym_shape, 12),
         gear=parse_gear(dym_batch, dym_hw, dym_dims), generate=generate, max_tasks=max_tasks,
-        check_overflow=True if check_overflow else None)
+        check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json))
+
+
+def dump_config(dump_dir: str | None, acl_json: str | None):
+    """--dump DIR (every operator's outputs) or --acl_json (ACL's dump section); not both."""
+    from .sim.dump import DumpConfig, read_acl_json
+    if dump_dir and acl_json:
+        raise _bad("--dump and --acl_json both say where to dump: give one")
+    if acl_json:
+        return read_acl_json(acl_json)
+    return DumpConfig(dump_dir) if dump_dir else None
 
 
 def model_path(model_arg: str | None, model_opt: str | None) -> str:

@@ -55,7 +55,7 @@ def test_a_supported_model_gets_each_nodes_engine_and_no_om(atc, tmp_path, monke
     rows = {r["ori_op_name"]: r for r in csv.DictReader(open(tmp_path / "work" / "result.csv"))}
     assert rows["conv1"]["op_type"] == "Conv2D" and rows["conv1"]["engine"] == "AICORE"
     assert rows["fc"]["op_type"] == "MatMulV2"
-    assert "fused" in rows["bn1"]["details"]            # folded into the convolution: no kernel of its own
+    assert rows["bn1"]["op_name"] == "conv1" and "fused into conv1" in rows["bn1"]["details"]   # BN folded into it
     assert not list(tmp_path.rglob("*.om"))
 
 

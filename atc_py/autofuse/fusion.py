@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import AtcError
-from ..ir.graph import Graph, Node, Value
+from ..ir.graph import ORIGIN_NAMES, Graph, Node, Value
 from . import ascir
 from .build import HintBuilder, is_scalar_const
 from .fused import FusedGraph, Member
@@ -31,7 +31,6 @@ from .lowering import RULES
 from .schedule import Nest, schedule
 
 MAX_GROUP_OPS = 48
-ORIGIN_NAMES = "_datadump_original_op_names"   # GE's attribute for the ops a fused node replaces
 
 
 @dataclass
@@ -206,7 +205,7 @@ def autofuse(graph: Graph) -> FuseStats:
         modes = [n.attrs["_precision_mode"] for n in members if "_precision_mode" in n.attrs]
         attrs = {**_private(last), **({"_precision_mode": modes[-1]} if modes else {}), "ascgraph": hint,
                  "ascgraph_impl": impl,
-                 ORIGIN_NAMES: [n.name for n in members]}
+                 ORIGIN_NAMES: list(dict.fromkeys(x for n in members for x in n.attrs.get(ORIGIN_NAMES, [n.name])))}
         graph._names.discard(name)
         new = graph.add_node(name, "AscBackend", [moved.get(id(v), v) for v in ins], [v.desc for v in outs], attrs)
         new.meta = dict(last.meta)

@@ -127,6 +127,19 @@ class Node:
         return f"Node({self.name}: {self.op_type})"
 
 
+ORIGIN_NAMES = "_datadump_original_op_names"   # GE's attribute: the source ops a node stands for (dumps, compare)
+
+
+def absorb(survivor: Node, *gone: Node) -> None:
+    """`survivor` now computes what `gone` did (a fusion, a fold into it): it carries their original names too."""
+    names = list(survivor.attrs.get(ORIGIN_NAMES, [survivor.name]))
+    for g in gone:
+        for n in g.attrs.get(ORIGIN_NAMES, [g.name]):
+            if n not in names:
+                names.append(n)
+    survivor.attrs[ORIGIN_NAMES] = names
+
+
 class Graph:
     """Ordered nodes; Data nodes (attr `index`) are inputs, the single NetOutput node collects outputs."""
 

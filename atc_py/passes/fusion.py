@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Node, TensorDesc, Value
+from ..ir.graph import Graph, Node, TensorDesc, Value, absorb
 from .const_jobs import ConstJobs, deferred, reader
 
 
@@ -120,6 +120,7 @@ def bn_conv_fold(graph: Graph, jobs: ConstJobs | None = None) -> int:
         graph.set_input(conv, 1, new_w)
         _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), new_b))
         graph.replace_all_uses(bn.outputs[0], conv.outputs[0])
+        absorb(conv, bn)
         graph.remove_node(bn)
         changed += 1
     if own:
@@ -178,6 +179,7 @@ def scale_conv_fold(graph: Graph) -> int:
             last = add
         _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bn_bias"), bias.astype(w.desc.dtype)))
         graph.replace_all_uses(last.outputs[0], out)
+        absorb(conv, *([mul, add] if last is add else [mul]))
         for n in ([mul, add] if last is add else [mul]):
             graph.detach(n)
             gone.append(n)
@@ -196,6 +198,7 @@ def matmul_bias(graph: Graph) -> int:
         _set_bias(graph, mm, graph.add_const(graph.unique_name(f"{mm.name}_bias"),
                                              c.data.reshape(n).astype(mm_out.desc.dtype)))
         graph.replace_all_uses(add.outputs[0], mm_out)
+        absorb(mm_out.producer, add)
         graph.remove_node(add)
         changed += 1
     return changed
@@ -217,6 +220,7 @@ def relu_fusion(graph: Graph) -> int:
             continue
         op.attrs["fused_relu"] = True
         graph.replace_all_uses(relu.outputs[0], op.outputs[0])
+        absorb(op, relu)
         graph.detach(relu)
         gone.append(relu)
     graph.remove_nodes(gone)
@@ -245,6 +249,7 @@ def conv_add_fusion(graph: Graph) -> int:
             if add.attrs.get("fused_relu"):
                 conv.attrs["fused_relu"] = True
             graph.replace_all_uses(add.outputs[0], conv_out)
+            absorb(conv_out.producer, add)
             graph.detach(add)
             fused.append(add)
             break
@@ -267,6 +272,7 @@ def conv_bias(graph: Graph) -> int:
             bias = (old.data.astype(out.desc.dtype) + bias).astype(out.desc.dtype)
         _set_bias(graph, conv, graph.add_const(graph.unique_name(f"{conv.name}_bias"), bias))
         graph.replace_all_uses(add.outputs[0], out)
+        absorb(out.producer, add)
         graph.remove_node(add)
         changed += 1
     return changed

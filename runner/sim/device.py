@@ -133,7 +133,7 @@ class DeviceRun:
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
-                 budget: TaskBudget | None = None, overflow: OverflowCheck | None = None):
+                 budget: TaskBudget | None = None, overflow: OverflowCheck | None = None, dumper=None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.soc = machine.soc
         self.allow = allow_hazards
@@ -157,6 +157,7 @@ class DeviceRun:
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         self.budget = budget or TaskBudget(default_task_budget(len(prog.tasks)))
         self.overflow = overflow      # --check-overflow: ops whose outputs turn inf/NaN from finite inputs
+        self.dumper = dumper          # --dump / --acl_json (dump.py)
         self.entries: dict = {}                # ("label", id) / ("stream", id) -> times entered
         self.jump: dict[int, tuple[int, int]] = {}   # task id -> (stream, position) it moves to when it ends
         self.inline_tasks = 0   # kernels kick ran to their end without the event queue (tests: the path is taken)
@@ -530,20 +531,23 @@ class DeviceRun:
             plan = call.plan = plan_call(call, self.mem)
         return plan
 
-    def _compute(self, task: SimTask, call: Call, tiling: TilingResult, direct: bool = False) -> list:
+    def _compute(self, task: SimTask, call: Call, tiling: TilingResult, direct: bool = False, start: int = 0) -> list:
         """The kernel's outputs to land when it ends. direct: nothing can run before it ends (kick's inline
         path), so a kernel may write its outputs where they land now (KernelArgs.out); those need no landing.
         On the compute lane the list is filled there, before anything queued after it runs."""
         if self.mem is None:
             return []
         writes = Landing()
+        where = (task.id, task.stream, start)
         if self.lane is None:
-            self._launch(call, tiling, direct, writes, task.id)
+            self._launch(call, tiling, direct, writes, where)
         else:
-            self.lane.submit(task, lambda: self._launch(call, tiling, direct, writes, task.id))
+            self.lane.submit(task, lambda: self._launch(call, tiling, direct, writes, where))
         return writes
 
-    def _launch(self, call: Call, tiling: TilingResult, direct: bool, writes: list, task_id: int = -1) -> None:
+    def _launch(self, call: Call, tiling: TilingResult, direct: bool, writes: list,
+                where: tuple = (-1, 0, 0)) -> None:
+        task_id, stream, start = where
         plan = self._plan(call)
         values: list = [None] * plan.n_inputs
         for i, v in plan.reads:
@@ -554,6 +558,9 @@ class DeviceRun:
         if self.overflow is not None:
             self.overflow.check(task_id + self.id_offset, call.op.name, call.op.type, original_names(call.op),
                                 values, outs)
+        if self.dumper is not None and self.dumper.wants(call.op.name, original_names(call.op)):
+            self.dumper.dump(call.op.type, call.op.name, task_id + self.id_offset, stream, start // 1000,
+                             original_names(call.op), values, outs, call.out_descs)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds
         for dst, arr, d in zip(plan.outs, outs, call.out_descs):
@@ -581,7 +588,8 @@ class DeviceRun:
                 raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
             if self.mem is not None:
                 tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
-                writes = self._compute(task, call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline)
+                writes = self._compute(task, call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline,
+                                       start=start)
         job = self._job(call, task.core_type, bd)
         rec = self.record(task, t, -1, -1, bd, task.core_type)
         if inline:
@@ -625,7 +633,7 @@ class DeviceRun:
                 bd = tiling.block_dim
             else:
                 tiling, bd = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim
-            self.land(task, self._compute(task, call, tiling))   # members run back to back inside the kernel
+            self.land(task, self._compute(task, call, tiling, start=time))   # members run back to back
             job = self._job(call, get_op(call.op.type).core_type, bd)
             jobs.append(job)
             if k == 0:

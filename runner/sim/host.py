@@ -108,7 +108,8 @@ class Simulation:
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
                  max_loop_iterations: int | None = None, widen_cache_bytes: int = WIDEN_CACHE_BYTES,
-                 atb: AtbSettings | None = None, max_tasks: int | None = None, check_overflow: bool | None = None):
+                 atb: AtbSettings | None = None, max_tasks: int | None = None, check_overflow: bool | None = None,
+                 dumper=None):
         """Loads the model as a device would (load()): its programs, and with compute its device memory and
         kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
         device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do. `atb`: ATB's
@@ -140,6 +141,7 @@ class Simulation:
         subs = list(getattr(model, "subs", {}).values())
         static = len(model.tasks) + len(model.ops) + sum(len(s_.ops) for s_ in subs)
         self.max_tasks = max_tasks or default_task_budget(static)
+        self.dumper = dumper if compute else None    # --dump / --acl_json (dump.py)
         # overflow location: asked for (--check-overflow), or recorded by the build (atc-py --status_check=1)
         self.check_overflow = check_overflow if check_overflow is not None else \
             getattr(model, "attrs", {}).get("status_check") == "1"
@@ -286,7 +288,8 @@ class Simulation:
             if io.address is not None:
                 self.l2.invalidate(io.address, io.address + max(io.desc.nbytes, 1))
         run = DeviceRun(prog, self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records),
-                        max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow)
+                        max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow,
+                        dumper=self.dumper)
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -555,6 +558,8 @@ class Simulation:
         outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
         if self.overflow is not None:
             self.overflow.check(rec.task, op.name, op.type, original_names(op), args, outs)
+        if self.dumper is not None and self.dumper.wants(op.name, original_names(op)):
+            self.dumper.dump(op.type, op.name, rec.task, 0, s // 1000, original_names(op), args, outs, out_descs)
         if spec.shape_from_compute:   # the host reads the real output shapes back before the next InferShape
             self.stage_free[0] = self.sync(f"{op.name} output shape", c_end, 8 * sum(len(o.shape) for o in outs))
             out_descs = [TensorDesc(tuple(o.shape), d.dtype, d.format, d.origin_format) for d, o in zip(out_descs, outs)]
