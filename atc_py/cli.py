@@ -204,9 +204,13 @@ def _parse_report(given, exc: AtcError) -> None:
 
     def build():
         raise exc
+    # only when asked for (--check_report or ASCEND_WORK_PATH): a failed build leaves nothing behind by default
+    if not v("check_report") and not os.environ.get("ASCEND_WORK_PATH"):
+        return
+    where = v("check_report")
     try:
-        run_precheck(v("model"), v("framework"), build, v("soc_version"), v("check_report"))
-        echo(f"[INFO] pre-check report {report_path(v('check_report'))}")
+        run_precheck(v("model"), v("framework"), build, v("soc_version"), where)
+        echo(f"[INFO] pre-check report {report_path(where)}")
     except (AtcError, OSError):
         pass     # the build's own error is what the user gets
 
