@@ -30,7 +30,8 @@ from .sim.execute import check_inputs
 from .sim.host import Simulation
 from .sim.warm import warm
 from .sim.profile import RuntimeProfile
-from .sim.report import console, msame_lines, overflow_lines, summary_json, write_profile
+from .sim.report import (ais_bench_lines, ais_bench_summary, console, msame_lines, overflow_lines, summary_json,
+                         write_profile)
 from .threads import LoadProbe, thread_budget
 
 
@@ -172,6 +173,15 @@ class OmRunCommand(click.Command):
                                          "with dump_index.json.")
 @click.option("--acl_json", "--acl-json", "acl_json", help="ACL's acl.json: its dump section (dump_path, dump_list "
                                                            "of model/op names, dump_mode input/output/all).")
+@click.option("--batchsize", type=click.IntRange(min=1, max=1 << 20), default=None,
+              help="ais_bench: the batch size its throughput line counts (default: the first input's first dim).")
+@click.option("--warmup_count", "--warmup-count", "warmup_count", type=click.IntRange(min=0, max=1000), default=0,
+              show_default=True, help="ais_bench: executions run before the timed ones (left out of every figure).")
+@click.option("--output_dirname", "--output-dirname", "output_dirname",
+              help="ais_bench: write the outputs under --output/<this> (one folder name).")
+@click.option("--auto_set_dymdims_mode", "--auto-set-dymdims-mode", "auto_set_dymdims_mode",
+              type=click.IntRange(0, 1), default=0, show_default=True,
+              help="ais_bench: choose the dims gear from the inputs' shapes (om-run does so whenever inputs are given).")
 @click.option("--check-overflow", "check_overflow", is_flag=True,
               help="List the operators whose outputs hold inf/NaN while their inputs are finite (fp16 overflow), "
                    "in execution order; on by default for a model built with atc-py --status_check=1.")
@@ -270,7 +280,8 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
             check_inputs(model, arrays)
         if batch.stem:
             click.echo(f"[INFO] start to process file: {batch.stem}")
-        outputs, loops, walls = simulate(model, opts.profile, arrays, opts.loop, opts.compute, opts.allow_hazards,
+        outputs, loops, walls = simulate(model, opts.profile, arrays, opts.loop + opts.warmup_count, opts.compute,
+                                         opts.allow_hazards,
                                          opts.tiling_cache, opts.host_threads, shapes, timed=True,
                                          max_loop_iterations=opts.max_loop_iterations, transfer_bytes=transfer,
                                          max_tasks=opts.max_tasks, check_overflow=opts.check_overflow,
@@ -278,15 +289,21 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
                                          threads=threads)
         if gears is not None and outputs is not None:
             outputs = gears.gear_outputs(g, outputs)
+        if opts.warmup_count:    # ais_bench: the warm-up executions are in no figure
+            loops, walls = loops[opts.warmup_count:], walls[opts.warmup_count:]
         for line in msame_lines(loops, walls) + console(loops, opts.host_threads, opts.tiling_cache):
+            click.echo(line)
+        bsize = opts.batchsize or (int(arrays[0].shape[0]) if arrays and getattr(arrays[0], "ndim", 0) else 1)
+        bench = ais_bench_summary(loops, bsize)
+        for line in ais_bench_lines(bench):
             click.echo(line)
         for line in overflow_lines(loops[-1]):
             click.echo(line)
         if dumper is not None:
             click.echo(f"[INFO] wrote {len(dumper.index)} dump file(s) and {dumper.finish()}")
         if opts.summary_path:
-            write_atomic(opts.summary_path, (json.dumps(summary_json(loops, model.name, model.soc_version), indent=1)
-                                             + "\n").encode())
+            write_atomic(opts.summary_path, (json.dumps({**summary_json(loops, model.name, model.soc_version),
+                                                         "ais_bench": bench}, indent=1) + "\n").encode())
             click.echo(f"[INFO] wrote {opts.summary_path}")
         if opts.profile_dir:
             make_output_dir(opts.profile_dir, "--profile")
@@ -300,7 +317,8 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
             click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
                        f"max {a.max():.6g} mean {a.mean():.6g}")
         if opts.output_dir:
-            for p in write_outputs(user, outputs, opts.output_dir, opts.outfmt, batch.stem):
+            out_dir = os.path.join(opts.output_dir, opts.output_dirname) if opts.output_dirname else opts.output_dir
+            for p in write_outputs(user, outputs, out_dir, opts.outfmt, batch.stem):
                 click.echo(f"[INFO] wrote {p}")
             click.echo("[INFO] output data success")
         if opts.expected:

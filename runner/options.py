@@ -79,13 +79,17 @@ class RunOptions:
     max_tasks: int | None = None       # --max-tasks: executed tasks per execution (None: from the model, budget.py)
     check_overflow: bool | None = None  # --check-overflow (None: as the build recorded, atc-py --status_check)
     dump: object | None = None         # --dump DIR / --acl_json: a sim.dump.DumpConfig
+    batchsize: int | None = None       # ais_bench --batchsize (throughput; None: the first input's first dim)
+    warmup_count: int = 0              # ais_bench --warmup_count: executions before the timed ones
+    output_dirname: str | None = None  # ais_bench --output_dirname: outputs under --output/<this>
 
 
 def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
                 sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
                 max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims,
                 threads, generate=None, max_tasks=None, check_overflow=False, dump_dir=None,
-                acl_json=None) -> RunOptions:
+                acl_json=None, batchsize=None, warmup_count=0, output_dirname=None,
+                auto_set_dymdims_mode=0) -> RunOptions:
     """RunOptions from click's values (which already hold click's types and ranges)."""
     return RunOptions(
         model_path=model_path(model_arg, model_opt), inputs=parse_inputs(input_spec), output_dir=output_dir or None,
@@ -96,7 +100,19 @@ def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, s
         max_loop_iterations=max_loop_iterations, verify=not no_verify, device=device,
         output_size=parse_output_size(output_size), dym_shape=parse_named_shapes("--dymShape", dym_shape, 12),
         gear=parse_gear(dym_batch, dym_hw, dym_dims), generate=generate, max_tasks=max_tasks,
-        check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json))
+        check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json),
+        batchsize=batchsize, warmup_count=warmup_count, output_dirname=output_dirname_of(output_dirname, output_dir))
+
+
+def output_dirname_of(name: str | None, output_dir: str | None) -> str | None:
+    """ais_bench --output_dirname: one folder name under --output (no path of its own)."""
+    if not name:
+        return None
+    if not output_dir:
+        raise _bad("--output_dirname names a folder under --output: give --output too")
+    if name in (".", "..") or "/" in name or "\\" in name or len(name) > 255:
+        raise _bad(f"--output_dirname {name!r} must be one folder name")
+    return name
 
 
 def dump_config(dump_dir: str | None, acl_json: str | None):

@@ -199,3 +199,36 @@ def overflow_lines(s: LoopStats) -> list[str]:
     if len(s.overflow) > 20:
         lines.append(f"[SIM]   ... {len(s.overflow) - 20} more in --summary-json's overflow_ops")
     return lines
+
+
+def _stats_ms(values: list[float]) -> dict:
+    v = sorted(values)
+    pct = v[min(len(v) - 1, int(round(0.99 * (len(v) - 1))))]
+    return {"min": v[0], "max": v[-1], "mean": sum(v) / len(v), "median": statistics.median(v), "percentile_99": pct}
+
+
+def ais_bench_summary(loops: list[LoopStats], batchsize: int) -> dict:
+    """ais_bench's performance summary from the simulated executions: NPU_compute_time is the model's execution
+    on the device (end to end less the input and output copies), H2D / D2H the copies' latencies, throughput
+    1000 * batchsize / mean NPU_compute_time."""
+    compute = [(s.e2e_ns - s.h2d_ns - s.d2h_ns) / 1e6 for s in loops]
+    out = {"NPU_compute_time_ms": _stats_ms(compute), "H2D_latency_ms": _stats_ms([s.h2d_ns / 1e6 for s in loops]),
+           "D2H_latency_ms": _stats_ms([s.d2h_ns / 1e6 for s in loops]), "batchsize": batchsize}
+    mean = out["NPU_compute_time_ms"]["mean"]
+    out["throughput"] = 1000.0 * batchsize / mean if mean > 0 else 0.0
+    return out
+
+
+def ais_bench_lines(summary: dict) -> list[str]:
+    """The block ais_bench prints, with the simulated figures (so a device's line can be put beside it)."""
+    def line(name, s):
+        return (f"[INFO] {name} (ms): min = {s['min']:.4f}, max = {s['max']:.4f}, mean = {s['mean']:.4f}, "
+                f"median = {s['median']:.4f}, percentile(99%) = {s['percentile_99']:.4f}")
+    c = summary["NPU_compute_time_ms"]
+    return ["[INFO] -----------------Performance Summary------------------",
+            line("H2D_latency", summary["H2D_latency_ms"]),
+            line("NPU_compute_time", c),
+            line("D2H_latency", summary["D2H_latency_ms"]),
+            f"[INFO] throughput 1000*batchsize.mean({summary['batchsize']})/NPU_compute_time.mean({c['mean']:.4f}): "
+            f"{summary['throughput']:.4f}",
+            "[INFO] ------------------------------------------------------"]
