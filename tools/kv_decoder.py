@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tools.onnx_nodes import NodeList
+
 MASK_MIN = float(np.finfo(np.float32).min)   # what exporters fill masked scores with
 
 
@@ -90,19 +92,8 @@ def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0):
         consts["head_index"] = np.stack([np.zeros(n, np.int64), np.arange(n, dtype=np.int64)], axis=1)
         consts["index_cols"] = np.array([n, 1], np.int64)
         consts["update_shape"] = np.array([n, d], np.int64)
-    nodes = []
-
-    def node(op, ins, name, **attrs):
-        out = f"{name}_output_0"
-        nodes.append(helper.make_node(op, ins, [out], name=name, **attrs))
-        return out
-
-    def rms_norm(x, weight, scope):
-        mean = node("ReduceMean", [node("Pow", [x, "pow_two"], f"{scope}/Pow")], f"{scope}/ReduceMean",
-                    axes=[-1], keepdims=1)
-        inv = node("Reciprocal", [node("Sqrt", [node("Add", [mean, "rms_eps"], f"{scope}/Add")], f"{scope}/Sqrt")],
-                   f"{scope}/Reciprocal")
-        return node("Mul", [weight, node("Mul", [x, inv], f"{scope}/Mul")], f"{scope}/Mul_1")
+    built = NodeList()
+    nodes, node, rms_norm = built.nodes, built.node, built.rms_norm
 
     # the additive mask [batch, 1, seq, keys]: key j is seen by the token at position p when j <= p (and, growing,
     # when attention_mask[j] is 1)

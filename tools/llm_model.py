@@ -25,6 +25,11 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+try:
+    from tools.onnx_nodes import NodeList
+except ImportError:        # run as a script: python tools/llm_model.py
+    from onnx_nodes import NodeList
+
 EXTERNAL_MIN_BYTES = 1024     # onnx.save_model's size_threshold: smaller tensors stay inside the model
 ALIGN = 64
 POOL = 1 << 22                # random values every tensor is cut from (16 MiB of float32)
@@ -129,21 +134,8 @@ def _graph(shape: LlmShape, inits: dict):
     from onnx import TensorProto, helper
     seq = shape.seq
     elem = TensorProto.FLOAT16 if shape.dtype == "float16" else TensorProto.FLOAT
-    nodes = []
-
-    def node(op, ins, name, **attrs):
-        out = f"{name}_output_0"
-        nodes.append(helper.make_node(op, ins, [out], name=name, **attrs))
-        return out
-
-    def rms_norm(x, weight, scope):
-        sq = node("Pow", [x, "pow_two"], f"{scope}/Pow")
-        mean = node("ReduceMean", [sq], f"{scope}/ReduceMean", axes=[-1], keepdims=1)
-        var = node("Add", [mean, "rms_eps"], f"{scope}/Add")
-        std = node("Sqrt", [var], f"{scope}/Sqrt")
-        inv = node("Reciprocal", [std], f"{scope}/Reciprocal")
-        normed = node("Mul", [x, inv], f"{scope}/Mul")
-        return node("Mul", [weight, normed], f"{scope}/Mul_1")
+    built = NodeList()
+    nodes, node, rms_norm = built.nodes, built.node, built.rms_norm
 
     x = node("Gather", ["model.embed_tokens.weight", "input_ids"], "/model/embed_tokens/Gather")
     for k in range(shape.layers):
