@@ -76,11 +76,14 @@ def main() -> None:
               help="Dask with --scheduler: workers read the sweep's files at the same paths (default: ship them).")
 @click.option("--connect-timeout", type=float, default=10.0, show_default=True,
               help="Seconds to wait for the Dask scheduler and its first worker.")
+@click.option("--max-points", type=click.IntRange(min=1),
+              help="Refuse a sweep of more points (models x grid) before expanding it [default: the sweep file's "
+                   "run.max_points, else 100000].")
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Previous results.parquet to compare in the report.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @_guard
 def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_failed, shared_fs, connect_timeout,
-        baseline, no_report):
+        max_points, baseline, no_report):
     """Run SWEEP_FILE (YAML or TOML): every model x grid point is compiled, simulated and recorded."""
     from .spec import load_spec
     from .sweep import run_sweep
@@ -95,7 +98,7 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
                                                            "the local engine or the LocalCluster")
     if shared_fs is not None and not scheduler:
         raise AtcError("E40011", option="--shared-fs/--ship-files", reason="needs --engine dask --scheduler")
-    spec = load_spec(sweep_file)
+    spec = load_spec(sweep_file, max_points)
     if baseline:
         from .table import read_results
         read_results(baseline)                  # a bad baseline is refused before the sweep, not after
