@@ -115,7 +115,7 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
     if not no_report:
         from .report import write_report
         path = pathlib.Path(out_dir) / "report.html"
-        write_report(outcome.paths[0], path, baseline)
+        write_report(outcome.paths[0], path, baseline, in_output_folder=True)
         click.echo(f"[INFO] wrote {path}")
 
 

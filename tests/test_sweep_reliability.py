@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 import time
 
@@ -145,3 +146,152 @@ def test_a_sweep_file_that_is_not_utf8_is_refused(tmp_path):
 
 def _records(out) -> dict[str, dict]:
     return {p.stem: json.loads(p.read_text()) for p in sorted((out / "jobs").glob("*.json"))}
+
+
+# -- files planted in the output folder ---------------------------------------------------------------------------
+
+TWO_POINTS = {"models": [CNN], "grid": {"soc_version": SOCS[:2]}, "run": {"compute": False}}
+
+
+@pytest.fixture
+def swept(tmp_path):
+    """A finished sweep of two jobs, its folder and records, and a folder outside it that nothing may touch."""
+    sweep = write_sweep(tmp_path, TWO_POINTS)
+    out = tmp_path / "r"
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "2 jobs run" in stdout, stderr
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    return sweep, out, _records(out), outside
+
+
+def _forged(rec: dict, key: str) -> dict:
+    """A record claiming what the job never measured, with a digest computed the way the store does."""
+    from om_sweep.store import record_digest
+    fake = {**rec, "e2e_us": 0.5, "tasks": 1}
+    fake["digest"] = record_digest(key, fake)
+    return fake
+
+
+def test_a_symlinked_record_is_not_reused_and_is_replaced(swept):
+    sweep, out, recs, outside = swept
+    key = sorted(recs)[0]
+    forged = outside / "forged.json"
+    forged.write_text(json.dumps(_forged(recs[key], key)))
+    before = forged.read_bytes()
+    (out / "jobs" / f"{key}.json").unlink()
+    os.symlink(forged, out / "jobs" / f"{key}.json")
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "1 jobs run, 1 reused" in stdout, stderr
+    assert f"[WARNING] om-sweep: ignored the stored record jobs/{key}.json: it is a symbolic link; its job runs " \
+           "again" in stderr
+    assert {r["e2e_us"] for r in table(out)} != {0.5} and 0.5 not in {r["e2e_us"] for r in table(out)}
+    assert not os.path.islink(out / "jobs" / f"{key}.json") and forged.read_bytes() == before
+    assert _records(out)[key] == recs[key] or _records(out)[key]["e2e_us"] == recs[key]["e2e_us"]
+
+
+def test_a_dangling_record_symlink_writes_nothing_outside(swept):
+    sweep, out, recs, outside = swept
+    key = sorted(recs)[1]
+    (out / "jobs" / f"{key}.json").unlink()
+    os.symlink(outside / "escaped.json", out / "jobs" / f"{key}.json")
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "1 jobs run, 1 reused" in stdout, stderr
+    assert not os.path.lexists(outside / "escaped.json") and list(outside.iterdir()) == []
+    assert not os.path.islink(out / "jobs" / f"{key}.json") and _records(out)[key]["status"] == "ok"
+
+
+@pytest.mark.parametrize("edit", ["value", "key", "digest", "no digest"])
+def test_an_edited_or_misfiled_record_is_not_reused(swept, edit):
+    sweep, out, recs, _ = swept
+    first, second = sorted(recs)
+    path = out / "jobs" / f"{first}.json"
+    rec = dict(recs[first])
+    if edit == "value":
+        rec["e2e_us"] = 0.5                                    # digest left as it was
+    elif edit == "key":
+        rec = _forged(recs[second], second)                    # another job's (valid) record under this name
+    elif edit == "digest":
+        rec["digest"] = "0" * 64
+    else:
+        del rec["digest"]                                      # a record of an om-sweep without digests
+    path.write_text(json.dumps(rec))
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "1 jobs run, 1 reused" in stdout, stderr
+    reason = {"value": "its digest does not match its content (edited or forged)",
+              "key": "it is the record of another job", "digest": "its digest does not match",
+              "no digest": "it is not a complete record of this om-sweep"}[edit]
+    assert f"ignored the stored record jobs/{first}.json: {reason}" in stderr, stderr
+    assert 0.5 not in {r["e2e_us"] for r in table(out)} and _records(out)[first]["e2e_us"] == recs[first]["e2e_us"]
+
+
+def test_a_planted_fifo_record_is_ignored_without_blocking_and_never_replaced(swept):
+    sweep, out, recs, _ = swept
+    fifo = out / "jobs" / f"{sorted(recs)[0]}.json"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    code, stdout, stderr = _run_with_deadline(["run", sweep, "-o", out, "--no-report"])
+    assert f"jobs/{fifo.name}: it is not a regular file" in stderr
+    # saving the rerun's record there is one E13004 line (a FIFO is refused, as everywhere)
+    errors = [line for line in stderr.splitlines() if line.startswith("[ERROR]")]
+    assert code == 1 and "Traceback" not in stderr and len(errors) == 1, stderr
+    assert errors[0].startswith("[ERROR] E13004: Failed to write file") and "it is a FIFO" in errors[0]
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    fifo.unlink()
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "1 jobs run, 1 reused" in stdout, stderr
+
+
+def test_a_huge_record_is_ignored_without_reading_it(swept):
+    from om_sweep.store import MAX_RECORD_BYTES
+    sweep, out, recs, _ = swept
+    key = sorted(recs)[1]
+    with open(out / "jobs" / f"{key}.json", "ab") as f:
+        f.truncate(MAX_RECORD_BYTES + 10)
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and "1 jobs run, 1 reused" in stdout, stderr
+    assert f"jobs/{key}.json: it holds more than 1 MiB" in stderr
+    assert _records(out)[key]["e2e_us"] == recs[key]["e2e_us"]
+
+
+def test_the_more_ignored_records_the_fewer_lines(tmp_path):
+    from om_sweep.sweep import warn_ignored
+    import io
+    stream = io.StringIO()
+    warn_ignored([f"jobs/{i}.json: why" for i in range(8)], stream)
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 6 and lines[-1] == "[WARNING] om-sweep: ignored 3 more stored records; their jobs run again"
+
+
+def test_a_symlinked_jobs_folder_is_refused(tmp_path):
+    sweep = write_sweep(tmp_path, TWO_POINTS)
+    out, outside = tmp_path / "r", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    os.symlink(outside, out / "jobs")
+    code, _, stderr = om_sweep("run", sweep, "-o", out)
+    line = _one_error_line(code, stderr, "[ERROR] E40010: Cannot write")
+    assert "jobs: it is a symbolic link" in line
+    assert list(outside.iterdir()) == [] and sorted(p.name for p in out.iterdir()) == ["jobs"]
+
+
+@pytest.mark.parametrize("name", ["results.csv", "results.parquet", "report.html"])
+def test_a_symlinked_table_or_report_is_replaced_not_written_through(tmp_path, name):
+    sweep = write_sweep(tmp_path, TWO_POINTS)
+    out = tmp_path / "r"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep\n")
+    os.symlink(victim, out / name)
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out)
+    assert code == 0, stderr
+    assert victim.read_text() == "keep\n" and not os.path.islink(out / name) and (out / name).stat().st_size > 100
+    assert len(table(out)) == 2
+
+
+def test_om_sweep_report_still_writes_through_a_link_the_user_names(swept):
+    _, out, _, outside = swept
+    os.symlink(outside / "report.html", out / "mine.html")
+    code, _, stderr = om_sweep("report", out / "results.parquet", "-o", out / "mine.html")
+    assert code == 0, stderr
+    assert os.path.islink(out / "mine.html") and (outside / "report.html").read_text().startswith("<!DOCTYPE html>")
