@@ -76,6 +76,9 @@ def main() -> None:
               help="Dask with --scheduler: workers read the sweep's files at the same paths (default: ship them).")
 @click.option("--connect-timeout", type=float, default=10.0, show_default=True,
               help="Seconds to wait for the Dask scheduler and its first worker.")
+@click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Dask: seconds the cluster may have no worker before the sweep fails (E40012); finished records "
+                   "are kept.")
 @click.option("--max-points", type=click.IntRange(min=1),
               help="Refuse a sweep of more points (models x grid) before expanding it [default: the sweep file's "
                    "run.max_points, else 100000].")
@@ -83,7 +86,7 @@ def main() -> None:
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @_guard
 def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_failed, shared_fs, connect_timeout,
-        max_points, baseline, no_report):
+        worker_timeout, max_points, baseline, no_report):
     """Run SWEEP_FILE (YAML or TOML): every model x grid point is compiled, simulated and recorded."""
     from .spec import load_spec
     from .sweep import run_sweep
@@ -102,7 +105,7 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
     if baseline:
         from .table import read_results
         read_results(baseline)                  # a bad baseline is refused before the sweep, not after
-    eng = _engine(engine, scheduler, workers, connect_timeout, shared_fs)
+    eng = _engine(engine, scheduler, workers, connect_timeout, shared_fs, worker_timeout)
     with eng:
         outcome = run_sweep(spec, out_dir, eng, compute=False if no_compute else None, rerun_failed=rerun_failed)
     counts = outcome.statuses()
@@ -119,12 +122,13 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
         click.echo(f"[INFO] wrote {path}")
 
 
-def _engine(name, scheduler, workers, connect_timeout, shared_fs):
+def _engine(name, scheduler, workers, connect_timeout, shared_fs, worker_timeout):
     if name == "local":
         from .engines.local import LocalEngine
         return LocalEngine(workers)
     from .engines.dask import DaskEngine
-    return DaskEngine(scheduler, workers, connect_timeout, ship_files=None if shared_fs is None else not shared_fs)
+    return DaskEngine(scheduler, workers, connect_timeout, ship_files=None if shared_fs is None else not shared_fs,
+                      worker_timeout=worker_timeout)
 
 
 @main.command()
