@@ -161,7 +161,7 @@ def _kind(value) -> str:
 
 
 def load_document(path: pathlib.Path):
-    """The parsed file: YAML (safe loader: plain data only) or TOML by suffix."""
+    """The parsed file: YAML (a safe loader: plain data only) or TOML by suffix."""
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise AtcError("E40001", path=str(path), field="(file)", reason="the sweep file must be .yaml, .yml or .toml")
@@ -179,8 +179,9 @@ def load_document(path: pathlib.Path):
         import yaml
     except ImportError:
         raise AtcError("E40008", package="pyyaml") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's: ~6x faster on a large file
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
