@@ -146,7 +146,7 @@ def make_plan(spec: SweepSpec, tool_version: str, compute: bool | None = None) -
     """compute=False forces --no-compute on every point (the command line's --no-compute)."""
     grid_keys = list(spec.grid)
     files = [_model_files(spec, entry) for entry in spec.models]
-    check_points(spec, sum(len(f) for f in files), "model files")     # globs expanded, the grid not yet
+    check_points(spec.path, spec.grid, spec.run.max_points, sum(len(f) for f in files), "model files")
     combos = [tuple(zip(grid_keys, values)) for values in itertools.product(*spec.grid.values())]
     digests = _Digests()
     points: list[Point] = []

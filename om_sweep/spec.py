@@ -237,14 +237,13 @@ def count_points(grid: dict[str, list[str]], models: int) -> int:
     return models * math.prod(len(v) for v in grid.values())
 
 
-def check_points(spec: "SweepSpec", models: int, what: str) -> None:
-    """Refuse a sweep of more points than spec.run.max_points before its grid is expanded (a grid of 7 keys of
-    25 values is 6e9 points: gigabytes of plan before the first job)."""
-    points = count_points(spec.grid, models)
-    limit = spec.run.max_points
+def check_points(path: pathlib.Path, grid: dict[str, list[str]], limit: int, models: int, what: str) -> None:
+    """Refuse a sweep of more than `limit` points before its grid is expanded (a grid of 7 keys of 25 values is
+    6e9 points: gigabytes of plan before the first job)."""
+    points = count_points(grid, models)
     if points > limit:
-        sizes = " x ".join(str(len(v)) for v in spec.grid.values()) or "1"
-        raise AtcError("E40001", path=str(spec.path), field="grid",
+        sizes = " x ".join(str(len(v)) for v in grid.values()) or "1"
+        raise AtcError("E40001", path=str(path), field="grid",
                        reason=f"{models} {what} x {sizes} grid values = {points:,} points, more than the limit of "
                               f"{limit:,} (raise it with run.max_points or om-sweep run --max-points)")
 
@@ -264,7 +263,7 @@ def parse_spec(doc, path: pathlib.Path, max_points: int | None = None) -> SweepS
     models_doc = top["models"]
     if not isinstance(models_doc, list) or not models_doc:
         raise c.fail("models", f"must be a non-empty list, got {_kind(models_doc)}")
-    check_points(SweepSpec(path, base, [], grid, run), len(models_doc), "model entries")   # each gives >= 1 file
+    check_points(path, grid, run.max_points, len(models_doc), "model entries")    # each gives >= 1 file
     models = [_model(c, f"models[{i}]", m, grid, run) for i, m in enumerate(models_doc)]
     for m in models:
         if "soc_version" not in grid and "soc_version" not in m.flags:

@@ -278,11 +278,12 @@ def _task_failed(fut, result, job: Job) -> dict:
 @contextlib.contextmanager
 def _quiet_logs():
     """Dask's own log lines off while the engine shuts down: om-sweep has said what happened in one line."""
+    before = logging.root.manager.disable
     logging.disable(logging.CRITICAL)      # Dask's loggers each have their own level and handler
     try:
         yield
     finally:
-        logging.disable(logging.NOTSET)
+        logging.disable(before)
 
 
 def _reason(exc: BaseException) -> str:
