@@ -57,10 +57,10 @@ llm-decode: venv
 fidelity: venv
 	$(PY) -m bench.fidelity --docs
 
-# the fuzz campaign: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag; totals in out/fuzz.json
+# the fuzz campaign: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag, the om-sweep cases; totals in out/fuzz.json
 fuzz: venv
 	mkdir -p out
-	OPENBLAS_NUM_THREADS=1 $(PY) -m tools.fuzz --om 12000 --models 3000 --flags --seed 1 --json out/fuzz.json
+	OPENBLAS_NUM_THREADS=1 $(PY) -m tools.fuzz --om 12000 --models 3000 --flags --sweep --seed 1 --json out/fuzz.json
 
 # conformance: every ONNX node case (atc-py + om-run next to onnxruntime) and the onnx package's data suites
 conformance: venv

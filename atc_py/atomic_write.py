@@ -7,6 +7,10 @@
 * A character device (/dev/null, a terminal) is written through, never replaced by a regular file.
 * A FIFO, a socket, a block device or a folder is refused with a clear error.
 Every failure is E13004 (GE's "Failed to write file %s. Reason: %s.").
+
+A file a tool names itself inside its output folder (om-run's outputs and profile, om-sweep's records and
+tables) is written with write_in_folder: a symlink planted at that name is replaced by the new file, never
+followed, so nothing outside the folder is written through it.
 """
 from __future__ import annotations
 
@@ -35,29 +39,41 @@ def _writer(data: Any, progress=None) -> Callable:
     return lambda f: f.write(data)
 
 
-def _write_through(target: str, data: Any, path, progress=None) -> None:
+def _write_through(target: str, data: Any, path, progress=None, follow_links: bool = True) -> None:
     """A character device: written in order (an image that cannot seek there writes its header first)."""
+    flags = os.O_WRONLY | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        with open(target, "wb", buffering=0) as f:
+        with open(os.open(target, flags), "wb", buffering=0) as f:
             _writer(data, progress)(f)
     except OSError as exc:
         raise _fail(path, exc.strerror or str(exc)) from None
 
 
-def write_atomic(path, data: Any, progress=None) -> None:
-    """`progress` (atc_py/progress.py) is told the bytes an image writes."""
-    path = pathlib.Path(path)
-    target = os.path.realpath(path)
+def _existing(target: str, path, follow_links: bool) -> os.stat_result | None:
+    """What is at the target now; a symlink not to be followed counts as nothing (the rename replaces it)."""
     try:
-        st = os.stat(target)
+        st = os.stat(target) if follow_links else os.lstat(target)
     except FileNotFoundError:
-        st = None
+        return None
     except OSError as exc:
         raise _fail(path, exc.strerror or str(exc)) from None
+    return None if stat.S_ISLNK(st.st_mode) else st
+
+
+def write_in_folder(path, data: Any, progress=None) -> None:
+    """A file the tool names inside its own output folder: a planted symlink there is replaced, not followed."""
+    write_atomic(path, data, progress, follow_links=False)
+
+
+def write_atomic(path, data: Any, progress=None, follow_links: bool = True) -> None:
+    """`progress` (atc_py/progress.py) is told the bytes an image writes. follow_links=False: see write_in_folder."""
+    path = pathlib.Path(path)
+    target = os.path.realpath(path) if follow_links else os.path.abspath(path)
+    st = _existing(target, path, follow_links)
     mode = 0o666 & ~_UMASK
     if st is not None:
         if stat.S_ISCHR(st.st_mode):
-            _write_through(target, data, path, progress)
+            _write_through(target, data, path, progress, follow_links)
             return
         if stat.S_ISDIR(st.st_mode):
             raise _fail(path, "it is a directory")

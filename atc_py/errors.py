@@ -86,6 +86,7 @@ TEMPLATES: dict[str, str] = {
     "E40009": "Cannot read results file {path}: {reason}",
     "E40010": "Cannot write {path}: {reason}",
     "E40011": "Invalid option {option}: {reason}",
+    "E40012": "The Dask cluster {address} has had no worker for {seconds} s: {reason}",
 }
 
 

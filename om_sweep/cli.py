@@ -76,11 +76,17 @@ def main() -> None:
               help="Dask with --scheduler: workers read the sweep's files at the same paths (default: ship them).")
 @click.option("--connect-timeout", type=float, default=10.0, show_default=True,
               help="Seconds to wait for the Dask scheduler and its first worker.")
+@click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True,
+              help="Dask: seconds the cluster may have no worker before the sweep fails (E40012); finished records "
+                   "are kept.")
+@click.option("--max-points", type=click.IntRange(min=1),
+              help="Refuse a sweep of more points (models x grid) before expanding it [default: the sweep file's "
+                   "run.max_points, else 100000].")
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Previous results.parquet to compare in the report.")
 @click.option("--no-report", is_flag=True, help="Do not write report.html.")
 @_guard
 def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_failed, shared_fs, connect_timeout,
-        baseline, no_report):
+        worker_timeout, max_points, baseline, no_report):
     """Run SWEEP_FILE (YAML or TOML): every model x grid point is compiled, simulated and recorded."""
     from .spec import load_spec
     from .sweep import run_sweep
@@ -95,11 +101,11 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
                                                            "the local engine or the LocalCluster")
     if shared_fs is not None and not scheduler:
         raise AtcError("E40011", option="--shared-fs/--ship-files", reason="needs --engine dask --scheduler")
-    spec = load_spec(sweep_file)
+    spec = load_spec(sweep_file, max_points)
     if baseline:
         from .table import read_results
         read_results(baseline)                  # a bad baseline is refused before the sweep, not after
-    eng = _engine(engine, scheduler, workers, connect_timeout, shared_fs)
+    eng = _engine(engine, scheduler, workers, connect_timeout, shared_fs, worker_timeout)
     with eng:
         outcome = run_sweep(spec, out_dir, eng, compute=False if no_compute else None, rerun_failed=rerun_failed)
     counts = outcome.statuses()
@@ -112,16 +118,17 @@ def run(sweep_file, out_dir, engine, scheduler, workers, no_compute, rerun_faile
     if not no_report:
         from .report import write_report
         path = pathlib.Path(out_dir) / "report.html"
-        write_report(outcome.paths[0], path, baseline)
+        write_report(outcome.paths[0], path, baseline, in_output_folder=True)
         click.echo(f"[INFO] wrote {path}")
 
 
-def _engine(name, scheduler, workers, connect_timeout, shared_fs):
+def _engine(name, scheduler, workers, connect_timeout, shared_fs, worker_timeout):
     if name == "local":
         from .engines.local import LocalEngine
         return LocalEngine(workers)
     from .engines.dask import DaskEngine
-    return DaskEngine(scheduler, workers, connect_timeout, ship_files=None if shared_fs is None else not shared_fs)
+    return DaskEngine(scheduler, workers, connect_timeout, ship_files=None if shared_fs is None else not shared_fs,
+                      worker_timeout=worker_timeout)
 
 
 @main.command()

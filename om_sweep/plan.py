@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from atc_py.errors import AtcError
 from atc_py.plugins import plugin_paths
 
-from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, is_atb
+from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, check_points, is_atb
 
 
 @dataclass(frozen=True)
@@ -145,12 +145,14 @@ def parse_command_line(options: str) -> dict[str, str]:
 def make_plan(spec: SweepSpec, tool_version: str, compute: bool | None = None) -> Plan:
     """compute=False forces --no-compute on every point (the command line's --no-compute)."""
     grid_keys = list(spec.grid)
+    files = [_model_files(spec, entry) for entry in spec.models]
+    check_points(spec.path, spec.grid, spec.run.max_points, sum(len(f) for f in files), "model files")
     combos = [tuple(zip(grid_keys, values)) for values in itertools.product(*spec.grid.values())]
     digests = _Digests()
     points: list[Point] = []
-    for entry in spec.models:
+    for entry, model_files in zip(spec.models, files):
         numeric = entry.compute if compute is None else (compute and entry.compute)
-        for model_path in _model_files(spec, entry):
+        for model_path in model_files:
             framework = entry.framework or FRAMEWORK_BY_SUFFIX.get(model_path.suffix.lower())
             if framework is None:
                 raise AtcError("E40001", path=str(spec.path), field=f"{entry.field}.framework",

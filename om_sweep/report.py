@@ -13,7 +13,7 @@ import pathlib
 from collections import Counter
 from html import escape
 
-from atc_py.atomic_write import write_atomic
+from atc_py.atomic_write import write_atomic, write_in_folder
 from atc_py.errors import AtcError
 
 from .plan import parse_command_line
@@ -290,7 +290,9 @@ def render(rows: list[dict], grid_keys: list[str], source: str, base_rows: list[
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def write_report(results, out, baseline=None) -> None:
+def write_report(results, out, baseline=None, in_output_folder: bool = False) -> None:
+    """in_output_folder: `om-sweep run` names the file in its own folder, so a symlink there is replaced;
+    a path the user gives (`om-sweep report -o`) is written as atc-py writes its outputs (a link is followed)."""
     rows, grid_keys = read_results(results)
     base_rows = read_results(baseline)[0] if baseline else None
     html = render(rows, grid_keys, str(results), base_rows, str(baseline or ""))
@@ -298,6 +300,6 @@ def write_report(results, out, baseline=None) -> None:
     if not out.parent.is_dir():
         raise AtcError("E40010", path=str(out), reason="the folder does not exist")
     try:
-        write_atomic(out, html.encode("utf-8"))
+        (write_in_folder if in_output_folder else write_atomic)(out, html.encode("utf-8"))
     except OSError as exc:
         raise AtcError("E40010", path=str(out), reason=exc.strerror or str(exc)) from None

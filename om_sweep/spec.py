@@ -9,8 +9,12 @@ the simulated host, checked here with ATB's own ranges and given to each job's S
 """
 from __future__ import annotations
 
+import math
+import os
 import pathlib
-from dataclasses import dataclass, field
+import stat
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from atc_py import cmdline
 from atc_py.errors import AtcError
@@ -29,8 +33,10 @@ ATB_KEYS = (*ATB_VARIABLES, *ATB_ALIASES)        # grid keys that set ATB's host
 MODEL_KEYS = ("path", "framework", "flags", "inputs", "expected", "rtol", "atol", "compute", "time_limit_s",
               "memory_limit_mb", "generate")
 RUN_KEYS = ("compute", "loop", "seed", "rtol", "atol", "time_limit_s", "memory_limit_mb", "retries", "sim_config",
-            "generate")
+            "generate", "max_points")
 TOP_KEYS = ("models", "grid", "run")
+MAX_SWEEP_FILE_BYTES = 16 << 20     # a sweep file is a few KiB; a zoo of thousands of entries stays far below
+DEFAULT_MAX_POINTS = 100_000        # points of a sweep (models x grid); run.max_points / --max-points raise it
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class RunSettings:
     retries: int = 2                # re-runs of a job whose process crashed
     sim_config: str | None = None   # om-run --sim-config, resolved path
     generate: int | None = None     # om-run --generate N for every model (a model entry's value wins)
+    max_points: int = DEFAULT_MAX_POINTS   # refuse a sweep of more points before expanding its grid
 
 
 @dataclass(frozen=True)
@@ -154,14 +161,11 @@ def _kind(value) -> str:
 
 
 def load_document(path: pathlib.Path):
-    """The parsed file: YAML (safe loader: plain data only) or TOML by suffix."""
+    """The parsed file: YAML (a safe loader: plain data only) or TOML by suffix."""
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise AtcError("E40001", path=str(path), field="(file)", reason="the sweep file must be .yaml, .yml or .toml")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AtcError("E40002", path=str(path), reason=getattr(exc, "strerror", None) or str(exc)) from None
+    text = read_sweep_text(path)
     if suffix == ".toml":
         try:
             import tomllib
@@ -175,8 +179,9 @@ def load_document(path: pathlib.Path):
         import yaml
     except ImportError:
         raise AtcError("E40008", package="pyyaml") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's: ~6x faster on a large file
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -184,24 +189,81 @@ def load_document(path: pathlib.Path):
         raise AtcError("E40002", path=str(path), reason=f"YAML syntax error{where}: {problem}") from None
 
 
-def load_spec(path) -> SweepSpec:
+def _unreadable(path: pathlib.Path, reason: str) -> AtcError:
+    return AtcError("E40002", path=str(path), reason=reason)
+
+
+def _regular_size(path: pathlib.Path, st: os.stat_result) -> int:
+    """A FIFO would block the read, /dev/zero never ends, a huge file fills memory: only a regular file of sane size."""
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
+            "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a special file"
+        raise _unreadable(path, f"it is {kind}, not a regular file")
+    if st.st_size > MAX_SWEEP_FILE_BYTES:
+        raise _unreadable(path, f"it holds {st.st_size} bytes; a sweep file may hold at most "
+                                f"{MAX_SWEEP_FILE_BYTES >> 20} MiB")
+    return st.st_size
+
+
+def read_sweep_text(path: pathlib.Path) -> str:
+    """The file's text, checked by stat before it is opened and by fstat after (it may be swapped in between)."""
+    try:
+        _regular_size(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            _regular_size(path, os.fstat(f.fileno()))
+            data = f.read(MAX_SWEEP_FILE_BYTES + 1)
+    except OSError as exc:
+        raise _unreadable(path, exc.strerror or str(exc)) from None
+    if len(data) > MAX_SWEEP_FILE_BYTES:
+        raise _unreadable(path, f"it grew past {MAX_SWEEP_FILE_BYTES >> 20} MiB while read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _unreadable(path, str(exc)) from None
+
+
+def load_spec(path, max_points: int | None = None) -> SweepSpec:
+    """max_points: the command line's --max-points, over the file's run.max_points."""
     path = pathlib.Path(path)
-    return parse_spec(load_document(path), path)
+    return parse_spec(load_document(path), path, max_points)
 
 
-def parse_spec(doc, path: pathlib.Path) -> SweepSpec:
+def count_points(grid: dict[str, list[str]], models: int) -> int:
+    """Points of `models` model files x the grid, counted without expanding it."""
+    return models * math.prod(len(v) for v in grid.values())
+
+
+def check_points(path: pathlib.Path, grid: dict[str, list[str]], limit: int, models: int, what: str) -> None:
+    """Refuse a sweep of more than `limit` points before its grid is expanded (a grid of 7 keys of 25 values is
+    6e9 points: gigabytes of plan before the first job)."""
+    points = count_points(grid, models)
+    if points > limit:
+        sizes = " x ".join(str(len(v)) for v in grid.values()) or "1"
+        raise AtcError("E40001", path=str(path), field="grid",
+                       reason=f"{models} {what} x {sizes} grid values = {points:,} points, more than the limit of "
+                              f"{limit:,} (raise it with run.max_points or om-sweep run --max-points)")
+
+
+def parse_spec(doc, path: pathlib.Path, max_points: int | None = None) -> SweepSpec:
     c = _Checker(path)
     base = path.resolve().parent
     if doc is None:
         raise c.fail("(file)", "the file is empty; it needs at least `models:`")
     top = c.mapping("", doc, TOP_KEYS)
     run = _run_settings(c, top.get("run", {}), base)
+    if max_points is not None:
+        run = replace(run, max_points=max_points)
     grid = _grid(c, top.get("grid", {}))
     if "models" not in top:
         raise c.fail("models", "is required: a list of models (path, framework, ...)")
     models_doc = top["models"]
     if not isinstance(models_doc, list) or not models_doc:
         raise c.fail("models", f"must be a non-empty list, got {_kind(models_doc)}")
+    check_points(path, grid, run.max_points, len(models_doc), "model entries")    # each gives >= 1 file
     models = [_model(c, f"models[{i}]", m, grid, run) for i, m in enumerate(models_doc)]
     for m in models:
         if "soc_version" not in grid and "soc_version" not in m.flags:
@@ -231,6 +293,8 @@ def _run_settings(c: _Checker, doc, base: pathlib.Path) -> RunSettings:
         kw["sim_config"] = str(sim)
     if "generate" in d:
         kw["generate"] = c.number("run.generate", d["generate"], 1, integer=True)
+    if "max_points" in d:
+        kw["max_points"] = c.number("run.max_points", d["max_points"], 1, integer=True)
     return RunSettings(**kw)
 
 
@@ -258,7 +322,7 @@ def _grid(c: _Checker, doc) -> dict[str, list[str]]:
             raise c.fail(where, "must list at least one value")
         vals = [c.atb_value(f"{where}[{i}]", name, v) if atb else c.flag_value(f"{where}[{i}]", v)
                 for i, v in enumerate(values)]
-        dup = sorted({v for v in vals if vals.count(v) > 1})
+        dup = sorted(v for v, n in Counter(vals).items() if n > 1)     # linear: a grid key may list many values
         if dup:
             raise c.fail(where, f"value {dup[0]!r} is listed twice")
         grid[name] = vals

@@ -3,6 +3,7 @@ each record as it arrives), then write the table. The Python API behind `om-swee
 from __future__ import annotations
 
 import pathlib
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -27,9 +28,22 @@ class SweepOutcome:
         return Counter(r["status"] for r in self.rows)
 
 
+SHOWN_IGNORED = 5                # warnings naming an ignored record; past them, one line counts the rest
+
+
+def warn_ignored(ignored: list[str], stream) -> None:
+    """Say which stored records were not trusted (their jobs run again), a few by name and the rest counted."""
+    for what in ignored[:SHOWN_IGNORED]:
+        print(f"[WARNING] om-sweep: ignored the stored record {what}; its job runs again", file=stream)
+    if len(ignored) > SHOWN_IGNORED:
+        print(f"[WARNING] om-sweep: ignored {len(ignored) - SHOWN_IGNORED} more stored records; their jobs run again",
+              file=stream)
+
+
 def run_sweep(spec: SweepSpec, out_dir, engine: Engine, compute: bool | None = None, rerun_failed: bool = False,
               progress_stream=None, on_record=None) -> SweepOutcome:
-    """on_record(job, record): called after each record is stored (tests use it to interrupt a sweep)."""
+    """on_record(job, record): called after each record is stored (tests use it to interrupt a sweep).
+    Warnings go to progress_stream (default stderr)."""
     out_dir = pathlib.Path(out_dir)
     version = tool_version()
     plan = make_plan(spec, version, compute)
@@ -43,6 +57,7 @@ def run_sweep(spec: SweepSpec, out_dir, engine: Engine, compute: bool | None = N
             todo.append(job)
         else:
             records[job.key] = rec
+    warn_ignored(store.ignored, progress_stream if progress_stream is not None else sys.stderr)
     progress = Progress(len(todo), len(records), engine.name, stream=progress_stream)
 
     def arrived(job, rec):

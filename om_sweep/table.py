@@ -1,12 +1,12 @@
 """The results table: one row per point, fixed typed columns, sorted by a stable key; written as Parquet
-(pyarrow) and CSV atomically, and read back (for the report) with its columns checked.
+(pyarrow) and CSV atomically (never through a symlink planted in the output folder), and read back (for the report) with its columns checked.
 """
 from __future__ import annotations
 
 import io
 import pathlib
 
-from atc_py.atomic_write import write_atomic
+from atc_py.atomic_write import write_in_folder
 from atc_py.errors import AtcError
 
 from .job import GENERATION_FIELDS, RESULT_FIELDS
@@ -78,7 +78,7 @@ def write_results(out_dir: pathlib.Path, rows: list[dict], grid_keys: list[str])
         writer(table, buf)
         path = pathlib.Path(out_dir) / name
         try:
-            write_atomic(path, buf.getvalue())
+            write_in_folder(path, buf.getvalue())     # a symlink planted at results.csv is replaced
         except OSError as exc:
             raise AtcError("E40010", path=str(path), reason=exc.strerror or str(exc)) from None
         paths.append(path)

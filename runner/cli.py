@@ -10,7 +10,7 @@ from collections import Counter
 import click
 import numpy as np
 
-from atc_py.atomic_write import make_output_dir, write_atomic
+from atc_py.atomic_write import make_output_dir, write_atomic, write_in_folder
 from atc_py.om.task_types import TASK_TYPE_NAMES
 from atc_py.errors import AtcError
 from atc_py.ieee_quiet import quiet_ieee_warnings
@@ -307,7 +307,7 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
             click.echo(f"[INFO] wrote {opts.summary_path}")
         if opts.profile_dir:
             make_output_dir(opts.profile_dir, "--profile")
-            for p in write_profile(opts.profile_dir, loops[-1], model.name, write_atomic):
+            for p in write_profile(opts.profile_dir, loops[-1], model.name, write_in_folder):
                 click.echo(f"[INFO] wrote {p}")
         if outputs is None:
             continue

@@ -8,7 +8,7 @@ import os
 import click
 import numpy as np
 
-from atc_py.atomic_write import make_output_dir, write_atomic
+from atc_py.atomic_write import make_output_dir, write_atomic, write_in_folder
 from atc_py.errors import AtcError
 
 from .generate import Decoder, decoder_io, generate, read_prompt
@@ -90,17 +90,17 @@ def run_generate(opts: RunOptions, model, gears, threads: int | None) -> None:
     if opts.output_dir:
         make_output_dir(opts.output_dir, "--output")
         path = os.path.join(opts.output_dir, "tokens.npy")
-        write_atomic(path, _npy_bytes(np.array([gen.tokens], np.int64)))
+        write_in_folder(path, _npy_bytes(np.array([gen.tokens], np.int64)))
         click.echo(f"[INFO] wrote {path}")
     if opts.summary_path:
         write_atomic(opts.summary_path, (json.dumps(summary, indent=1) + "\n").encode())
         click.echo(f"[INFO] wrote {opts.summary_path}")
     if opts.profile_dir:
         make_output_dir(opts.profile_dir, "--profile")
-        for p in write_profile(opts.profile_dir, gen.steps[-1].stats, model.name, write_atomic):
+        for p in write_profile(opts.profile_dir, gen.steps[-1].stats, model.name, write_in_folder):
             click.echo(f"[INFO] wrote {p}")
         path = os.path.join(opts.profile_dir, "steps.csv")
-        write_atomic(path, step_timeline(gen.steps).encode())
+        write_in_folder(path, step_timeline(gen.steps).encode())
         click.echo(f"[INFO] wrote {path}")
     click.echo("[INFO] om-run finished successfully")
 

@@ -3,7 +3,8 @@
 Input files are untrusted: each must be a regular file, its .npy header is read and checked (no object
 dtype, a size the file actually holds and below MAX_ARRAY_BYTES) before any array is allocated, and npz
 members are read the same way. Outputs are named from --output, the output index and a sanitised model
-name only, and written through atc_py.atomic_write.
+name only, and written through atc_py.atomic_write (a symlink planted at an output's name is replaced, never
+written through).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import zipfile
 import ml_dtypes
 import numpy as np
 
-from atc_py.atomic_write import make_output_dir, write_atomic
+from atc_py.atomic_write import make_output_dir, write_in_folder
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name, is_float
 
@@ -181,11 +182,11 @@ def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, f
     for i, arr in enumerate(outputs):
         p = d / f"{stem}_output_{i}.{ext}"
         if fmt == "NPY":
-            write_atomic(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
+            write_in_folder(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
         elif fmt == "BIN":
-            write_atomic(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
+            write_in_folder(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
         else:
-            write_atomic(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 and a.shape[-1]
-                                                       else a.reshape(1, -1), fmt="%.8g"))
+            write_in_folder(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 and a.shape[-1]
+                                                          else a.reshape(1, -1), fmt="%.8g"))
         paths.append(p)
     return paths

@@ -97,3 +97,32 @@ def test_atc_json_to_dev_null_and_fifo(atc, tmp_path):
     os.mkfifo(fifo)
     code, out, _ = atc("--mode=1", f"--om={om}.om", f"--json={fifo}")
     assert code == 255 and "E13004" in out and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_in_its_own_folder_a_planted_symlink_is_replaced_not_followed(tmp_path):
+    """write_in_folder: the files a tool names inside its output folder (om-run's outputs and profile, om-sweep's
+    records and tables): a symlink planted there is replaced by the file; its target stays as it was."""
+    from atc_py.atomic_write import write_in_folder
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    os.symlink(outside / "victim.txt", out / "a.npy")
+    os.symlink(outside / "later.txt", out / "b.npy")          # dangling: would create a file outside
+    os.symlink(outside, out / "c.npy")                          # to a folder
+    for name in ("a.npy", "b.npy", "c.npy"):
+        write_in_folder(out / name, b"mine")
+        assert not os.path.islink(out / name) and (out / name).read_bytes() == b"mine"
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"] and (outside / "victim.txt").read_text() == "keep"
+    assert sorted(p.name for p in out.iterdir()) == ["a.npy", "b.npy", "c.npy"]      # no temp file left
+
+
+def test_in_its_own_folder_special_files_are_still_refused(tmp_path):
+    from atc_py.atomic_write import write_in_folder
+    os.mkfifo(tmp_path / "fifo.npy")
+    (tmp_path / "dir.npy").mkdir()
+    for name in ("fifo.npy", "dir.npy"):
+        with pytest.raises(AtcError, match="E13004"):
+            write_in_folder(tmp_path / name, b"x")
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "fifo.npy").st_mode) and (tmp_path / "dir.npy").is_dir()

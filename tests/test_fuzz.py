@@ -29,3 +29,18 @@ def test_fuzz_campaign_finds_nothing(tmp_path):
     assert om.get("ok", 0) > 40 and om.get("error", 0) > 100, om
     assert onnx_.get("ok", 0) > 20 and onnx_.get("error", 0) > 100, onnx_
     assert "E30001" in s["codes"]["om"] and "E14001" in s["codes"]["onnx"]
+
+
+def test_fuzz_sweep_cases_find_nothing(tmp_path):
+    """The campaign's om-sweep category: sweep files that are FIFOs, /dev/zero, 3 GiB or grids of billions of
+    points, and output folders with planted symlinks, forged records and FIFOs (tools/fuzz/sweep_cases.py)."""
+    summary = tmp_path / "summary.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--om", "0", "--models", "0", "--sweep", "--timeout",
+                           "60", "--work", str(tmp_path / "work"), "--json", str(summary)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = json.loads(summary.read_text())
+    assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
+    assert s["by_category"]["sweep"] == {"error": 8, "ok": 5}, s["by_category"]
+    assert {"E40001", "E40002", "E40010", "E13004"} <= set(s["codes"]["sweep"])

@@ -165,3 +165,128 @@ def test_a_job_whose_workers_died_is_a_row(tmp_path, cluster, monkeypatch):
     dead = rows[str(MODELS / "tf_lenet.pb")]
     assert dead["status"] == "E40006" and dead["attempts"] == 4
     assert dead["error_message"] == "The job's process died in each of 4 attempt(s): its Dask worker died each time"
+
+
+def _scheduler(tmp_path):
+    """A `dask scheduler` process and its address."""
+    sched_file = tmp_path / "scheduler.json"
+    proc = _start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
+                   str(sched_file)])
+    deadline = time.monotonic() + 60
+    while not sched_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return proc, json.loads(sched_file.read_text())["address"], sched_file
+
+
+def _kill_when(predicate, proc, timeout: float = 120):
+    """A thread that SIGKILLs proc's whole process group (worker, its fork server, its job) once predicate();
+    proc may be a callable choosing the process then."""
+    import threading
+
+    def watch():
+        deadline = time.monotonic() + timeout
+        while not predicate() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.killpg((proc() if callable(proc) else proc).pid, 9)
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("mode", ["--ship-files", "--shared-fs", "scheduler"])
+def test_losing_every_worker_fails_the_sweep_and_keeps_the_finished_records(tmp_path, mode, capfd):
+    """Killing the last worker (or the scheduler) left the driver waiting for ever: now, after --worker-timeout
+    seconds without a worker, one E40012 line; the records that arrived are stored and the same command resumes
+    from them."""
+    doc = {"models": [str(MODELS / "small_cnn.onnx")],
+           "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1]},
+           "run": {"compute": False, "loop": 2000}}      # ~1 s a job: three are left when the first is stored
+    sweep = write_sweep(tmp_path, doc)
+    out, jobs = tmp_path / "r", tmp_path / "r" / "jobs"
+    sched, address, sched_file = _scheduler(tmp_path)
+    worker = _start(["worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--no-nanny",
+                     "--no-dashboard"])
+    try:
+        victim = sched if mode == "scheduler" else worker
+        killer = _kill_when(lambda: jobs.is_dir() and any(jobs.glob("*.json")), victim)
+        t0 = time.monotonic()
+        code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--engine", "dask", "--scheduler", address,
+                                        "--connect-timeout", "60", "--worker-timeout", "2",
+                                        "--ship-files" if mode == "scheduler" else mode)
+        killer.join(5)
+        errors = [line for line in stderr.splitlines() if line.startswith("[ERROR]")]
+        assert code == 1 and "Traceback" not in stderr and len(errors) == 1, stderr
+        assert "Traceback" not in capfd.readouterr().err        # nor from Dask's loggers, on the real stderr
+        kept = len(list(jobs.glob("*.json")))
+        assert 1 <= kept < 4
+        lost = "its scheduler does not answer; " if mode == "scheduler" else ""
+        assert errors[0] == (f"[ERROR] E40012: The Dask cluster {address} has had no worker for 2 s: {lost}{4 - kept} "
+                             f"of 4 jobs did not finish; the records of the {kept} finished are kept: start workers (or "
+                             "use --engine local) and run the same command again to resume, or raise --worker-timeout")
+        assert time.monotonic() - t0 < 60
+        assert not (out / "results.parquet").exists()
+    finally:
+        _stop(worker)
+        _stop(sched)
+    code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--no-report")
+    assert code == 0 and f"4 points, {4 - kept} jobs run, {kept} reused" in stdout, stderr
+
+
+@pytest.mark.parametrize("mode", ["--ship-files", "--shared-fs"])
+def test_a_worker_started_after_the_last_one_died_finishes_the_sweep(tmp_path, mode):
+    """The only worker dies mid-sweep and another joins within --worker-timeout: nothing is lost. With shipped
+    files Dask cancels the tasks whose scattered files died with the worker (scattered data cannot be
+    recomputed): the files are scattered again and the jobs submitted again, not recorded as failed."""
+    doc = {"models": [str(MODELS / "small_cnn.onnx")],
+           "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1]},
+           "run": {"compute": False, "loop": 1000}}
+    sweep = write_sweep(tmp_path, doc)
+    out, jobs = tmp_path / "r", tmp_path / "r" / "jobs"
+    sched, address, sched_file = _scheduler(tmp_path)
+    args = ["worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--no-nanny", "--no-dashboard"]
+    workers = [_start(args)]
+
+    def kill_and_replace():
+        workers.append(_start(args))
+        return workers[0]
+
+    try:
+        killer = _kill_when(lambda: jobs.is_dir() and any(jobs.glob("*.json")), kill_and_replace)
+        code, stdout, stderr = om_sweep("run", sweep, "-o", out, "--engine", "dask", "--scheduler", address,
+                                        "--connect-timeout", "60", "--worker-timeout", "60", mode, "--no-report")
+        killer.join(5)
+        assert code == 0 and "4 points, 4 jobs run" in stdout, stderr
+        assert workers[0].poll() is not None and len(workers) == 2
+        assert [r["status"] for r in table(out)] == ["ok"] * 4, [r["error_message"] for r in table(out)]
+    finally:
+        for w in workers:
+            _stop(w)
+        _stop(sched)
+
+
+def test_the_watch_fails_only_after_the_timeout_without_workers():
+    now = [0.0]
+    counts = iter([1, 0, 0, 2, 0, 0, 0])
+    watch = dask_engine.WorkerWatch(lambda: next(counts), 3.0, "tcp://x:1", clock=lambda: now[0], every=1.0)
+    for t in (0, 1, 2, 3, 4, 5):              # 1 worker, none from t=1, one back at t=3, none again from t=4
+        now[0] = t
+        watch.check(1, 5)
+        now[0] = t + 0.5                      # looks are at most once a second
+        watch.check(1, 5)
+    now[0] = 7
+    with pytest.raises(dask_engine.AtcError, match=r"E40012: The Dask cluster tcp://x:1 has had no worker for 3 s: "
+                                                   r"4 of 5 jobs did not finish"):
+        watch.check(1, 5)
+
+
+def test_a_scheduler_that_cannot_be_asked_counts_as_no_worker():
+    def broken():
+        raise OSError("connection refused")
+    watch = dask_engine.WorkerWatch(broken, 0.5, "tcp://x:1", clock=iter([0, 1, 2]).__next__, every=0)
+    watch.check(0, 1)
+    with pytest.raises(dask_engine.AtcError, match="E40012"):
+        watch.check(0, 1)
+        watch.check(0, 1)
+    assert watch.unreachable
+    with pytest.raises(ConnectionError):
+        dask_engine.worker_count(SimpleNamespace(status="connecting"))

@@ -203,6 +203,8 @@ SWEEP_KEY_HELP = {
                    "last stderr.",
     "run.sim_config": "om-run's `--sim-config` (a JSON file, relative to the sweep file).",
     "run.generate": "`generate` for every model entry that does not give its own.",
+    "run.max_points": "The most points (model files × grid) the sweep may have: a larger one is refused (`E40001`) "
+                      "before its grid is expanded. `om-sweep run --max-points` overrides it.",
 }
 
 

@@ -1,4 +1,4 @@
-"""python -m tools.fuzz [--om N] [--models N] [--flags] [--seed S] [--work DIR] [--json FILE]
+"""python -m tools.fuzz [--om N] [--models N] [--flags] [--sweep] [--seed S] [--work DIR] [--json FILE]
 
 Runs a campaign (campaign.py) and prints its totals; exits 1 if any case ended in a traceback, a hang, a
 blow-up, a crash, an uncoded error, E19999, or wrote where it must not."""
@@ -25,6 +25,7 @@ def main(argv=None) -> int:
     ap.add_argument("--om", type=int, default=200, help="mutated .om files")
     ap.add_argument("--models", type=int, default=100, help="malformed ONNX/TF models")
     ap.add_argument("--flags", action="store_true", help="every bad flag value of both tools")
+    ap.add_argument("--sweep", action="store_true", help="hostile sweep files and planted output folders")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case")
     ap.add_argument("--mem", type=int, default=3072, help="MiB of address space per case beyond the parent's")
@@ -42,6 +43,8 @@ def main(argv=None) -> int:
     camp.model_cases(a.models)
     if a.flags:
         camp.flag_cases(seeds)
+    if a.sweep:
+        camp.sweep_cases(seeds)
     s = camp.summary()
     s["seconds"] = round(time.monotonic() - t0, 1)
     if a.json:

@@ -13,7 +13,7 @@ import shutil
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
-from . import flag_cases, model_mutants, om_mutants, sandbox
+from . import flag_cases, model_mutants, om_mutants, sandbox, sweep_cases
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = str(ROOT / "plugins" / "example_custom_ops.py")
@@ -62,13 +62,21 @@ def _om_run(args):
     return 0
 
 
-TOOLS = {"atc-py": _atc, "om-run": _om_run}
+def _om_sweep(args):
+    from om_sweep.cli import main
+    main(args=list(args), prog_name="om-sweep")    # its group makes every error one line and an exit status
+    return 0
+
+
+TOOLS = {"atc-py": _atc, "om-run": _om_run, "om-sweep": _om_sweep}
 
 
 def warm_up() -> None:
     """Import (and register) everything once in the parent, so that each forked case starts warm."""
     import atc_py.cli  # noqa: F401
     import atc_py.pipeline  # noqa: F401
+    import om_sweep.cli  # noqa: F401
+    import om_sweep.sweep  # noqa: F401
     import runner.cli  # noqa: F401
     import runner.sim.host  # noqa: F401
     from atc_py.ops import get_op
@@ -209,6 +217,19 @@ class Campaign:
             self._run(Case("flags", i, " ".join(args)[:200], tool, args), d, {},
                       lambda c, dd: flag_cases.special_files_intact(dd), own_output_rule=False)
 
+    def sweep_cases(self, seeds: dict[str, tuple[bytes, list[str]]]) -> None:
+        """Hostile sweep files and planted output folders (sweep_cases.py), om-sweep and om-run."""
+        om = seeds["cnn_910b1"][0]
+        model_bytes = (ROOT / "models" / "small_cnn.onnx").read_bytes()
+        for i, c in enumerate(sweep_cases.cases(_output_names(om, self.work))):
+            d = self._case_dir(f"sweep{i}")
+            (d / "m.onnx").write_bytes(model_bytes)
+            (d / "m.om").write_bytes(om)
+            (d / "target.txt").write_text("keep\n")
+            ctx = {"canary": str(self.canary)}
+            c.prepare(d, ctx)
+            self._run(Case("sweep", i, c.what, c.tool, c.args), d, {}, lambda case, dd, c=c, ctx=ctx: c.check(dd, ctx))
+
     # -- results --------------------------------------------------------------------------------------
     def summary(self) -> dict:
         by_cat: dict[str, Counter] = defaultdict(Counter)
@@ -227,6 +248,16 @@ class Campaign:
                               "what": c.what, "args": c.args, "problems": c.problems,
                               "output": c.output[-1500:]} for c in bad[:200]],
                 "slowest_s": round(max([c.seconds for c in self.cases] or [0]), 2)}
+
+
+def _output_names(om: bytes, work: pathlib.Path) -> list[str]:
+    """The names om-run gives the outputs of this .om in its --output folder (NPY)."""
+    from runner.io import safe_stem
+    from runner.loader import load_model
+    path = work / "seeds" / "outputs_probe.om"
+    path.write_bytes(om)
+    model = load_model(str(path))
+    return [f"{safe_stem(model.name)}_output_{i}.npy" for i in range(len(model.outputs))]
 
 
 def _listing_top(work: pathlib.Path) -> set[str]:
