@@ -318,7 +318,11 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
                        f"max {a.max():.6g} mean {a.mean():.6g}")
         if opts.output_dir:
             out_dir = os.path.join(opts.output_dir, opts.output_dirname) if opts.output_dirname else opts.output_dir
-            for p in write_outputs(user, outputs, out_dir, opts.outfmt, batch.stem):
+            stem = batch.stem
+            if opts.output_dirname and stem is None and opts.inputs is not None:   # ais_bench: the input file's stem
+                first = opts.inputs.npz or (opts.inputs.paths[0] if opts.inputs.paths else "")
+                stem = os.path.splitext(os.path.basename(first))[0] or None
+            for p in write_outputs(user, outputs, out_dir, opts.outfmt, stem, ais_bench=bool(opts.output_dirname)):
                 click.echo(f"[INFO] wrote {p}")
             click.echo("[INFO] output data success")
         if opts.expected:

@@ -173,14 +173,19 @@ def safe_stem(name: str, limit: int = 64) -> str:
 
 
 def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, fmt: str,
-                  stem: str | None = None) -> list[pathlib.Path]:
-    """<out_dir>/<stem>_output_<i>.<ext>; stem: the model's name, or (msame's folder mode) the input file's."""
+                  stem: str | None = None, ais_bench: bool = False) -> list[pathlib.Path]:
+    """<out_dir>/<stem>_output_<i>.<ext>; stem: the model's name, or (msame's folder mode) the input file's.
+    ais_bench's layout (--output_dirname): <stem>_<i>.<ext>, with stem the input file's or, for random inputs,
+    pure_infer_data."""
     d = make_output_dir(out_dir)
-    stem = safe_stem(stem or model.name)
     ext = {"NPY": "npy", "BIN": "bin", "TXT": "txt"}[fmt]
+    if ais_bench:
+        stem = safe_stem(stem or "pure_infer_data")
+    else:
+        stem = safe_stem(stem or model.name) + "_output"
     paths = []
     for i, arr in enumerate(outputs):
-        p = d / f"{stem}_output_{i}.{ext}"
+        p = d / f"{stem}_{i}.{ext}"
         if fmt == "NPY":
             write_in_folder(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
         elif fmt == "BIN":

@@ -26,7 +26,9 @@ def test_the_summary_block_warmups_and_output_dirname(om_run, tmp_path):
     assert s["loops"] == 3 and bench["batchsize"] == 8
     assert abs(bench["throughput"] - 8000.0 / bench["NPU_compute_time_ms"]["mean"]) < 1e-6
     assert bench["NPU_compute_time_ms"]["mean"] < s["e2e_us"] / 1e3           # the copies are not compute
-    assert (tmp_path / "o" / "run1" / "small_cnn_output_0.npy").exists()
+    assert sorted(p.name for p in (tmp_path / "o" / "run1").iterdir()) == ["x_0.npy"]   # ais_bench: input stem_k
+    code, out, err = om_run("--model", str(om), "--output", str(tmp_path / "r"), "--output_dirname", "run2")
+    assert code == 0 and sorted(p.name for p in (tmp_path / "r" / "run2").iterdir()) == ["pure_infer_data_0.npy"]
 
 
 def test_bad_ais_bench_flags(om_run, tmp_path):
