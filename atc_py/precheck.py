@@ -15,9 +15,8 @@ import csv
 import io
 import json
 import os
-import re
 
-from .atomic_write import write_atomic
+from .atomic_write import write_atomic, write_in_folder
 from .errors import AtcError
 
 OK, PARAM_INVALID, TYPE_UNSUPPORTED = 0, 1, 3    # GE's pre-check ErrorCode values
@@ -97,7 +96,9 @@ def unsupported_onnx(model) -> dict[str, str]:
 
 
 def _ir_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.\-]", "_", name)
+    """The IR node an ONNX node becomes (the converter's naming rule)."""
+    from .frontend.onnx.converter import _safe
+    return _safe(name)
 
 
 def engines_of(graph, verdicts: Verdicts) -> None:
@@ -127,7 +128,8 @@ def run_precheck(model_path: str, framework: str, build, soc: str, check_report:
     verdicts = _collect(model_path, framework, build)
     path = report_path(check_report)
     write_atomic(path, (json.dumps(verdicts.as_json(), indent=4) + "\n").encode())
-    write_atomic(os.path.join(os.path.dirname(os.path.abspath(path)), "result.csv"), verdicts.as_csv(soc).encode())
+    # the report's path is the user's; result.csv beside it is the tool's own name (a planted link is replaced)
+    write_in_folder(os.path.join(os.path.dirname(os.path.abspath(path)), "result.csv"), verdicts.as_csv(soc).encode())
     return verdicts
 
 

@@ -2,6 +2,7 @@
 console lines, `tokens.npy`, the summary JSON and the per-step profile."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
@@ -75,7 +76,7 @@ def run_generate(opts: RunOptions, model, gears, threads: int | None) -> None:
         outs, stats = sim.run(gears.device_inputs(model, g, feeds))
         return gears.gear_outputs(g, outs), stats
 
-    budget = thread_budget(threads) if threads is not None else _nothing()
+    budget = thread_budget(threads) if threads is not None else contextlib.nullcontext()
     with budget:
         warm(sim)
         gen = generate(decoder, prompt, opts.generate, run_step)
@@ -103,14 +104,6 @@ def run_generate(opts: RunOptions, model, gears, threads: int | None) -> None:
         write_in_folder(path, step_timeline(gen.steps).encode())
         click.echo(f"[INFO] wrote {path}")
     click.echo("[INFO] om-run finished successfully")
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _npy_bytes(arr: np.ndarray) -> bytes:

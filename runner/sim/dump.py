@@ -13,15 +13,16 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import stat
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from atc_py.atomic_write import make_output_dir, write_atomic
+from atc_py.atomic_write import make_output_dir, write_in_folder
 from atc_py.errors import AtcError
+
+from ..io import safe_stem
 
 MAX_ACL_JSON_BYTES = 1 << 20
 MODES = ("output", "input", "all")
@@ -76,10 +77,6 @@ def read_acl_json(path: str) -> DumpConfig:
     return DumpConfig(dump["dump_path"], mode, layers, model)
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.\-]", "_", name)[:128] or "_"
-
-
 @dataclass
 class Dumper:
     """Writes the dumps of one om-run; `index` lists them (written by finish())."""
@@ -98,7 +95,7 @@ class Dumper:
                 raise _bad(f"the dump list names no op of the model ({', '.join(unknown[:5])}"
                            f"{' ...' if len(unknown) > 5 else ''}); its ops are named like "
                            f"{', '.join(sorted(op_names)[:3])}")
-        self.root = str(make_output_dir(os.path.join(cfg.path, _safe(model_name)), "dump"))
+        self.root = str(make_output_dir(os.path.join(cfg.path, safe_stem(model_name)), "dump"))
 
     def wants(self, op_name: str, original: list[str]) -> bool:
         layers = self.config.layers
@@ -107,7 +104,7 @@ class Dumper:
     def dump(self, op_type: str, op_name: str, task: int, stream: int, time_us: int, original: list[str],
              inputs, outputs, out_descs) -> None:
         mode = self.config.mode
-        base = f"{_safe(op_type)}.{_safe(op_name)}.{task}.{stream}.{time_us}"
+        base = f"{safe_stem(op_type, 128)}.{safe_stem(op_name, 128)}.{task}.{stream}.{time_us}"
         groups = ([("input", inputs)] if mode in ("input", "all") else []) + \
                  ([("output", outputs)] if mode in ("output", "all") else [])
         for kind, arrays in groups:
@@ -118,7 +115,7 @@ class Dumper:
                 name = f"{base}.{kind}.{k}.npy"
                 buf = io.BytesIO()
                 np.save(buf, a)
-                write_atomic(os.path.join(self.root, name), buf.getvalue())
+                write_in_folder(os.path.join(self.root, name), buf.getvalue())
                 fmt = out_descs[k].format if kind == "output" and k < len(out_descs) else "ND"
                 with self.lock:
                     self.index.append({"file": name, "op_name": op_name, "op_type": op_type, "task": task,
@@ -128,5 +125,5 @@ class Dumper:
 
     def finish(self) -> str:
         path = os.path.join(self.root, "dump_index.json")
-        write_atomic(path, (json.dumps({"dumps": self.index}, indent=1) + "\n").encode())
+        write_in_folder(path, (json.dumps({"dumps": self.index}, indent=1) + "\n").encode())
         return path

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-ORIGIN_NAMES = "_datadump_original_op_names"   # GE's attribute for the source ops a fused node covers
+from atc_py.ir.graph import ORIGIN_NAMES   # GE's attribute: the source ops a fused node covers
+
 
 
 def _finite(a) -> bool:
