@@ -109,8 +109,14 @@ class OmRunCommand(click.Command):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         quiet_ieee_warnings()    # the simulated device computes inf/NaN silently, as an AI Core does
+        argv = list(sys.argv[1:] if args is None else args)
+        command = super()
+        if argv[:1] == ["compare"]:   # om-run compare ...: msit debug compare's command line
+            from .layercmp.command import compare_main
+            command, argv = compare_main, argv[1:]
+            prog_name = f"{prog_name or 'om-run'} compare"
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            rv = command.main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
@@ -189,10 +195,16 @@ class OmRunCommand(click.Command):
               help="Greedy decoding of N new tokens with a KV-cache decoder (prompt: --input holding input_ids "
                    "[1, P]); reports TTFT, TPOT and tokens/s, writes tokens.npy to --output.")
 def main(**flags):
-    """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags)."""
+    """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags).
+    `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's)."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
+    guarded(lambda: run(run_options(**flags), probe))
+
+
+def guarded(call) -> None:
+    """One [ERROR] line and exit 1 for a bad input (AtcError), host memory running out, or a bug."""
     try:
-        run(run_options(**flags), probe)
+        call()
     except AtcError as exc:
         click.echo(f"[ERROR] {exc}", err=True)
         sys.exit(1)

@@ -18,6 +18,7 @@ operations of every node, and whether MTE and vector work overlap (double-buffer
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import math
 
@@ -33,6 +34,11 @@ from .schedule import DOUBLE, KEYS, SPILL, Nest, variants
 from .serialize import from_graph_def
 from .tiling import TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes, tiling_struct
 
+
+# om-run compare: a list set here receives, per launch run in this context, a dict of every AscIR node's value
+# by node name (the one-pass plan only; a FusedAscBackend launches its members in order); None (the default)
+# costs one lookup a launch
+TRACE: contextvars.ContextVar[list | None] = contextvars.ContextVar("ascgraph_trace", default=None)
 
 MAX_DIM = (1 << 31) - 1
 MAX_ELEMENTS = 1 << 34      # elements of a loop nest (16 Gi: beyond any device memory)
@@ -270,6 +276,9 @@ class _Run:
                 run(vals, 0, 1)
             for run in inner:
                 run(vals, 0, self.rows)
+            trace = TRACE.get()
+            if trace is not None:
+                trace.append(self.trace(vals))
         else:
             tile, per_block = self.tile, self.per_block
             for b in range(self.block_dim):
@@ -283,6 +292,36 @@ class _Run:
                     for run in inner:
                         run(vals, lo, hi)
         return [self.scatter(spec, vals[dst]) for dst, _, _, spec in self.stores]
+
+    def trace(self, vals: list) -> dict:
+        """Every computed node's value over the original axes (1 where it does not iterate an axis). A value
+        of the one pass is (lead dims, reduce axes...): the parallel axes (or their rows, or 1), then the rest."""
+        nest, env = self.nest, self.env
+        par_sizes = tuple(self.k.hint.axes[a].size.eval(env) for a in nest.par)
+        inv = tuple(int(i) for i in np.argsort(nest.par + nest.red))
+        into = {}
+        for k, n in enumerate(self.impl.nodes):
+            buf = vals[k]
+            if n.ir.kind in (ascir.DATA, ascir.OUTPUT) or not isinstance(buf, np.ndarray) or \
+                    buf.ndim != self.nlead + len(nest.red):
+                continue
+            lead = buf.shape[:self.nlead]
+            if self.nlead > 1:
+                par = lead
+            elif lead[0] == self.rows:
+                par = par_sizes
+            elif lead[0] == 1:
+                par = (1,) * len(nest.par)
+            else:
+                continue
+            if any(st == 0 and d > 1 for st, d in zip(buf.strides, buf.shape)):   # a broadcast view: its own rows
+                buf = buf[tuple(slice(0, 1) if st == 0 else slice(None) for st in buf.strides)]
+                if self.nlead > 1:
+                    par = buf.shape[:self.nlead]
+                elif buf.shape[0] == 1:
+                    par = (1,) * len(nest.par)
+            into[n.name] = buf.reshape(par + buf.shape[self.nlead:]).transpose(inv)
+        return into
 
     # -- global memory <-> tiles ---------------------------------------------------------------------------
     def gather_spec(self, data: AscNode):
@@ -310,12 +349,15 @@ class _Run:
         return arr.reshape((lead,) + arr.shape[len(self.nest.par):])
 
     def scatter_spec(self, store: AscNode):
+        return self.node_spec(store.inputs[0][0].y, store.y)
+
+    def node_spec(self, local, own=None):
+        """How a tile value of tensor `local` goes back to global memory as tensor `own` (default: itself)."""
         nest, axes = self.nest, self.k.hint.axes
-        local = store.inputs[0][0].y
+        own = own if own is not None else local
         rows_lead = self.rows != 1 and nest.along_m(local)
         par_ext = tuple(axes[a].size.eval(self.env) for a in nest.par) if rows_lead else (1,) * len(nest.par)
         inv = tuple(int(i) for i in np.argsort(nest.par + nest.red))
-        own = store.y
         keep = tuple(slice(None) if any(a == b and r != 1 for b, r in zip(own.axis, own.repeats)) else slice(0, 1)
                      for a in range(len(axes)))
         return par_ext, inv, keep, tuple(r.eval(self.env) for r in own.repeats)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import Value
+from ..ir.graph import ORIGIN_NAMES, Value
 from .expr import ONE, ZERO, Expr
 from .graph import HINT, AscGraph, AscNode, TensorAttr, contiguous_strides
 from .layout import Layout
@@ -62,6 +62,9 @@ class HintBuilder:
         self.inputs: list[Value] = []           # group inputs, in Data index order
         self.outputs: list[Value] = []
         self._count: Counter = Counter()
+        # "<IR node>\t<output>\t<graph>/<AscIR node>": the AscIR node computing each member's result (om-run
+        # compare reads a fused group's inner values through it: the _asc_origins attribute of the fused node)
+        self.origins: list[str] = []
 
     # -- tensors ----------------------------------------------------------------------------------------
     def local(self, mask: tuple[bool, ...], dtype: str) -> TensorAttr:
@@ -111,6 +114,9 @@ class HintBuilder:
             raise ValueError(f"lowering of {v.name} gives {r.dtype} over {r.mask}, the value is {v.desc.dtype} "
                              f"over {want}")
         self.refs[id(v)] = r
+        if v.producer is not None:
+            names = v.producer.attrs.get(ORIGIN_NAMES) or [v.producer.name]
+            self.origins.append(f"{names[-1]}\t{v.index}\t{self.g.name}/{r.node.name}")
 
     def bcast(self, r: Ref, mask: tuple[bool, ...]) -> Ref:
         """r grown to the axes of mask (a Scalar broadcasts by itself)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import AtcError
-from ..ir.graph import ORIGIN_NAMES, Graph, Node, Value
+from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, Graph, Node, Value
 from . import ascir
 from .build import HintBuilder, is_scalar_const
 from .fused import FusedGraph, Member
@@ -41,8 +41,8 @@ class FuseStats:
     names: list[str] = field(default_factory=list)
 
 
-NOT_SCOPE = {ORIGIN_NAMES, "_precision_mode", "_saturate_fp16"}   # record what was decided per op; they do not
-#                                                                  separate ops
+# what was decided per op (and where a fused op's values are): these do not separate ops
+NOT_SCOPE = {ORIGIN_NAMES, ASC_ORIGINS, "_precision_mode", "_saturate_fp16"}
 
 
 def _private(node: Node) -> dict:
@@ -183,7 +183,7 @@ def build_ascbackend(graph: Graph, members: list[Node], layout: Layout, name: st
     impl.check()
     check_contract(hint, impl)
     Nest.of(impl, hint)
-    return hint.freeze(), impl.freeze(), b.inputs, outs
+    return hint.freeze(), impl.freeze(), b.inputs, outs, b.origins
 
 
 def autofuse(graph: Graph) -> FuseStats:
@@ -200,11 +200,11 @@ def autofuse(graph: Graph) -> FuseStats:
             raise AtcError("E19999", message=f"automatic fusion of {[n.name for n in members]}: {exc}") from None
         graph._names.add(name)
     moved: dict[int, Value] = {}                 # id(a group output) -> the fused node's output
-    for members, name, hint, impl, ins, outs in built:
+    for members, name, hint, impl, ins, outs, origins in built:
         last = members[-1]
         modes = [n.attrs["_precision_mode"] for n in members if "_precision_mode" in n.attrs]
         attrs = {**_private(last), **({"_precision_mode": modes[-1]} if modes else {}), "ascgraph": hint,
-                 "ascgraph_impl": impl,
+                 "ascgraph_impl": impl, ASC_ORIGINS: origins,
                  ORIGIN_NAMES: list(dict.fromkeys(x for n in members for x in n.attrs.get(ORIGIN_NAMES, [n.name])))}
         graph._names.discard(name)
         new = graph.add_node(name, "AscBackend", [moved.get(id(v), v) for v in ins], [v.desc for v in outs], attrs)
@@ -324,7 +324,8 @@ def _replace_chain(graph: Graph, chain: list[Node], views: list[Node]) -> None:
             raise AtcError("E19999", message=f"FusedAscBackend: view {w.name} is read outside the chain")
     fg = FusedGraph(graph.unique_name(f"{chain[-1].name}_fused"), len(ins), members, [source[id(v)] for v in outs])
     names = [x for n in chain for x in n.attrs.get(ORIGIN_NAMES, [n.name])]
-    attrs = {**_private(chain[-1]), "fused_graph": fg, ORIGIN_NAMES: names}
+    attrs = {**_private(chain[-1]), "fused_graph": fg, ORIGIN_NAMES: names,
+             ASC_ORIGINS: [x for n in chain for x in n.attrs.get(ASC_ORIGINS, [])]}
     new = graph.add_node(fg.name, "FusedAscBackend", ins, [v.desc for v in outs], attrs)
     new.meta = dict(chain[-1].meta)
     for old, v in zip(outs, new.outputs):

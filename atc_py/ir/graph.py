@@ -128,6 +128,7 @@ class Node:
 
 
 ORIGIN_NAMES = "_datadump_original_op_names"   # GE's attribute: the source ops a node stands for (dumps, compare)
+ASC_ORIGINS = "_asc_origins"   # a fused AscBackend's "<IR node>\t<output>\t<graph>/<AscIR node>" (om-run compare)
 
 
 def absorb(survivor: Node, *gone: Node) -> None:

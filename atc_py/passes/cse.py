@@ -12,7 +12,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..ir.graph import ORIGIN_NAMES, Graph, Node
+from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, Graph, Node
 
 KEEP_TYPES = {"Data", "NetOutput", "PartitionedCall"}
 SAMPLE = 64   # bytes from each end of a constant used to group candidates before comparing them in full
@@ -74,7 +74,7 @@ def merge_same_nodes(graph: Graph, pinned: set[int], gone: list[Node]) -> None:
         if node.op_type in KEEP_TYPES or node.op_type == "Const" or id(node) in pinned or node.meta:
             continue
         key = (node.op_type, tuple(id(v) if v is not None else None for v in node.inputs), len(node.outputs),
-               attr_key({k: v for k, v in node.attrs.items() if k != ORIGIN_NAMES}))
+               attr_key({k: v for k, v in node.attrs.items() if k not in (ORIGIN_NAMES, ASC_ORIGINS)}))
         keep = seen.get(key)
         if keep is None:
             seen[key] = node

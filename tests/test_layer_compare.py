@@ -1,0 +1,192 @@
+"""om-run compare (msit debug compare's command line): the framework model in onnxruntime (or the reference path for
+a TensorFlow .pb) against the .om's dumps, every framework tensor matched through the original names, fused
+kernels' inner values and compile-time folds included; the first divergent node and whether its error is its own."""
+import csv
+import json
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.test_overflow import X as OVF_X
+from tests.test_overflow import model as overflow_model
+from tools.resnet50_onnx import resnet50
+
+DATA = pathlib.Path(__file__).parent / "data" / "real_models"
+
+
+def _result(out_dir: pathlib.Path):
+    [run] = [p for p in out_dir.iterdir() if p.is_dir()]
+    [csv_path] = run.glob("result_*.csv")
+    with open(csv_path, newline="") as f:
+        rows = list(csv.reader(f))
+    return run, rows[0], rows[1:], json.loads((run / "summary.json").read_text())
+
+
+def _compare(om_run, tmp_path, golden, om, *extra):
+    out = tmp_path / "cmp"
+    code, stdout, stderr = om_run("compare", "-gm", str(golden), "-om", str(om), "-o", str(out), *extra)
+    assert code == 0, stdout + stderr
+    return (stdout, *_result(out))
+
+
+def _check_accuracy(header, rows, summary, ratio=0.9, cosine=0.9999):
+    status, cos = header.index("Status"), header.index("CosineSimilarity")
+    assert summary["matched_ratio"] >= ratio, summary["counts"]
+    matched = [r for r in rows if r[status] in ("ok", "divergent", "first_divergent")]
+    assert matched and all(float(r[cos]) >= cosine for r in matched), min(float(r[cos]) for r in matched)
+    assert {r[status] for r in rows} <= {"ok", "divergent", "first_divergent", "fused", "not_comparable"}
+
+
+def test_resnet50_force_fp32_matches_every_tensor_inside_fused_convolutions(atc, om_run, tmp_path):
+    src = tmp_path / "resnet50.onnx"
+    onnx.save(resnet50(size=64), src)
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'r50'}", "--soc_version=Ascend910B3",
+               "--precision_mode=force_fp32")[0] == 0
+    stdout, run, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "r50.om")
+    _check_accuracy(header, rows, summary)
+    assert summary["tensors"] == 122 and summary["golden_engine"].startswith("onnxruntime")
+    by_node = {r[header.index("GroundTruth")]: r for r in rows}
+    # conv2 + Add + Relu are one Conv2D: the conv's and the add's results come from its kernel's shorter epilogues
+    inner = by_node["/layer1/layer1.0/Add"]
+    assert inner[header.index("NPUDump")] == "_layer1_layer1.0_conv3_Conv"
+    assert "without its fused Relu" in inner[header.index("Detail")]
+    assert "first_divergent" not in summary
+    assert (run / "dump_data" / "npu" / "r50" / "dump_index.json").is_file()
+    assert len(list((run / "dump_data" / "onnx").glob("*.npy"))) == 122
+    assert "no divergent tensor" in stdout
+
+
+def test_transformer_encoder_matches_autofused_and_compile_time_tensors(atc, om_run, tmp_path):
+    src = DATA / "hf_bert.eager.opset17.onnx"
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'bert'}", "--soc_version=Ascend910B3",
+               "--precision_mode=force_fp32", "--input_shape=input_ids:1,16;attention_mask:1,16")[0] == 0
+    _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "bert.om")
+    _check_accuracy(header, rows, summary)
+    detail = header.index("Detail")
+    by_node = {r[header.index("GroundTruth")]: r for r in rows}
+    assert "AscIR node" in by_node["/model/encoder/layer.0/intermediate/intermediate_act_fn/Erf"][detail]
+    assert "compile time" in by_node["/model/Range"][detail]       # shape arithmetic atc-py folded
+    assert summary["counts"]["fused"] + summary["counts"]["not_comparable"] <= 0.1 * summary["tensors"]
+
+
+def test_tensorflow_cnn_through_the_reference_path_in_its_nhwc_layout(atc, om_run, tmp_path):
+    src = DATA / "tf_keras_convnext.pb"
+    assert atc(f"--model={src}", "--framework=3", f"--output={tmp_path / 'cnx'}", "--soc_version=Ascend910B3",
+               "--precision_mode=force_fp32")[0] == 0
+    _, run, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "cnx.om")
+    _check_accuracy(header, rows, summary)
+    assert summary["golden_engine"].startswith("atc-py reference path")
+    assert (run / "dump_data" / "tf").is_dir()
+
+
+def test_an_fp16_overflow_is_the_first_divergent_node_and_its_own_error(atc, om_run, tmp_path):
+    src = overflow_model(tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", OVF_X)
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1")[0] == 0
+    code, out, err = om_run(str(tmp_path / "m.om"), "--input", str(tmp_path / "x.npy"), "--check-overflow",
+                            "--summary-json", str(tmp_path / "s.json"))
+    assert code == 0, out + err
+    [ovf] = json.loads((tmp_path / "s.json").read_text())["overflow_ops"]
+    stdout, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "m.om", "-i",
+                                                str(tmp_path / "x.npy"))
+    first = summary["first_divergent"]
+    assert first["node"] == "scale_up" and first["om_op"] == ovf["op_name"]     # inside the fused kernel
+    assert first["locate"].startswith("own error")
+    assert "first divergent node: scale_up (Mul)" in stdout
+    status = [r[header.index("Status")] for r in rows]
+    assert status == ["first_divergent", "divergent", "divergent"]
+    assert rows[0][header.index("OverFlow")] == "YES"
+
+
+def test_an_error_carried_in_from_upstream_is_inherited(atc, om_run, tmp_path):
+    """x * 1.001 computed in fp16 (force_fp16) rounds to ~5e-4; the Sub kept in fp32 (--keep_dtype) then cancels
+    it against a constant of nearly the same values: Sub is the first divergent node, but rerun with the framework's
+    value of its input it is exact — the error was inherited."""
+    x = np.linspace(1.0, 2.0, 64, dtype=np.float32).reshape(8, 8)
+    nodes = [helper.make_node("Mul", ["x", "k"], ["a"], name="scale"),
+             helper.make_node("Sub", ["a", "c"], ["y"], name="cancel")]
+    g = helper.make_graph(nodes, "inh", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 8])],
+                          [numpy_helper.from_array(np.array(1.001, np.float32), "k"),
+                           numpy_helper.from_array((x * np.float32(1.001) - 1e-4).astype(np.float32), "c")])
+    src = tmp_path / "inh.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    np.save(tmp_path / "x.npy", x)
+    (tmp_path / "keep.cfg").write_text("cancel\n")
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'inh'}", "--soc_version=Ascend910B1",
+               "--optimization_switch=autofuse:off", "--precision_mode=force_fp16",
+               f"--keep_dtype={tmp_path / 'keep.cfg'}")[0] == 0
+    _, _, _, _, summary = _compare(om_run, tmp_path, src, tmp_path / "inh.om", "-i", str(tmp_path / "x.npy"))
+    first = summary["first_divergent"]
+    assert first["node"] == "cancel", first
+    assert first["locate"].startswith("inherited"), first["locate"]
+
+
+def test_a_folded_batchnorm_leaves_the_convolution_fused_never_dropped(atc, om_run, tmp_path):
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, "s"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
+             numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "m"),
+             numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, "v")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["n"], name="bn"),
+             helper.make_node("Relu", ["n"], ["y"], name="relu")]
+    g = helper.make_graph(nodes, "cbr", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], inits)
+    src = tmp_path / "cbr.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'cbr'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32")[0] == 0
+    _, _, header, rows, _ = _compare(om_run, tmp_path, src, tmp_path / "cbr.om")
+    got = {r[header.index("GroundTruth")]: (r[header.index("Status")], r[header.index("NPUDump")]) for r in rows}
+    assert got["conv"] == ("fused", "conv")               # the filter was scaled: its own output is gone
+    assert got["bn"][0] == "ok" and got["relu"][0] == "ok"
+
+
+def test_reference_evaluator_stands_in_without_onnxruntime(atc, om_run, tmp_path, monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_ort(name, *args, **kwargs):
+        if name == "onnxruntime":
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_ort)
+    src = overflow_model(tmp_path / "m.onnx")
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'w'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32")[0] == 0
+    _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "w.om")
+    assert summary["golden_engine"] == "onnx.reference" and summary["counts"]["ok"] == 3
+
+
+@pytest.mark.parametrize("case", ["shape", "suffix", "missing", "output_file", "count"])
+def test_bad_compare_inputs_are_one_error_each(atc, om_run, tmp_path, case):
+    src = overflow_model(tmp_path / "m.onnx")
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1")[0] == 0
+    args = ["-gm", str(src), "-om", str(tmp_path / "m.om"), "-o", str(tmp_path / "o")]
+    if case == "shape":       # a golden model whose input does not take the .om's shape
+        other = tmp_path / "other.onnx"
+        m = onnx.load(src)
+        m.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 5
+        onnx.save(m, other)
+        args[1] = str(other)
+    elif case == "suffix":
+        (tmp_path / "m.txt").write_text("x")
+        args[1] = str(tmp_path / "m.txt")
+    elif case == "missing":
+        args[1] = str(tmp_path / "nope.onnx")
+    elif case == "output_file":
+        (tmp_path / "o").write_text("a file")
+    elif case == "count":     # two input files for a one-input model
+        np.save(tmp_path / "x.npy", OVF_X)
+        args += ["-i", f"{tmp_path / 'x.npy'},{tmp_path / 'x.npy'}"]
+    code, out, err = om_run("compare", *args)
+    assert code == 1 and "Traceback" not in out + err
+    assert err.count("[ERROR]") == 1, err
+    assert ("E30002" in err) or ("E13004" in err), err
+    if case in ("shape", "suffix", "missing"):
+        assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
