@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.graph import ORIGIN_NAMES, Value
+from ..ir.graph import ORIGIN_NAMES, ORIGIN_PERM, Value
 from .expr import ONE, ZERO, Expr
 from .graph import HINT, AscGraph, AscNode, TensorAttr, contiguous_strides
 from .layout import Layout
@@ -116,7 +116,8 @@ class HintBuilder:
         self.refs[id(v)] = r
         if v.producer is not None:
             names = v.producer.attrs.get(ORIGIN_NAMES) or [v.producer.name]
-            self.origins.append(f"{names[-1]}\t{v.index}\t{self.g.name}/{r.node.name}")
+            perm = ",".join(map(str, v.producer.attrs.get(ORIGIN_PERM) or []))
+            self.origins.append(f"{names[-1]}\t{v.index}\t{self.g.name}/{r.node.name}" + (f"\t{perm}" if perm else ""))
 
     def bcast(self, r: Ref, mask: tuple[bool, ...]) -> Ref:
         """r grown to the axes of mask (a Scalar broadcasts by itself)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import AtcError
-from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, Graph, Node, Value
+from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, ORIGIN_PERM, Graph, Node, Value
 from . import ascir
 from .build import HintBuilder, is_scalar_const
 from .fused import FusedGraph, Member
@@ -42,7 +42,7 @@ class FuseStats:
 
 
 # what was decided per op (and where a fused op's values are): these do not separate ops
-NOT_SCOPE = {ORIGIN_NAMES, ASC_ORIGINS, "_precision_mode", "_saturate_fp16"}
+NOT_SCOPE = {ORIGIN_NAMES, ORIGIN_PERM, ASC_ORIGINS, "_precision_mode", "_saturate_fp16"}
 
 
 def _private(node: Node) -> dict:

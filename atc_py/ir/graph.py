@@ -128,6 +128,8 @@ class Node:
 
 
 ORIGIN_NAMES = "_datadump_original_op_names"   # GE's attribute: the source ops a node stands for (dumps, compare)
+# a node whose output a transpose sank past holds the framework tensor transposed: framework = out.transpose(perm)
+ORIGIN_PERM = "_datadump_origin_perm"
 ASC_ORIGINS = "_asc_origins"   # a fused AscBackend's "<IR node>\t<output>\t<graph>/<AscIR node>" (om-run compare)
 
 

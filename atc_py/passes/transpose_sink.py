@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.graph import Graph, Node
+from ..ir.graph import ORIGIN_PERM, Graph, Node
 from ..ops import get_op
 from ..ops.elementwise import BinaryOp, UnaryOp
 from ..ops.infer import infer_node
@@ -66,6 +66,8 @@ def sink_transposes(graph: Graph) -> int:
                 graph.set_input(u, 1 - k, graph.add_const(graph.unique_name(f"{c.producer.name}_untransposed"),
                                                          _untranspose_const(c.data, perm)))
             consumers = list(z.consumers)
+            before = u.attrs.get(ORIGIN_PERM)  # u's output is now the framework's tensor untransposed (dumps)
+            u.attrs[ORIGIN_PERM] = [perm[j] for j in before] if before else list(perm)
             graph.set_input(u, k, x)          # u now works on the untransposed layout
             graph.set_input(t, 0, z)          # and t transposes its result
             for node, i in consumers:

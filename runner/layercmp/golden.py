@@ -33,6 +33,7 @@ class Golden:
     constants: set[str] = field(default_factory=set)     # initializers and Const/Constant outputs
     outputs: list[str] = field(default_factory=list)     # the model's outputs
     layout: str = "NCHW"                                  # the framework's image layout (TF: --input_format)
+    inputs: list[str] = field(default_factory=list)      # the model's inputs (fed the .om's input arrays)
 
     def ir_name(self, node: FrameworkNode) -> str:
         """The name atc-py's frontend gives the node's IR node (its converter's naming rule)."""
@@ -89,7 +90,7 @@ def onnx_golden(path: str, arrays: dict[str, np.ndarray], positional: list) -> G
     engine, values = _run_onnx(model, feeds, names)
     tensors = {k: v for k, v in zip(names, values) if isinstance(v, np.ndarray)}
     tensors.update(feeds)
-    return Golden("onnx", engine, nodes, tensors, constants, outputs)
+    return Golden("onnx", engine, nodes, tensors, constants, outputs, inputs=list(feeds))
 
 
 def _run_onnx(model: onnx.ModelProto, feeds: dict, names: list[str]) -> tuple[str, list]:
@@ -136,4 +137,5 @@ def tf_golden(path: str, arrays: dict[str, np.ndarray], positional: list, input_
             constants.update(outs)
     consumed_t = {i for n in nodes for i in n.inputs}
     outputs = [t for n in nodes if n.op_type not in SOURCE_OPS for t in n.outputs if t not in consumed_t]
-    return Golden("tf", "atc-py reference path (fp32)", nodes, values, constants, outputs, input_format)
+    return Golden("tf", "atc-py reference path (fp32)", nodes, values, constants, outputs, input_format,
+                  [f"{n}:0" for n in feeds])

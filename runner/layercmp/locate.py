@@ -52,7 +52,7 @@ def locate(matcher: Matcher, row: Row, kernels) -> tuple[str, float | None]:
     if not replaced:
         return "not located: no framework tensor matches the op's inputs", None
     g = golden.tensors[row.tensor]
-    out = framework_layout(_rerun(h, kernels, ins), h.fmt, tuple(g.shape), golden.layout)
+    out = framework_layout(_rerun(h, kernels, ins), h, tuple(g.shape), golden.layout)
     got = compare(out, g)
     named = ", ".join(replaced[:4]) + (" ..." if len(replaced) > 4 else "")
     if matcher.divergent(got):

@@ -26,6 +26,7 @@ VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
 # layout change (an NHWC model's convolutions computed in NCHW; transpose sinking moves it past the ops after that
 # node) and a precision cast (the node's fp16 result back to fp32): (their types, framework types that are them)
 INSERTED = (({"TransposeD", "Transpose", "TransData"}, {"Transpose", "TransposeD"}), ({"Cast"}, {"Cast"}))
+INPUT = OmOp(-1, "(input)", "Data", [])
 COMPILED = OmOp(-1, "(compile time)", "Const", [])   # the holder of a folded tensor: no op computes it
 STATUSES = ("ok", "divergent", "first_divergent", "fused", "not_comparable")
 
@@ -40,6 +41,7 @@ class Holder:
     stage: int = -1
     value: Callable | None = None         # a stage: its output on other inputs, value(inputs)
     fmt: str = "ND"                       # the .om tensor's format (NCHW where a TF model's NHWC was transposed)
+    perm: tuple | None = None             # framework tensor = the .om tensor transposed by perm (transpose sinking)
 
 
 @dataclass
@@ -91,13 +93,15 @@ CHANNELS_LAST = {4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}    # NCHW -> NHWC, NCDHW -
 CHANNELS_FIRST = {4: (0, 3, 1, 2), 5: (0, 4, 1, 2, 3)}
 
 
-def framework_layout(arr: np.ndarray, fmt: str, shape: tuple, layout: str) -> np.ndarray:
-    """An .om tensor in the framework's layout: atc-py computes a channels-last (TF) model's convolutions in NCHW
-    (the tensor's format says so); transposed back when that gives the framework's shape."""
+def framework_layout(arr: np.ndarray, h: Holder, shape: tuple, layout: str) -> np.ndarray:
+    """An .om tensor in the framework's layout: the permutation a sunk transpose left (recorded on the op), or a
+    channels-last (TF) model's tensor atc-py computes in NCHW (its format says so) moved back to channels-last."""
+    if h.perm is not None and len(h.perm) == arr.ndim:
+        return arr.transpose(h.perm)
     perm = CHANNELS_LAST.get(arr.ndim)
-    if layout in ("NHWC", "NDHWC") and fmt in ("NCHW", "NCDHW") and perm is not None:
+    if layout in ("NHWC", "NDHWC") and h.fmt in ("NCHW", "NCDHW") and perm is not None:
         moved = arr.transpose(perm)
-        if moved.shape == shape:
+        if moved.shape == shape or arr.shape != shape:   # the same shape, or a view's input (reshaped after)
             return moved
     return arr
 
@@ -110,6 +114,16 @@ def om_layout(golden: np.ndarray, shape: tuple) -> np.ndarray:
     if perm is not None and tuple(golden.transpose(perm).shape) == tuple(shape):
         return golden.transpose(perm)
     return golden.reshape(shape)
+
+
+def _unbroadcast(mine: np.ndarray, shape: tuple) -> np.ndarray:
+    """A fused kernel computes a per-channel value (an SE gate) for every row it iterates: the framework's tensor
+    is one row of it, when every row holds the same values."""
+    if mine.ndim != len(shape) or mine.size == math.prod(shape) or \
+            any(d != 1 and d != m for d, m in zip(shape, mine.shape)):
+        return mine
+    one = mine[tuple(slice(0, 1) if d == 1 else slice(None) for d in shape)]
+    return one if np.array_equal(np.broadcast_to(one, mine.shape), mine, equal_nan=True) else mine
 
 
 def _numel(shape) -> int:
@@ -178,10 +192,16 @@ class Matcher:
                 if t is None:
                     continue
                 taken.add(t)
-                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"))
+                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"),
+                                         perm=self.kernels.origin_perm(op.name))
             unheld = set(internal) | (set(leave) - taken)
-            inner = asc_origins(self.kernels, op) if unheld else []
-            if inner:
+            inner = asc_origins(self.kernels, op)
+            for ir_name, k, _, perm in inner:       # a fused op's outputs: the member's own permutation
+                n = self.names.node(ir_name)
+                t = n.outputs[k] if n is not None and k < len(n.outputs) else None
+                if t in taken and self.holders[t].op is op:
+                    self.holders[t].perm = perm
+            if inner and unheld:
                 self._asc_holders(op, inner, unheld)
             elif internal and len(op.outputs) == 1:
                 parts = stages(op, self.kernels, self.load, [n.op_type for n in group])
@@ -191,21 +211,24 @@ class Matcher:
 
     def _asc_holders(self, op: OmOp, inner, internal: set[str]) -> None:
         """A fused AscBackend's inner values, by the AscIR node that computes each member's result."""
-        trace = AscTrace(op, self.kernels, self.load, list(dict.fromkeys(key.rsplit("/", 1)[0] for _, _, key in inner)))
-        for ir_name, k, key in inner:
+        trace = AscTrace(op, self.kernels, self.load, list(dict.fromkeys(e[2].rsplit("/", 1)[0] for e in inner)))
+        for ir_name, k, key, perm in inner:
             n = self.names.node(ir_name)
             t = n.outputs[k] if n is not None and k < len(n.outputs) else None
             if t in internal:
                 self.holders[t] = Holder(op, -1, lambda key=key: trace.value(key),
                                          f"inside {op.name}: its AscIR node {key.rsplit('/', 1)[-1]}", 0,
-                                         lambda inputs, key=key: trace.value(key, inputs), _out_format(op))
+                                         lambda inputs, key=key: trace.value(key, inputs), _out_format(op), perm)
 
     def _view_holder(self, n: FrameworkNode) -> Holder | None:
         src = next((t for t in n.inputs if t), None)
         h = self.holders.get(src) if src else None
+        if h is None and src in self.golden.inputs:      # a view of a model input: the .om's input itself
+            h = Holder(INPUT, -1, lambda: self.golden.tensors[src], "the model's input")
         if h is None or n.op_type not in VIEW_OPS or n.name in self.cover:
             return None
-        return Holder(h.op, h.out_index, h.load, f"view of {src} ({h.how or h.op.name})", h.stage, h.value, h.fmt)
+        return Holder(h.op, h.out_index, h.load, f"view of {src} ({h.how or h.op.name})", h.stage, h.value, h.fmt,
+                      h.perm)
 
     def _static(self) -> set[str]:
         """Tensors the compiler can know without the inputs' values: constants and what depends only on them
@@ -272,7 +295,8 @@ class Matcher:
             row.status, row.detail = "not_comparable", f"the kernel's trace holds no value {exc}"
             return
         row.om_dtype = str(mine.dtype)
-        mine = framework_layout(mine, h.fmt, tuple(g.shape), self.golden.layout)
+        mine = framework_layout(mine, h, tuple(g.shape), self.golden.layout)
+        mine = _unbroadcast(mine, g.shape)
         if mine.size != g.size:
             row.status = "not_comparable"
             row.detail = f"the .om tensor has shape {list(mine.shape)}, the framework's {list(g.shape)}"

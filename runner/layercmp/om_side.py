@@ -73,6 +73,16 @@ class OmKernels:
                 out.add(k)
         return out
 
+    def origin_perm(self, name: str) -> tuple[int, ...] | None:
+        """The permutation from op `name`'s output to the framework tensor (a transpose sank past it)."""
+        from atc_py.ir.graph import ORIGIN_PERM
+        from atc_py.om.attrs import from_attr
+        op = self.ops.get(name)
+        perm = from_attr(op.attr[ORIGIN_PERM]) if op is not None and ORIGIN_PERM in op.attr else None
+        if isinstance(perm, list) and sorted(perm) == list(range(len(perm))):
+            return tuple(int(p) for p in perm)
+        return None
+
     def attrs(self, name: str) -> dict:
         return op_attrs(self.ops[name])
 

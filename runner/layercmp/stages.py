@@ -49,8 +49,9 @@ def stages(op, kernels, load, framework_types: list[str]) -> list[Stage]:
     return []
 
 
-def asc_origins(kernels, op) -> list[tuple[str, int, str]]:
-    """(IR node, output, trace key) of a fused AscBackend / FusedAscBackend op (autofuse's _asc_origins)."""
+def asc_origins(kernels, op) -> list[tuple[str, int, str, tuple | None]]:
+    """(IR node, output, trace key, permutation to the framework tensor or None) of a fused AscBackend /
+    FusedAscBackend op (autofuse's _asc_origins)."""
     from atc_py.ir.graph import ASC_ORIGINS
     from atc_py.om.attrs import from_attr
     om_op = kernels.ops.get(op.name)
@@ -59,8 +60,13 @@ def asc_origins(kernels, op) -> list[tuple[str, int, str]]:
     out = []
     for entry in from_attr(om_op.attr[ASC_ORIGINS]) or []:
         parts = entry.split("\t") if isinstance(entry, str) else []
-        if len(parts) == 3 and parts[1].isdigit():
-            out.append((parts[0], int(parts[1]), parts[2]))
+        if len(parts) not in (3, 4) or not parts[1].isdigit():
+            continue
+        perm = None
+        if len(parts) == 4:
+            p = [int(x) for x in parts[3].split(",") if x.isdigit()]
+            perm = tuple(p) if sorted(p) == list(range(len(p))) else None
+        out.append((parts[0], int(parts[1]), parts[2], perm))
     return out
 
 
