@@ -205,3 +205,15 @@ def test_real_models_compare_without_false_divergence(atc, om_run, tmp_path, nam
     _check_accuracy(header, rows, summary, ratio=0.98)
     assert "first_divergent" not in summary
     assert summary["counts"]["not_comparable"] == empty      # ViT: two empty Slices (nothing to measure)
+
+
+def test_default_fp16_builds_have_no_false_divergence(atc, om_run, tmp_path):
+    """A fused LayerNorm that also exports its input's fp16 Cast: each output is matched by the AscIR node its
+    Store writes, not by position (the Cast, named after the LayerNorm, once took its place)."""
+    src = pathlib.Path(__file__).parent.parent / "models" / "small_transformer.onnx"
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'st'}", "--soc_version=Ascend910B1")[0] == 0
+    _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "st.om")
+    assert "first_divergent" not in summary and summary["matched_ratio"] == 1.0
+    by_node = {r[header.index("GroundTruth")]: r for r in rows}
+    assert by_node["ln1"][header.index("TensorIndex")] == "ln1_ascbackend:output:1"
+    assert float(by_node["ln1"][header.index("CosineSimilarity")]) > 0.9999

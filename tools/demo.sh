@@ -14,6 +14,9 @@ for m in small_cnn small_transformer inception_block; do
   "$BIN/om-run" "out/$m.om"
 done
 
+step "small_transformer: the .om against onnxruntime, layer by layer (om-run compare, msit debug compare's flags)"
+"$BIN/om-run" compare -gm models/small_transformer.onnx -om out/small_transformer.om -o out/compare --rows 5
+
 step "tf_lenet (TensorFlow frozen graph, NHWC): compile with --framework=3, run on its inputs"
 "$BIN/atc-py" --model models/tf_lenet.pb --framework=3 --output=out/tf_lenet --soc_version="$SOC"
 "$BIN/om-run" --model out/tf_lenet.om --input models/tf_lenet.inputs.npz --output out/tf_lenet

@@ -167,6 +167,19 @@ def om_run_flags() -> str:
         "```",
         "",
     ] + _click_rows(main)
+    from runner.layercmp.command import compare_main
+    lines += [
+        "",
+        "## om-run compare",
+        "",
+        f"{esc(_first_paragraph(compare_main.help))} What it writes: "
+        "[layer-by-layer comparison](../debugging/compare.md).",
+        "",
+        "```",
+        "om-run compare -gm MODEL.onnx|MODEL.pb -om MODEL.om [-i INPUTS] -o DIR [OPTIONS]",
+        "```",
+        "",
+    ] + _click_rows(compare_main)
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from .golden import SOURCE_OPS, FrameworkNode, Golden
 from .metrics import Metrics, compare
 from .om_side import OmOp
-from .stages import AscTrace, asc_origins, stages
+from .stages import AscTrace, asc_origins, asc_output_sources, stages
 
 VIEW_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "ExpandDims", "StopGradient",
             "Snapshot"}
@@ -42,6 +42,7 @@ class Holder:
     value: Callable | None = None         # a stage: its output on other inputs, value(inputs)
     fmt: str = "ND"                       # the .om tensor's format (NCHW where a TF model's NHWC was transposed)
     perm: tuple | None = None             # framework tensor = the .om tensor transposed by perm (transpose sinking)
+    label: str = ""                       # the CSV's TensorIndex (default: <op>:output:<k>)
 
 
 @dataclass
@@ -179,8 +180,10 @@ class Matcher:
             for n in group:
                 self.cover[n.name] = op
             leave, internal = self._leaving(group)
-            taken: set[str] = set()
-            outs = sorted(op.outputs.items())
+            inner = asc_origins(self.kernels, op)
+            taken, used = self._asc_outputs(op, inner, set(leave) | set(internal))
+            outs = sorted((k, e) for k, e in op.outputs.items() if k not in used)
+            leave = [t for t in leave if t not in taken]
             in_order = len(outs) == len(leave) and all(
                 _numel(e["shape"]) == _numel(self.golden.tensors[t].shape) for (_, e), t in zip(outs, leave))
             for j, (k, e) in enumerate(outs):
@@ -194,41 +197,66 @@ class Matcher:
                 taken.add(t)
                 self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"),
                                          perm=self.kernels.origin_perm(op.name))
-            unheld = set(internal) | (set(leave) - taken)
-            inner = asc_origins(self.kernels, op)
-            for ir_name, k, _, perm in inner:       # a fused op's outputs: the member's own permutation
-                n = self.names.node(ir_name)
-                t = n.outputs[k] if n is not None and k < len(n.outputs) else None
-                if t in taken and self.holders[t].op is op:
-                    self.holders[t].perm = perm
+            unheld = (set(internal) | set(leave)) - taken
+            perms = {e[2]: e[3] for e in inner}
+            for key, t in self._inner_keys(inner):    # a fused op's outputs: the member's own permutation
+                if t in taken and self.holders[t].op is op and perms[key] is not None:
+                    self.holders[t].perm = perms[key]
             if inner and unheld:
                 self._asc_holders(op, inner, unheld)
             elif internal and len(op.outputs) == 1:
                 parts = stages(op, self.kernels, self.load, [n.op_type for n in group])
                 for s, ((label, value), t) in enumerate(zip(reversed(parts), reversed(internal))):
-                    self.holders[t] = Holder(op, -1, value, f"inside {op.name}: its kernel {label}",
-                                             len(parts) - 1 - s, value, _out_format(op))
+                    j = len(parts) - 1 - s
+                    self.holders[t] = Holder(op, -1, value, f"inside {op.name}: its kernel {label}", j, value,
+                                             _out_format(op), label=f"{op.name}:stage:{j}")
+
+    def _asc_outputs(self, op: OmOp, inner, group_tensors: set[str]) -> tuple[set[str], set[int]]:
+        """An AscBackend's outputs by the AscIR node each one's Store writes: (the tensors they hold, the outputs
+        so matched)."""
+        sources = asc_output_sources(self.kernels, op) if inner else {}
+        by_key = {key: t for key, t in self._inner_keys(inner) if t in group_tensors}
+        taken, used = set(), set()
+        for k, e in op.outputs.items():
+            t = by_key.get(sources.get(k, ""))
+            if t is not None and t not in taken and _numel(e["shape"]) == _numel(self.golden.tensors[t].shape):
+                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"))
+                taken.add(t)
+                used.add(k)
+        return taken, used
 
     def _asc_holders(self, op: OmOp, inner, internal: set[str]) -> None:
         """A fused AscBackend's inner values, by the AscIR node that computes each member's result."""
         trace = AscTrace(op, self.kernels, self.load, list(dict.fromkeys(e[2].rsplit("/", 1)[0] for e in inner)))
-        for ir_name, k, key, perm in inner:
-            n = self.names.node(ir_name)
-            t = n.outputs[k] if n is not None and k < len(n.outputs) else None
+        perms = {e[2]: e[3] for e in inner}
+        for key, t in self._inner_keys(inner):
+            perm = perms[key]
             if t in internal:
                 self.holders[t] = Holder(op, -1, lambda key=key: trace.value(key),
                                          f"inside {op.name}: its AscIR node {key.rsplit('/', 1)[-1]}", 0,
-                                         lambda inputs, key=key: trace.value(key, inputs), _out_format(op), perm)
+                                         lambda inputs, key=key: trace.value(key, inputs), _out_format(op), perm,
+                                         f"{op.name}:ascir:{key.rsplit('/', 1)[-1]}")
+
+    def _inner_keys(self, inner) -> list[tuple[str, str]]:
+        """(AscIR key, framework tensor) of a fused op's members; a helper node's value (named <node>_<suffix>:
+        an inserted Cast) counts only for a tensor no member of the node's own name computes."""
+        entries = []
+        for ir_name, k, key, _ in inner:
+            n = self.names.node(ir_name)
+            if n is not None and k < len(n.outputs) and n.outputs[k]:
+                entries.append((key, n.outputs[k], ir_name == self.golden.ir_name(n)))
+        exact = {t for _, t, own in entries if own}
+        return [(key, t) for key, t, own in entries if own or t not in exact]
 
     def _view_holder(self, n: FrameworkNode) -> Holder | None:
         src = next((t for t in n.inputs if t), None)
         h = self.holders.get(src) if src else None
         if h is None and src in self.golden.inputs:      # a view of a model input: the .om's input itself
-            h = Holder(INPUT, -1, lambda: self.golden.tensors[src], "the model's input")
+            h = Holder(INPUT, -1, lambda: self.golden.tensors[src], "the model's input", label="(input)")
         if h is None or n.op_type not in VIEW_OPS or n.name in self.cover:
             return None
         return Holder(h.op, h.out_index, h.load, f"view of {src} ({h.how or h.op.name})", h.stage, h.value, h.fmt,
-                      h.perm)
+                      h.perm, h.label)
 
     def _static(self) -> set[str]:
         """Tensors the compiler can know without the inputs' values: constants and what depends only on them
@@ -246,7 +274,7 @@ class Matcher:
         values = self.compile_time(wanted) if self.compile_time is not None and wanted else {}
         for t, v in values.items():
             self.holders[t] = Holder(COMPILED, -1, lambda v=v: v, "folded into a constant at compile time: "
-                                                                  "atc-py's compile-time value")
+                                                                  "atc-py's compile-time value", label="(compile time)")
 
     def rows(self) -> list[Row]:
         self.assign()

@@ -24,7 +24,7 @@ def _tensor_index(row: Row) -> str:
     h = row.holder
     if h is None:
         return "NaN"
-    return f"{h.op.name}:stage:{h.stage}" if h.stage >= 0 else f"{h.op.name}:output:{h.out_index}"
+    return h.label or f"{h.op.name}:output:{h.out_index}"
 
 
 def csv_bytes(rows: list[Row]) -> bytes:
@@ -66,6 +66,7 @@ def summary(rows: list[Row], engine: str, model: str, golden_path: str, threshol
         doc["first_divergent"] = {"node": first.node.name, "op_type": first.node.op_type, "tensor": first.tensor,
                                   "om_op": op.name if op else None, "om_op_type": op.op_type if op else None,
                                   "metrics": first.metrics.as_dict() if first.metrics else None,
+                                  "nonfinite": bool(first.metrics and first.metrics.nonfinite),
                                   "locate": first.locate}
     return doc
 

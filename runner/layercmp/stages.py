@@ -101,3 +101,25 @@ class AscTrace:
         if not 0 <= k < len(values) or node not in values[k]:
             raise KeyError(key)
         return values[k][node]
+
+
+def asc_output_sources(kernels, op) -> dict[int, str]:
+    """An AscBackend's outputs: output index -> "<graph>/<AscIR node>" its Store writes (from its HintGraph)."""
+    from atc_py.autofuse.graph import AscGraphError
+    from atc_py.autofuse.serialize import from_graph_def
+    from atc_py.om.attrs import from_attr
+    om_op = kernels.ops.get(op.name)
+    if om_op is None or om_op.type != "AscBackend" or "ascgraph" not in om_op.attr:
+        return {}
+    try:
+        hint = from_graph_def(from_attr(om_op.attr["ascgraph"]))
+    except (AscGraphError, AttributeError, TypeError, ValueError):
+        return {}
+    out = {}
+    for node in hint.output_nodes:
+        store = node.inputs[0][0] if node.inputs else None
+        src = store.inputs[0][0] if store is not None and store.inputs else None
+        k = node.attrs.get("index")
+        if src is not None and isinstance(k, int):
+            out[k] = f"{hint.name}/{src.name}"
+    return out
