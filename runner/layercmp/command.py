@@ -37,9 +37,9 @@ def _bad(reason: str) -> AtcError:
     return AtcError("E30002", reason=reason)
 
 
-def framework_of(path: str, given: str | None) -> str:
-    if given:
-        return given
+def framework_of(path: str, chosen: str | None) -> str:
+    if chosen:
+        return chosen
     fw = FRAMEWORKS.get(os.path.splitext(path)[1].lower())
     if fw is None:
         raise _bad(f"-gm {path}: the golden model's framework is not known from its suffix (.onnx or .pb); "
