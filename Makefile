@@ -69,7 +69,7 @@ conformance: venv
 	$(PY) -m atc_conformance.suites
 
 golden: venv
-	$(PY) -m pytest tests/test_golden.py --update-golden
+	$(PY) -m pytest tests/test_golden.py tests/test_gears.py::test_golden_mode6_of_a_gear_model --update-golden
 
 proto: venv
 	$(PY) tools/gen_proto.py

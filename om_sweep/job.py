@@ -16,7 +16,7 @@ from atc_py import cli as atc_cli
 from atc_py import cmdline
 from atc_py.errors import AtcError
 from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
-from runner.cli import simulate
+from runner.simulate import simulate
 from runner.compare import compare_outputs
 from runner.gears import read_gears
 from runner.generate import Decoder, decoder_io, generate, read_prompt

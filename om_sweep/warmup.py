@@ -17,7 +17,7 @@ def warm_up() -> None:
     import atc_py.pipeline  # noqa: F401
     from atc_py.ops.registry import all_ops
     from atc_py.platform.soc import load_soc, supported_socs
-    from runner.cli import simulate
+    from runner.simulate import simulate
     from runner.loader import load_model
     from runner.sim.profile import RuntimeProfile
 

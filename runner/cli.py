@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections import Counter
 
 import click
@@ -27,12 +26,11 @@ from .model import DeviceModel, RootModel
 from .msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
 from .options import RunOptions, run_options
 from .sim.execute import check_inputs
-from .sim.host import Simulation
-from .sim.warm import warm
-from .sim.profile import RuntimeProfile
 from .sim.report import (ais_bench_lines, ais_bench_summary, console, msame_lines, overflow_lines, summary_json,
                          write_profile)
-from .threads import LoadProbe, thread_budget
+from .cli_errors import guarded
+from .simulate import simulate
+from .threads import LoadProbe
 
 
 def _shape(io) -> str:
@@ -71,36 +69,6 @@ def _needs_values(model) -> bool:
     """A model whose control flow reads device memory: --no-compute still needs its inputs."""
     from atc_py.om import task_types as tt
     return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in getattr(model, "tasks", []))
-
-
-def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,
-             tiling_cache: bool = True, host_threads: int = 1, shapes=None, timed: bool = False,
-             max_loop_iterations: int | None = None, transfer_bytes=None, threads: int | None = None, atb=None,
-             max_tasks: int | None = None, check_overflow: bool | None = None, dumper=None):
-    """`loop` executions of a loaded model; (outputs of the last, LoopStats per loop[, wall seconds per loop]).
-    Loops must agree. om-sweep simulates through this too. `shapes`: a dynamic model's input shapes when it
-    runs timing only. `threads`: om-run's thread budget for the numerics (None: leave the pools as they are).
-    `atb`: ATB's settings (AtbSettings; None: from ATB's environment variables, as om-run reads them)."""
-    if threads is not None:
-        with thread_budget(threads):
-            return simulate(model, prof, inputs, loop, compute, allow_hazards, tiling_cache, host_threads, shapes,
-                            timed, max_loop_iterations, transfer_bytes, atb=atb, max_tasks=max_tasks,
-                            check_overflow=check_overflow, dumper=dumper)
-    sim = Simulation(model, prof, compute=compute, allow_hazards=allow_hazards, tiling_cache=tiling_cache,
-                     host_threads=host_threads, max_loop_iterations=max_loop_iterations, atb=atb,
-                     max_tasks=max_tasks, check_overflow=check_overflow, dumper=dumper)
-    sim.transfer_bytes = transfer_bytes
-    warm(sim)   # one-time host work (programs, tilings, threads, scratch) before the first execution, not in it
-    loops, outputs, walls = [], None, []
-    for k in range(loop):
-        t0 = time.perf_counter()
-        result, stats = sim.run(inputs, shapes)
-        walls.append(time.perf_counter() - t0)
-        loops.append(stats)
-        if outputs is not None and not all(np.array_equal(a, b) for a, b in zip(outputs, result)):
-            raise AtcError("E30004", task="-", reason=f"loop {k + 1} gave different outputs than loop 1")
-        outputs = result
-    return (outputs, loops, walls) if timed else (outputs, loops)
 
 
 class OmRunCommand(click.Command):
@@ -199,23 +167,6 @@ def main(**flags):
     `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's)."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
     guarded(lambda: run(run_options(**flags), probe))
-
-
-def guarded(call) -> None:
-    """One [ERROR] line and exit 1 for a bad input (AtcError), host memory running out, or a bug."""
-    try:
-        call()
-    except AtcError as exc:
-        click.echo(f"[ERROR] {exc}", err=True)
-        sys.exit(1)
-    except MemoryError:
-        click.echo("[ERROR] E30006: The simulation needs more host memory than this machine gives it", err=True)
-        sys.exit(1)
-    except Exception as exc:  # a bug: one line for the user, the traceback with ATC_PY_DEBUG=1
-        if os.environ.get("ATC_PY_DEBUG"):
-            raise
-        click.echo(f"[ERROR] E19999: Internal Error! {type(exc).__name__}: {exc}", err=True)
-        sys.exit(1)
 
 
 def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:

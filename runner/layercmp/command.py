@@ -81,7 +81,7 @@ def run_compare(golden_path: str, om_path: str, inputs: str | None, output: str,
     names = {op.name for op in model.ops.values()} | {op.name for sub in getattr(model, "subs", {}).values()
                                                       for op in sub.ops.values()}
     dumper.start(model.name, names)
-    from ..cli import simulate
+    from ..simulate import simulate
     simulate(model, RuntimeProfile(), arrays, 1, True, dumper=dumper)
     dumper.finish()
     ops = read_dumps(dumper.root)
@@ -156,6 +156,6 @@ def _print(rows, doc: dict, limit: int) -> None:
 def compare_main(golden, om, inputs, output, input_shape, framework, threshold, locat, seed, rows_shown,
                  cann_path, device):
     """Layer-by-layer accuracy comparison of an .om with its framework model (msit debug compare's flags)."""
-    from ..cli import guarded
+    from ..cli_errors import guarded
     guarded(lambda: run_compare(golden, om, inputs, output, framework, threshold, locat, seed, input_shape,
                                 rows_shown))
