@@ -51,6 +51,7 @@ from .passes.transpose_sink import cancel_transposes
 from .ops.infer import infer_graph
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
+from .passes.formats import select_formats
 from .passes.partition import PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
 from .passes.soc_kernels import mark_internal_dtypes
@@ -419,6 +420,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     if part is None:
         fuse_model(graph, autofuse_on, st, fused)
         stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
+        stats["trans_data_inserted"] = st.run("formats", select_formats, graph) if opts.switch("formats") else 0
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
                     opts.sink_nops)
@@ -489,6 +491,8 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
         fuse_model(sub.graph, autofuse_on, st, fused)
         mark_internal_dtypes(sub.graph, opts.soc)
         if sub.known:
+            if opts.switch("formats"):
+                st.run(f"formats {sub.name}", select_formats, sub.graph)
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
                         opts.single_stream, opts.reuse_memory, opts.sink_nops)
             statics.append(sm)

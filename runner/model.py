@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_from_proto
+from atc_py.ir.formats import DEVICE_FORMATS, FormatError, device_shape
 from atc_py.ir.graph import TensorDesc
 from atc_py.proto import ge_ir_pb2 as ge
 
@@ -80,7 +81,30 @@ def desc_from_proto(td: ge.TensorDescriptor) -> TensorDesc:
     if dt is None:
         raise AtcError("E30001", path="", reason=f"tensor dtype {td.dtype} is not supported")
     fmt = td.layout or "ND"
-    return TensorDesc(tuple(td.shape.dim), dt.name, fmt, fmt)
+    if fmt not in DEVICE_FORMATS:
+        return TensorDesc(tuple(td.shape.dim), dt.name, fmt, fmt)
+    return _device_desc(td, fmt, dt.name)
+
+
+MAX_ORIGIN_RANK = 8
+ORIGIN_FORMATS = {"NCHW", "NHWC", "ND"}
+
+
+def _device_desc(td: ge.TensorDescriptor, fmt: str, dtype: str) -> TensorDesc:
+    """A device-format descriptor (NC1HWC0, FRACTAL_Z, ...): its origin format and shape (GE's attrs), checked to
+    give exactly its shape in that format before anything sizes or converts by them."""
+    shape = tuple(td.shape.dim)
+    of = td.attr["origin_format"].s.decode("ascii", "replace") if "origin_format" in td.attr else ""
+    origin = tuple(td.attr["origin_shape"].list.i) if "origin_shape" in td.attr else ()
+    try:
+        ok = of in ORIGIN_FORMATS and 0 < len(origin) <= MAX_ORIGIN_RANK and min(origin) >= 0 and \
+            device_shape(origin, fmt, of, dtype) == shape
+    except FormatError:
+        ok = False
+    if not ok:
+        raise AtcError("E30001", path="", reason=f"a {fmt} tensor descriptor of shape {list(shape)} has origin "
+                                                 f"format {of!r} and shape {list(origin)[:8]}, which do not give it")
+    return TensorDesc(shape, dtype, fmt, of, origin)
 
 
 def describe(io) -> str:

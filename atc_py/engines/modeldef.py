@@ -37,12 +37,13 @@ def fill_tensor_desc(td: ge.TensorDescriptor, d: TensorDesc, name: str = "", siz
         td.attr["origin_format"].s = d.origin_format.encode()
     else:
         set_attr(td.attr["origin_format"], d.origin_format)
-    if all(type(x) is int for x in d.shape):
+    origin = d.shape if d.origin_shape is None else d.origin_shape
+    if all(type(x) is int for x in origin):
         shape_list = td.attr["origin_shape"].list
-        shape_list.i.extend(d.shape)
+        shape_list.i.extend(origin)
         shape_list.val_type = VT_LIST_INT
     else:
-        set_attr(td.attr["origin_shape"], list(d.shape))
+        set_attr(td.attr["origin_shape"], list(origin))
 
 
 def _src(v: Value) -> str:

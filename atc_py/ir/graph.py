@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from .dtypes import dtype_by_name
+from .formats import DEVICE_FORMATS
 
 
 @dataclass
@@ -20,6 +21,15 @@ class TensorDesc:
     dtype: str
     format: str = "ND"
     origin_format: str = "ND"
+    origin_shape: tuple[int, ...] | None = None   # the framework's shape of a device-format tensor (ir/formats.py)
+
+    @property
+    def logical(self) -> "TensorDesc":
+        """The tensor as the framework sees it: a device-format desc's origin shape and format (kernels compute,
+        tile and cost in it); any other desc itself."""
+        if self.format in DEVICE_FORMATS and self.origin_shape is not None:
+            return TensorDesc(tuple(self.origin_shape), self.dtype, self.origin_format, self.origin_format)
+        return self
 
     @property
     def known(self) -> bool:

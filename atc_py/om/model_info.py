@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..ir.formats import DEVICE_FORMATS
+
 from ..proto import ge_ir_pb2 as ge
 from ..proto import task_pb2
 from . import partitions as pt
@@ -71,6 +73,16 @@ def _autofuse_line(g) -> list[str]:
     return ["  autofuse : " + ", ".join(f"{k}[{v}]" for k, v in sorted(kinds.items())) + f", original ops[{names}]"]
 
 
+def _formats_line(g) -> list[str]:
+    """Device formats (passes/formats.py): the TransData ops and the op outputs in each device format."""
+    trans = sum(1 for op in g.op if op.type == "TransData")
+    layouts = Counter(d.layout for op in g.op for d in op.output_desc if d.layout in DEVICE_FORMATS)
+    if not trans and not layouts:
+        return []
+    return ["  formats  : " + ", ".join([f"TransData[{trans}]"] + [f"{k} tensors[{v}]"
+                                                                  for k, v in sorted(layouts.items())])]
+
+
 def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     g = md.graph[0] if md.graph else ge.GraphDef()
     lines = [f"[{label}] {md.name}"]
@@ -99,7 +111,7 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     engines = Counter(f"{from_attr(op.attr['_ge_attr_op_kernel_lib_name'])}/{from_attr(op.attr['_cube_vector_core_type'])}"
                       for sub in md.graph for op in sub.op if "_ge_attr_op_kernel_lib_name" in op.attr)  # subgraphs too
     lines.append("  ops      : " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())))
-    return lines + _autofuse_line(g)
+    return lines + _formats_line(g) + _autofuse_line(g)
 
 
 def model_info(om: OmFile) -> str:

@@ -74,6 +74,7 @@ class TilingContext:
     attrs: dict[str, Any]
     soc: SocSpec
     depend_values: dict[int, np.ndarray] = field(default_factory=dict)
+    byte_scale: float = 1.0       # bytes the device formats move per byte of the logical descs (C0 padding)
 
 
 @dataclass
@@ -232,6 +233,8 @@ class OpSpec:
     def launch_work(self, ctx: TilingContext) -> Work:
         """work() plus the epilogue a fusion pass gave this launch (fused_relu: one vector op per output element)."""
         w = self.work(ctx)
+        if ctx.byte_scale != 1.0:   # padded device formats (NC1HWC0's C0, FRACTAL_Z's 16x16 fractals)
+            w.bytes = int(w.bytes * ctx.byte_scale)
         w.out_elems = w.out_elems or sum(d.numel for d in ctx.outputs)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += sum(d.numel for d in ctx.outputs)
@@ -248,6 +251,8 @@ class OpSpec:
     def launch_block_work(self, ctx: TilingContext, block_dim: int) -> Work:
         """block_work() plus the fused epilogue on the block's outputs."""
         w = self.block_work(ctx, block_dim)
+        if ctx.byte_scale != 1.0:
+            w.bytes = int(w.bytes * ctx.byte_scale)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += w.out_elems
         return _inside(w, ctx, block_dim)

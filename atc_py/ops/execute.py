@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.formats import DEVICE_FORMATS, from_device, to_device
 from ..ir.graph import TensorDesc
 from ..platform.soc import SocSpec
 from .base import KernelArgs, OpSpec, TilingContext, TilingResult
@@ -13,14 +14,46 @@ from .host_pool import hold_blas_single
 
 def tiling_context(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec,
                    depend_values: dict[int, np.ndarray] | None = None) -> TilingContext:
-    return TilingContext(list(in_descs), list(out_descs), dict(attrs), soc, dict(depend_values or {}))
+    """Kernels tile and cost in the framework's layout: device-format descs (NC1HWC0, FRACTAL_Z) become their
+    logical descs, and the bytes the padded formats move scale the cost (byte_scale)."""
+    ins, outs = list(in_descs), list(out_descs)
+    scale = 1.0
+    if any(d is not None and d.format in DEVICE_FORMATS for d in ins + outs):
+        device = sum(d.nbytes for d in ins + outs if d is not None)
+        ins = [d.logical if d is not None else None for d in ins]
+        outs = [d.logical for d in outs]
+        logical = sum(d.nbytes for d in ins + outs if d is not None)
+        scale = device / logical if logical else 1.0
+    return TilingContext(ins, outs, dict(attrs), soc, dict(depend_values or {}), scale)
+
+
+def to_logical(inputs: list, in_descs) -> list:
+    """Kernel inputs in the framework's layout: a device-format operand converted (ir/formats.py)."""
+    out = list(inputs)
+    for i, d in enumerate(in_descs or []):
+        if d is not None and d.format in DEVICE_FORMATS and i < len(out) and out[i] is not None \
+                and tuple(np.shape(out[i])) == tuple(d.shape):
+            out[i] = from_device(np.asarray(out[i]), d.format, d.origin_shape, d.origin_format)
+    return out
+
+
+def to_device_outputs(outs: list, out_descs) -> list:
+    """Kernel outputs in the device formats their descs have."""
+    return [to_device(np.asarray(o), d.format, d.origin_format).astype(o.dtype, copy=False)
+            if d.format in DEVICE_FORMATS else o for o, d in zip(outs, out_descs)]
 
 
 def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs: list[TensorDesc],
-           inputs: list[np.ndarray | None], out: list | None = None) -> list[np.ndarray]:
+           inputs: list[np.ndarray | None], out: list | None = None, in_descs=None) -> list[np.ndarray]:
     """Run the kernel with the tiling it is launched with (it does not re-tile). `out`: the views the outputs
     land in, which a kernel may compute into (KernelArgs.out). BLAS is held to one thread first (host_pool.py): a
-    kernel's result must not depend on how many threads numpy's BLAS would use."""
+    kernel's result must not depend on how many threads numpy's BLAS would use. Operands in a device format
+    (`in_descs` / `out_descs` NC1HWC0, FRACTAL_Z, ...) are converted to the framework's layout and back around
+    the kernel, which computes in that layout: the padding never changes a number."""
+    if any(d.format in DEVICE_FORMATS for d in out_descs) or \
+            any(d is not None and d.format in DEVICE_FORMATS for d in in_descs or []):
+        outs = launch(spec, tiling, attrs, [d.logical for d in out_descs], to_logical(inputs, in_descs))
+        return to_device_outputs(outs, out_descs)
     hold_blas_single()
     decoded = spec.decode_tiling(tiling.tiling_data, attrs)
     if attrs.get("_internal_dtype") == "float16":     # the SoC's intrinsic takes fp16 only (passes/soc_kernels.py)
@@ -45,4 +78,4 @@ def run_op(spec: OpSpec, in_descs, out_descs, attrs, soc: SocSpec, inputs) -> li
     """Tiling then kernel: what constant folding and the host executor do."""
     depend = {i: inputs[i] for i in spec.tiling_depend if i < len(inputs) and inputs[i] is not None}
     ctx = tiling_context(spec, in_descs, out_descs, attrs, soc, depend)
-    return launch(spec, spec.tiling(ctx), attrs, out_descs, inputs)
+    return launch(spec, spec.tiling(ctx), attrs, out_descs, inputs, in_descs=in_descs)

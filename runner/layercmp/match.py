@@ -85,9 +85,19 @@ class NameMap:
         return hit
 
 
+def _entry_shape(e: dict) -> tuple:
+    """A dump's shape in the framework's layout (a device format's origin shape)."""
+    return tuple(e.get("origin_shape") or e["shape"])
+
+
+def _format(e: dict) -> str:
+    """The layout a loaded dump is in (load_entry converts a device format back to its origin format)."""
+    return e.get("origin_format") or e.get("format", "ND")
+
+
 def _out_format(op: OmOp) -> str:
     e = op.outputs.get(0)
-    return e.get("format", "ND") if e else "ND"
+    return _format(e) if e else "ND"
 
 
 CHANNELS_LAST = {4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}    # NCHW -> NHWC, NCDHW -> NDHWC
@@ -185,17 +195,17 @@ class Matcher:
             outs = sorted((k, e) for k, e in op.outputs.items() if k not in used)
             leave = [t for t in leave if t not in taken]
             in_order = len(outs) == len(leave) and all(
-                _numel(e["shape"]) == _numel(self.golden.tensors[t].shape) for (_, e), t in zip(outs, leave))
+                _numel(_entry_shape(e)) == _numel(self.golden.tensors[t].shape) for (_, e), t in zip(outs, leave))
             for j, (k, e) in enumerate(outs):
                 if in_order:
                     t = leave[j]
                 else:
                     t = next((t for t in reversed(leave) if t not in taken and
-                              _numel(self.golden.tensors[t].shape) == _numel(e["shape"])), None)
+                              _numel(self.golden.tensors[t].shape) == _numel(_entry_shape(e))), None)
                 if t is None:
                     continue
                 taken.add(t)
-                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"),
+                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=_format(e),
                                          perm=self.kernels.origin_perm(op.name))
             unheld = (set(internal) | set(leave)) - taken
             perms = {e[2]: e[3] for e in inner}
@@ -219,8 +229,8 @@ class Matcher:
         taken, used = set(), set()
         for k, e in op.outputs.items():
             t = by_key.get(sources.get(k, ""))
-            if t is not None and t not in taken and _numel(e["shape"]) == _numel(self.golden.tensors[t].shape):
-                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=e.get("format", "ND"))
+            if t is not None and t not in taken and _numel(_entry_shape(e)) == _numel(self.golden.tensors[t].shape):
+                self.holders[t] = Holder(op, k, lambda e=e: self.load(e), fmt=_format(e))
                 taken.add(t)
                 used.add(k)
         return taken, used

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from atc_py.errors import AtcError
+from atc_py.ir.formats import DEVICE_FORMATS, FormatError, from_device
 from atc_py.ops.execute import run_op
 from atc_py.ops.registry import get_op
 from atc_py.platform import load_soc
@@ -49,7 +50,16 @@ def read_dumps(root: str) -> list[OmOp]:
 
 
 def load_entry(entry: dict) -> np.ndarray:
-    return load_npy(entry["path"])
+    """A dumped tensor in the framework's layout: a device-format one (NC1HWC0, FRACTAL_Z) converted back by its
+    recorded origin format and shape."""
+    arr = load_npy(entry["path"])
+    if entry.get("format") in DEVICE_FORMATS:
+        try:
+            return from_device(arr, entry["format"], tuple(entry.get("origin_shape") or ()),
+                               entry.get("origin_format", "NCHW"))
+        except FormatError as exc:
+            raise AtcError("E30002", reason=f"dump {entry['file']}: {exc}") from None
+    return arr
 
 
 class OmKernels:
@@ -96,4 +106,6 @@ class OmKernels:
         args = [None if (k in drop or d is None) else inputs.get(k) for k, d in enumerate(in_descs)]
         in_descs = [None if k in drop else d for k, d in enumerate(in_descs)]
         out_descs = [desc_from_proto(d) for d in op.output_desc]
-        return run_op(spec, in_descs, out_descs, attrs if attrs is not None else op_attrs(op), self.soc, args)
+        outs = run_op(spec, in_descs, out_descs, attrs if attrs is not None else op_attrs(op), self.soc, args)
+        return [from_device(o, d.format, d.origin_shape, d.origin_format) if d.format in DEVICE_FORMATS else o
+                for o, d in zip(outs, out_descs)]

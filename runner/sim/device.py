@@ -554,13 +554,14 @@ class DeviceRun:
             values[i] = v
         for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
             values[i] = make(v)
-        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None)
+        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,
+                      plan.in_descs)
         if self.overflow is not None:
             self.overflow.check(task_id + self.id_offset, call.op.name, call.op.type, original_names(call.op),
                                 values, outs)
         if self.dumper is not None and self.dumper.wants(call.op.name, original_names(call.op)):
             self.dumper.dump(call.op.type, call.op.name, task_id + self.id_offset, stream, start // 1000,
-                             original_names(call.op), values, outs, call.out_descs)
+                             original_names(call.op), values, outs, call.out_descs, call.in_descs)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = self.mem.holds
         for dst, arr, d in zip(plan.outs, outs, call.out_descs):

@@ -89,7 +89,7 @@ class DeviceMemory:
         arr = self.cached_weight(address, desc, True)
         return arr if arr is not None else widen(self.view(address, desc))
 
-    def cached_weight(self, address: int, desc: TensorDesc, wide: bool) -> np.ndarray | None:
+    def cached_weight(self, address: int, desc: TensorDesc, wide: bool, make=None) -> np.ndarray | None:
         """A weight as a kernel takes it, made once per loaded model while the budget lasts (None past it):
         wide, an fp16 weight as exact fp32 (cube kernels widen their inputs to fp32 anyway, and numpy converts
         fp16 at ~4 ns per element: a ResNet-50's filters every execution); else an aligned copy of a weight the
@@ -102,7 +102,7 @@ class DeviceMemory:
         if arr is None:
             if not self.budget.take(4 * desc.numel if wide else desc.nbytes):
                 return None
-            arr = (widen if wide else aligned)(self.view(address, desc))
+            arr = (make or (widen if wide else aligned))(self.view(address, desc))
             self.widened[key] = arr
         return arr
 

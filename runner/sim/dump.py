@@ -102,7 +102,9 @@ class Dumper:
         return layers is None or op_name in layers or any(n in layers for n in original)
 
     def dump(self, op_type: str, op_name: str, task: int, stream: int, time_us: int, original: list[str],
-             inputs, outputs, out_descs) -> None:
+             inputs, outputs, out_descs, in_descs=None) -> None:
+        """The tensors as the device holds them (a 5HD tensor in NC1HWC0), each with its format and, for a
+        device format, the origin format and shape that convert it back (what msit's compare reads)."""
         mode = self.config.mode
         base = f"{safe_stem(op_type, 128)}.{safe_stem(op_name, 128)}.{task}.{stream}.{time_us}"
         groups = ([("input", inputs)] if mode in ("input", "all") else []) + \
@@ -116,11 +118,15 @@ class Dumper:
                 buf = io.BytesIO()
                 np.save(buf, a)
                 write_in_folder(os.path.join(self.root, name), buf.getvalue())
-                fmt = out_descs[k].format if kind == "output" and k < len(out_descs) else "ND"
+                descs = out_descs if kind == "output" else (in_descs or [])
+                d = descs[k] if k < len(descs) else None
+                fmt = d.format if d is not None else "ND"
+                origin = {"origin_format": d.origin_format, "origin_shape": list(d.origin_shape)} \
+                    if d is not None and d.origin_shape is not None else {}
                 with self.lock:
                     self.index.append({"file": name, "op_name": op_name, "op_type": op_type, "task": task,
                                        "stream": stream, "timestamp": time_us, "kind": kind, "index": k,
-                                       "dtype": str(a.dtype), "shape": list(a.shape), "format": fmt,
+                                       "dtype": str(a.dtype), "shape": list(a.shape), "format": fmt, **origin,
                                        "original_names": list(original)})
 
     def finish(self) -> str:

@@ -555,11 +555,14 @@ class Simulation:
         rec = TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type, arrive, s, e,
                          tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
         self.stats.records.append(rec)
-        outs = launch(spec, tiling, node.attrs, out_descs, args) if self.compute else [None] * len(out_descs)
+        outs = launch(spec, tiling, node.attrs, out_descs, args,
+                      in_descs=[v.desc if v is not None else None for v in node.inputs]) \
+            if self.compute else [None] * len(out_descs)
         if self.overflow is not None:
             self.overflow.check(rec.task, op.name, op.type, original_names(op), args, outs)
         if self.dumper is not None and self.dumper.wants(op.name, original_names(op)):
-            self.dumper.dump(op.type, op.name, rec.task, 0, s // 1000, original_names(op), args, outs, out_descs)
+            self.dumper.dump(op.type, op.name, rec.task, 0, s // 1000, original_names(op), args, outs, out_descs,
+                             [v.desc if v is not None else None for v in node.inputs])
         if spec.shape_from_compute:   # the host reads the real output shapes back before the next InferShape
             self.stage_free[0] = self.sync(f"{op.name} output shape", c_end, 8 * sum(len(o.shape) for o in outs))
             out_descs = [TensorDesc(tuple(o.shape), d.dtype, d.format, d.origin_format) for d, o in zip(out_descs, outs)]

@@ -6,6 +6,9 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
+import numpy as np
+
+from atc_py.ir.formats import DEVICE_FORMATS, from_device
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import kernel_of
 from atc_py.engines.args import _ITEM, parse_args
@@ -66,6 +69,11 @@ class Call:
         return [desc_from_proto(d) for d in self.op.output_desc]
 
     @cached_property
+    def in_descs(self) -> list:
+        """Per input slot its desc (None where absent): a device-format operand is converted for the kernel."""
+        return _in_descs(self.op)
+
+    @cached_property
     def reads(self) -> list[tuple[int, int | None, object]]:
         """(input index, address or None, desc) of each present input, addresses from the args."""
         descs = [desc_from_proto(d) for d in self.op.input_desc]
@@ -96,6 +104,7 @@ class KernelPlan:
     n_inputs: int
     outs: list           # writable views the outputs land in
     later: list = field(default_factory=list)   # (input index, make, weight view): values[i] = make(view) per launch
+    in_descs: list = field(default_factory=list)  # the kernel's input descs (a weight converted here: its logical)
 
 
 def plan_call(call: Call, mem) -> KernelPlan:
@@ -106,22 +115,35 @@ def plan_call(call: Call, mem) -> KernelPlan:
     at a time, no copy of the model kept)."""
     cube = call.widens_fp16_weights
     reads, later = [], []
+    in_descs = list(call.in_descs)
     for i, addr, desc in call.reads:
         if addr is None:
             continue
         view = mem.view(addr, desc)                      # bounds checked; no page of it is touched
         if mem.is_weight(addr):
             wide = cube and desc.dtype == "float16"
-            if wide or not view.flags.aligned:
-                arr = mem.cached_weight(addr, desc, wide)
+            device = desc.format in DEVICE_FORMATS       # a FRACTAL_Z filter: converted once, as the kernel takes it
+            if wide or device or not view.flags.aligned:
+                make = _logical_weight(desc, wide) if device else (widen if wide else aligned)
+                arr = mem.cached_weight(addr, desc, wide, make)
+                if device and i < len(in_descs):
+                    in_descs[i] = desc.logical
                 if arr is None:
-                    later.append((i, widen if wide else aligned, view))
+                    later.append((i, make, view))
                 else:
                     reads.append((i, arr))
                 continue
         reads.append((i, view))
     outs = [mem.out_view(addr, d) for addr, d in zip(call.out_addrs, call.out_descs)]
-    return KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs, later)
+    return KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs, later, in_descs)
+
+
+def _logical_weight(desc, wide: bool):
+    """A device-format weight in the framework's layout (and widened for a cube kernel): made once per model."""
+    def make(view: np.ndarray) -> np.ndarray:
+        arr = from_device(np.asarray(view), desc.format, desc.origin_shape, desc.origin_format)
+        return widen(arr) if wide else aligned(arr)
+    return make
 
 
 @dataclass

@@ -1,0 +1,123 @@
+"""CANN's device formats: the shapes they give a tensor and the numpy conversions to and from the framework's.
+
+* NC1HWC0 ("5HD"): an NCHW (or NHWC) activation as [N, C1, H, W, C0], C1 = ceil(C / C0), the channels padded with
+  zeros to C1 * C0; C0 = 16 for fp16/fp32 on AI Core, 32 for int8/uint8 (one 32-byte block of int8).
+* FRACTAL_Z: a convolution filter [Cout, Cin, kh, kw] as [C1 * kh * kw, N1, 16, C0], N1 = ceil(Cout / 16): 16 x C0
+  fractals the cube unit loads whole, Cout and Cin padded with zeros.
+* FRACTAL_NZ: a matrix [..., M, N] as [..., ceil(N / 16), ceil(M / 16), 16, 16].
+
+A device-format tensor keeps its framework shape and format as origin_shape / origin_format (GE records both on
+every descriptor): the conversions need them back (how many channels were padded)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+NC1HWC0 = "NC1HWC0"
+FRACTAL_Z = "FRACTAL_Z"
+FRACTAL_NZ = "FRACTAL_NZ"
+DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ})
+CUBE_BLOCK = 16          # the cube's fractal edge (N0, M0)
+
+
+class FormatError(ValueError):
+    pass
+
+
+def c0_for(dtype: str) -> int:
+    return 32 if dtype in ("int8", "uint8") else 16
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def device_shape(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) -> tuple[int, ...]:
+    """The shape a tensor of `origin_shape` (in `origin_format`) has in device format `fmt`."""
+    c0 = c0_for(dtype)
+    if fmt == NC1HWC0:
+        n, c, h, w = _nchw(origin_shape, origin_format)
+        return (n, _ceil(c, c0), h, w, c0)
+    if fmt == FRACTAL_Z:
+        if len(origin_shape) != 4:
+            raise FormatError(f"FRACTAL_Z takes a 4-D filter, not {list(origin_shape)}")
+        cout, cin, kh, kw = origin_shape
+        return (_ceil(cin, c0) * kh * kw, _ceil(cout, CUBE_BLOCK), CUBE_BLOCK, c0)
+    if fmt == FRACTAL_NZ:
+        if len(origin_shape) < 2:
+            raise FormatError(f"FRACTAL_NZ takes a matrix, not {list(origin_shape)}")
+        *batch, m, n = origin_shape
+        return (*batch, _ceil(n, CUBE_BLOCK), _ceil(m, CUBE_BLOCK), CUBE_BLOCK, CUBE_BLOCK)
+    return tuple(origin_shape)
+
+
+def _nchw(shape: tuple, origin_format: str) -> tuple[int, int, int, int]:
+    if len(shape) != 4:
+        raise FormatError(f"NC1HWC0 takes a 4-D tensor, not {list(shape)}")
+    if origin_format == "NHWC":
+        n, h, w, c = shape
+        return n, c, h, w
+    return tuple(shape)
+
+
+def to_device(a: np.ndarray, fmt: str, origin_format: str) -> np.ndarray:
+    """A framework-layout array in device format `fmt` (padding zeros)."""
+    if fmt == NC1HWC0:
+        x = np.transpose(a, (0, 3, 1, 2)) if origin_format == "NHWC" else a
+        n, c, h, w = x.shape
+        c0 = c0_for(str(a.dtype))
+        c1 = _ceil(c, c0)
+        padded = np.zeros((n, c1 * c0, h, w), a.dtype)
+        padded[:, :c] = x
+        return np.ascontiguousarray(padded.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2))
+    if fmt == FRACTAL_Z:
+        cout, cin, kh, kw = a.shape
+        c0 = c0_for(str(a.dtype))
+        c1, n1 = _ceil(cin, c0), _ceil(cout, CUBE_BLOCK)
+        padded = np.zeros((n1 * CUBE_BLOCK, c1 * c0, kh, kw), a.dtype)
+        padded[:cout, :cin] = a
+        z = padded.reshape(n1, CUBE_BLOCK, c1, c0, kh, kw).transpose(2, 4, 5, 0, 1, 3)
+        return np.ascontiguousarray(z.reshape(c1 * kh * kw, n1, CUBE_BLOCK, c0))
+    if fmt == FRACTAL_NZ:
+        *batch, m, n = a.shape
+        m1, n1 = _ceil(m, CUBE_BLOCK), _ceil(n, CUBE_BLOCK)
+        padded = np.zeros((*batch, m1 * CUBE_BLOCK, n1 * CUBE_BLOCK), a.dtype)
+        padded[..., :m, :n] = a
+        b = len(batch)
+        z = padded.reshape(*batch, m1, CUBE_BLOCK, n1, CUBE_BLOCK)
+        z = z.transpose(*range(b), b + 2, b, b + 1, b + 3)
+        return np.ascontiguousarray(z)
+    return a
+
+
+def from_device(a: np.ndarray, fmt: str, origin_shape: tuple, origin_format: str) -> np.ndarray:
+    """A device-format array back in the framework's layout and shape (padding dropped)."""
+    want = device_shape(origin_shape, fmt, origin_format, str(a.dtype))
+    if tuple(a.shape) != want:
+        raise FormatError(f"a {fmt} tensor of shape {list(a.shape)} is not {list(want)} for origin "
+                          f"{list(origin_shape)}")
+    if fmt == NC1HWC0:
+        n, c1, h, w, c0 = a.shape
+        _, c, _, _ = _nchw(origin_shape, origin_format)
+        x = a.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, :c]
+        return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if origin_format == "NHWC" else x)
+    if fmt == FRACTAL_Z:
+        cout, cin, kh, kw = origin_shape
+        _, n1, _, c0 = a.shape
+        c1 = a.shape[0] // (kh * kw)
+        z = a.reshape(c1, kh, kw, n1, CUBE_BLOCK, c0).transpose(3, 4, 0, 5, 1, 2)
+        return np.ascontiguousarray(z.reshape(n1 * CUBE_BLOCK, c1 * c0, kh, kw)[:cout, :cin])
+    if fmt == FRACTAL_NZ:
+        *batch, m, n = origin_shape
+        b = len(batch)
+        z = a.transpose(*range(b), b + 1, b + 2, b, b + 3)
+        m1, n1 = a.shape[b + 1], a.shape[b]
+        return np.ascontiguousarray(z.reshape(*batch, m1 * CUBE_BLOCK, n1 * CUBE_BLOCK)[..., :m, :n])
+    return a
+
+
+def padded_ratio(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) -> float:
+    """Device elements per framework element (a 3-channel 5HD tensor holds 16 channels: 5.33)."""
+    logical = math.prod(origin_shape)
+    return math.prod(device_shape(origin_shape, fmt, origin_format, dtype)) / logical if logical else 1.0

@@ -1,0 +1,44 @@
+"""TransData: GE's format conversion (NCHW / NHWC <-> NC1HWC0, a filter into FRACTAL_Z, ND <-> FRACTAL_NZ), inserted
+by the format pass (passes/formats.py) where an op that wants a device format meets one that does not.
+
+In the framework's layout it is a copy: launch (ops/execute.py) converts every device-format operand on the way in
+and out, so the kernel itself copies the logical tensor and the conversion happens exactly once, in numpy. Its
+cost is the padded bytes it moves (TilingContext.byte_scale) on the vector cores, one op per output element."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.formats import DEVICE_FORMATS, device_shape
+from ..ir.graph import Node, TensorDesc
+from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult
+from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
+from .registry import register
+
+
+@register
+class TransData(OpSpec):
+    op_type = "TransData"
+    inputs = ("src",)
+    outputs = ("dst",)
+    attrs = {"src_format": "NCHW", "dst_format": "NC1HWC0"}
+    dtypes = MOVE_TYPES
+    tiling_struct = ELEMWISE_TILING
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0).logical
+        dst = str(self.attr(node, "dst_format"))
+        if dst in DEVICE_FORMATS:
+            return [TensorDesc(device_shape(x.shape, dst, x.origin_format, x.dtype), x.dtype, dst, x.origin_format,
+                               tuple(x.shape))]
+        return [TensorDesc(x.shape, x.dtype, dst, dst)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        if ctx.inputs[0] is None or ctx.inputs[0].shape != ctx.outputs[0].shape:
+            raise OpError(f"TransData converts a tensor, not {ctx.inputs[0]} into {ctx.outputs[0]}")
+        res = elementwise_tiling(self, ctx, 2, False)
+        res.tiling_key = 0
+        return res
+
+    def compute(self, args: KernelArgs, inputs):
+        x = np.asarray(inputs[0])
+        return [run_blocks(args, [x.reshape(-1)], np.copy, x.dtype).reshape(args.outputs[0].shape)]
