@@ -21,6 +21,7 @@ from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
 from atc_py.engines.args import _ITEM
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_from_proto
+from atc_py.ir.formats import DEVICE_FORMATS
 from atc_py.ir.graph import Node, TensorDesc, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
@@ -28,7 +29,7 @@ from atc_py.ops.base import REQUIRED, OpError
 from atc_py.platform import load_soc
 
 from . import limits
-from .model import DeviceModel, RootModel
+from .model import DeviceModel, RootModel, desc_from_proto
 
 INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weight_addr", "stream_num",
              "event_num", "label_num", "batch_num")
@@ -154,6 +155,11 @@ class ModelValidator:
         if n * dt.itemsize > self.device_memory:
             self.fail(f"op {op.name!r} ({op.type}) {what}: shape {dims} needs {n * dt.itemsize} B, more than the "
                       f"{self.device_memory} B of device memory")
+        if (td.layout or "ND") in DEVICE_FORMATS:    # NC1HWC0 / FRACTAL_Z: its origin shape must give its shape
+            try:
+                desc_from_proto(td)
+            except AtcError as exc:
+                self.fail(f"op {op.name!r} ({op.type}) {what}: {exc.fields.get('reason', exc.message)}")
         return dt
 
     def op(self, op) -> None:
@@ -244,7 +250,7 @@ class ModelValidator:
         """An AscBackend / FusedAscBackend: its graphs decode and pass every AscGraph rule (the error names the
         graph's node and field), and they compute the op's outputs from its inputs (shapes and dtypes)."""
         attrs = {k: v for k, v in values.items() if not k.startswith("_")}
-        ins = [desc_from_proto_checked(td) for td in op.input_desc]
+        ins = [desc_from_proto_checked(td).logical for td in op.input_desc]   # its graph computes on these
         node = Node(op.name, op.type, attrs)
         node.inputs = [Value(f"{op.name}:in{k}", d, None) for k, d in enumerate(ins)]
         try:
@@ -254,7 +260,7 @@ class ModelValidator:
             outs = spec.infer(node)
         except OpError as exc:
             self.fail(f"op {op.name!r} ({op.type}): {exc}")
-        got = [(tuple(td.shape.dim), dtype_from_proto(td.dtype).name) for td in op.output_desc]
+        got = [(tuple(d.shape), d.dtype) for d in (desc_from_proto_checked(td).logical for td in op.output_desc)]
         want = [(tuple(d.shape), d.dtype) for d in outs]
         if got != want:
             self.fail(f"op {op.name!r} ({op.type}) outputs {got} are not what its graph computes: {want}")
@@ -598,8 +604,9 @@ class StaticValidator(ModelValidator):
             key = from_attr(op.attr["_tiling_key"]) if "_tiling_key" in op.attr else 0
             bd = from_attr(op.attr["tvm_blockdim"]) if "tvm_blockdim" in op.attr else 1
             try:
-                spec.check_launch(attrs, data, key, bd, [desc_from_proto_checked(td) for td in op.input_desc],
-                                  [desc_from_proto_checked(td) for td in op.output_desc], self.soc)
+                spec.check_launch(attrs, data, key, bd,        # as the kernel sees them: in the framework's layout
+                                  [desc_from_proto_checked(td).logical for td in op.input_desc],
+                                  [desc_from_proto_checked(td).logical for td in op.output_desc], self.soc)
             except OpError as exc:
                 self.fail(f"op {op.name!r} ({op.type}) launch: {exc}")
 
@@ -693,7 +700,9 @@ class RootValidator(ModelValidator):
 
 
 def desc_from_proto_checked(td) -> TensorDesc:
-    """A descriptor desc() already checked (dtype, rank, dims)."""
+    """A descriptor desc() already checked (dtype, rank, dims; a device format's origin)."""
+    if (td.layout or "ND") in DEVICE_FORMATS:
+        return desc_from_proto(td)
     dt = dtype_from_proto(td.dtype)
     return TensorDesc(tuple(td.shape.dim), dt.name, td.layout or "ND", td.layout or "ND")
 

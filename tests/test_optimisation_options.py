@@ -101,7 +101,9 @@ def test_residual_add_and_its_relu_fuse_into_the_conv_before_it(tmp_path):
     x = [RNG.standard_normal((2, 4, 6, 6)).astype(np.float32)]
     compare_switch(tmp_path, m, x, "conv_add_fusion", "conv_add_fused")
     r = atc_py.build(m, ORIGIN)
-    assert [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] == ["Conv2D", "Conv2D"]
+    # 5HD from the input's TransData on (passes/formats.py), back to NCHW at the output
+    assert [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] == \
+        ["TransData", "Conv2D", "Conv2D", "TransData"]
     md = ge_ir_pb2.ModelDef.FromString(read_om(r.om).models[0].get(pt.MODEL_DEF))
     names = sorted(op.attr["_kernelname"].s.decode() for g in md.graph for op in g.op if op.type == "Conv2D")
     assert names[0].startswith("te_conv2d_add_relu_") and names[1].startswith("te_conv2d_relu_")
@@ -227,7 +229,7 @@ def test_force_fp16_runs_the_chain_between_cube_ops_in_fp16_with_casts_only_at_t
     r = atc_py.build(m, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp16",
                          "optimization_switch": "relu_fusion:off;conv_bias:off;autofuse:off"})   # ops apart
     kinds = [n.op_type for n in r.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")]
-    assert kinds == ["Cast", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast"]
+    assert kinds == ["Cast", "TransData", "Conv2D", "Relu", "MaxPoolV3", "Conv2D", "Add", "Cast", "TransData"]
     assert all(d.dtype == 2 for name, op in op_descs(r.om).items() if name in ("Relu", "MaxPoolV3", "Add")
                for d in list(op.input_desc) + list(op.output_desc))
     assert r.summary["bn_folded_into_conv"] == 1
@@ -295,7 +297,8 @@ def test_out_nodes_forms(out, code):
     opts = {**ORIGIN, "ge.outputNodeName": out}
     if code is None:
         r = atc_py.build(m, opts)
-        assert r.graph.net_output.inputs[0].producer.op_type == "Conv2D"
+        last = r.graph.net_output.inputs[0].producer       # the conv's NC1HWC0 result, back to NCHW
+        assert last.op_type == "TransData" and last.inputs[0].producer.op_type == "Conv2D"
         return
     with pytest.raises(AtcError) as e:
         atc_py.build(m, opts)
@@ -477,6 +480,7 @@ def test_decomposed_batchnorm_folds_into_the_conv(tmp_path):
     m = model(nodes, [("x", [1, 3, 6, 6])], ["y"], inits)
     on = atc_py.build(m, ORIGIN)
     assert on.summary["bn_folded_into_conv"] == 1
-    assert [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput")] == ["Conv2D"]
+    assert [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput", "TransData")] == \
+        ["Conv2D"]
     x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
     compare_switch(tmp_path, m, [x], "bn_conv_fold", "bn_folded_into_conv")

@@ -145,9 +145,11 @@ def test_holds_answers_a_fresh_array_without_scanning_the_regions(monkeypatch):
 @pytest.mark.parametrize("name", ["small_cnn.onnx"])
 def test_convs_run_inline_write_their_output_where_it_lands_with_the_same_bits(tmp_path, monkeypatch, name):
     """An fp32 Conv2D run inline computes its GEMM into the output's device memory (no copy at its end): taken,
-    and the outputs, records and L2 equal the queue path's, where every result is copied in at the end."""
+    and the outputs, records and L2 equal the queue path's, where every result is copied in at the end. (An
+    NC1HWC0 output is packed on its way out: the path exists for convolutions kept in NCHW, formats:off.)"""
     from atc_py.ops import conv_pool
-    model = compiled(tmp_path, name, **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
+    model = compiled(tmp_path, name, **{"ge.exec.precision_mode": "must_keep_origin_dtype",
+                                        "optimization_switch": "formats:off"})
     x = inputs_of(model, None)
     direct = []
     real = conv_pool.direct_output
@@ -205,3 +207,18 @@ def test_concat_run_inline_writes_where_it_lands_with_the_same_bits(tmp_path, mo
     slow = runs(model, x, True)
     assert direct and all(d is None for d in direct)
     assert fast == slow
+
+
+def test_device_formats_change_no_number(tmp_path):
+    """The same model with its convolutions on NC1HWC0 / FRACTAL_Z (the default) and kept in NCHW (formats:off):
+    the same output bits; the 5HD build has its TransData tasks."""
+    on = compiled(tmp_path, "small_cnn.onnx", **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
+    (tmp_path / "off").mkdir()
+    off = compiled(tmp_path / "off", "small_cnn.onnx", **{"ge.exec.precision_mode": "must_keep_origin_dtype",
+                                                         "optimization_switch": "formats:off"})
+    x = inputs_of(on, None)
+    assert any(op.type == "TransData" for op in on.ops.values())
+    assert not any(op.type == "TransData" for op in off.ops.values())
+    a, _ = Simulation(on).run(x)
+    b, _ = Simulation(off).run(x)
+    assert all(np.array_equal(p, q) for p, q in zip(a, b))

@@ -43,10 +43,13 @@ def test_lenet_nhwc_transposes_cancel_between_pool_and_conv():
     assert on.summary["transposes_cancelled"] > 0
     assert on.summary["tasks"] < off.summary["tasks"]
     # the NHWC transposes around BiasAdd + Relu sink and cancel too: only the input's and the one before the
-    # Reshape stay; BiasAdd becomes the conv's bias and Relu its epilogue
+    # Reshape stay, and those become the TransData from NHWC into NC1HWC0 and back (passes/formats.py);
+    # BiasAdd becomes the conv's bias and Relu its epilogue
     kinds = [n.op_type for n in on.graph.nodes if n.op_type not in ("Data", "Const", "NetOutput", "Cast")]
-    assert kinds == ["TransposeD", "Conv2D", "MaxPoolV3", "Conv2D", "MaxPoolV3", "TransposeD", "Reshape", "MatMulV2",
+    assert kinds == ["TransData", "Conv2D", "MaxPoolV3", "Conv2D", "MaxPoolV3", "TransData", "Reshape", "MatMulV2",
                      "SoftmaxV2"]
+    ends = [n for n in on.graph.nodes if n.op_type == "TransData"]
+    assert [n.attrs["src_format"] for n in ends] == ["NHWC", "NC1HWC0"] and ends[1].attrs["dst_format"] == "NHWC"
     assert on.summary["bias_fused_into_conv"] == 2 and on.summary["relu_fused"] == 2
 
 

@@ -33,12 +33,20 @@ class TransData(OpSpec):
         return [TensorDesc(x.shape, x.dtype, dst, dst)]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        if ctx.inputs[0] is None or ctx.inputs[0].shape != ctx.outputs[0].shape:
-            raise OpError(f"TransData converts a tensor, not {ctx.inputs[0]} into {ctx.outputs[0]}")
+        x, y = ctx.inputs[0], ctx.outputs[0]
+        if x is None or x.numel != y.numel or sorted(x.shape) != sorted(y.shape):
+            raise OpError(f"TransData converts a tensor, not {x} into {y}")
         res = elementwise_tiling(self, ctx, 2, False)
         res.tiling_key = 0
         return res
 
     def compute(self, args: KernelArgs, inputs):
+        """In the framework's layout: a copy, or NHWC <-> NCHW where a channels-last tensor enters or leaves 5HD
+        (its 5HD side is NCHW to the kernels)."""
         x = np.asarray(inputs[0])
+        if args.attrs.get("src_format") == "NHWC" and x.ndim == 4:
+            x = x.transpose(0, 3, 1, 2)
+        elif args.attrs.get("dst_format") == "NHWC" and x.ndim == 4:
+            x = x.transpose(0, 2, 3, 1)
+        x = np.ascontiguousarray(x)
         return [run_blocks(args, [x.reshape(-1)], np.copy, x.dtype).reshape(args.outputs[0].shape)]

@@ -18,6 +18,8 @@ from ..ops.elementwise import BinaryOp, UnaryOp
 
 WANTS_5HD = {"Conv2D": (0, 3), "MaxPoolV3": (0,), "AvgPoolV2": (0,), "GlobalAveragePool": (0,)}  # its 5HD inputs
 FLOATS = ("float16", "float32")
+REDUCTIONS = {"Sum", "Mean", "Max", "Min", "Prod"}          # AscIR reductions: a group with one is not elementwise
+TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
 
 
 def _activation(v: Value | None) -> bool:
@@ -37,13 +39,29 @@ def _wants(node: Node) -> bool:
     return True
 
 
+def _elementwise(node: Node) -> bool:
+    """A vector op CANN runs on 5HD as it is: elementwise math, or an autofused group of it without reductions."""
+    if isinstance(get_op(node.op_type), (UnaryOp, BinaryOp)):
+        return True
+    hint = node.attrs.get("ascgraph") if node.op_type == "AscBackend" else None
+    return hint is not None and not any(n.type in REDUCTIONS for n in hint.nodes)
+
+
 def _propagates(node: Node, five: set[int]) -> bool:
-    """An elementwise op whose every input is a 5HD tensor of its output's shape: it runs on 5HD as it is."""
-    spec = get_op(node.op_type)
-    if not isinstance(spec, (UnaryOp, BinaryOp)) or len(node.outputs) != 1 or not _activation(node.outputs[0]):
+    """An elementwise op over 5HD tensors of its output's N and C (a per-channel gate broadcasts over H, W): it
+    runs on 5HD as it is; its constants stay as they are."""
+    if not _elementwise(node) or len(node.outputs) != 1 or not _activation(node.outputs[0]):
         return False
-    ins = [v for v in node.inputs if v is not None]
-    return bool(ins) and all(id(v) in five and v.desc.shape == node.outputs[0].desc.shape for v in ins)
+    n, c = node.outputs[0].desc.shape[:2]
+    ins = [v for v in node.inputs if v is not None and not v.is_const]
+    return bool(ins) and all(id(v) in five and v.desc.shape[:2] == (n, c) for v in ins)
+
+
+def _slots(node: Node) -> tuple[int, ...]:
+    """The inputs of a 5HD node that are 5HD."""
+    if node.op_type in WANTS_5HD:
+        return WANTS_5HD[node.op_type]
+    return tuple(k for k, v in enumerate(node.inputs) if v is not None and not v.is_const)
 
 
 def _device_desc(d: TensorDesc, fmt: str) -> TensorDesc:
@@ -65,13 +83,13 @@ def select_formats(graph: Graph) -> int:
             five.add(id(node.outputs[0]))
     if not any(n.op_type in WANTS_5HD for n in chosen):
         return 0
+    members = {id(n) for n in chosen}
     logical = {id(n.outputs[0]): n.outputs[0].desc for n in chosen}
     inserted = 0
     to_5hd: dict[int, Value] = {}
     filters: dict[int, Value] = {}
     for node in chosen:
-        slots = WANTS_5HD.get(node.op_type, tuple(range(len(node.inputs))))
-        for k in slots:
+        for k in _slots(node):
             v = node.inputs[k] if k < len(node.inputs) else None
             if v is None or id(v) in five:
                 continue
@@ -91,15 +109,41 @@ def select_formats(graph: Graph) -> int:
         v.desc = _device_desc(logical[id(v)], NC1HWC0)
     for node in chosen:                  # consumers outside the 5HD region read the framework's layout back
         v = node.outputs[0]
-        outside = [(c, k) for c, k in list(v.consumers) if not (c in chosen and
-                   k in WANTS_5HD.get(c.op_type, tuple(range(len(c.inputs)))))]
+        outside = [(c, k) for c, k in list(v.consumers) if not (id(c) in members and k in _slots(c))]
         if outside:
             back = _trans_data(graph, v, v.desc, logical[id(v)], outside[0][0])
             inserted += 1
             for c, k in outside:
                 graph.set_input(c, k, back)
+    _from_nhwc(graph)
     graph.topo_sort()
     return inserted
+
+
+def _perm(node: Node | None) -> list[int] | None:
+    if node is None or node.op_type != "TransposeD" or len(node.outputs[0].consumers) != 1:
+        return None
+    return [int(p) for p in node.attrs.get("perm", [])]
+
+
+def _from_nhwc(graph: Graph) -> None:
+    """A channels-last model's convolutions: NHWC -> TransposeD -> TransData becomes one TransData from NHWC (and
+    back: TransData -> TransposeD to NHWC becomes one TransData to NHWC), as CANN converts NHWC into 5HD."""
+    for t in [n for n in graph.nodes if n.op_type == "TransData"]:
+        src = t.inputs[0].producer
+        if t.attrs["dst_format"] == NC1HWC0 and _perm(src) == TO_NCHW:
+            graph.set_input(t, 0, src.inputs[0])
+            t.attrs["src_format"] = "NHWC"
+            graph.remove_node(src)
+            continue
+        users = t.outputs[0].consumers
+        after = users[0][0] if len(users) == 1 else None
+        if t.attrs["src_format"] == NC1HWC0 and _perm(after) == TO_NHWC:
+            out = after.outputs[0]
+            t.outputs[0].desc = out.desc
+            t.attrs["dst_format"] = "NHWC"
+            graph.replace_all_uses(out, t.outputs[0])
+            graph.remove_node(after)
 
 
 def _trans_data(graph: Graph, v: Value, src: TensorDesc, dst: TensorDesc, near: Node) -> Value:

@@ -37,7 +37,19 @@ def _movable(t: Node) -> tuple[Node, int] | None:
         if other is not None and other.is_const and u.outputs[0].desc.shape == y.desc.shape \
                 and len(other.desc.shape) <= len(y.desc.shape):
             return u, k
+        if other is not None and _twin(t, other) and u.outputs[0].desc.shape == y.desc.shape:
+            return u, k
     return None
+
+
+def _twin(t: Node, other) -> bool:
+    """`other` is the output of another TransposeD with t's perm (a residual Add of two transposed tensors): the op
+    reads both untransposed and its result is transposed once (the other keeps its transpose only while something
+    else reads it)."""
+    o = other.producer
+    return o is not None and o is not t and o.op_type == "TransposeD" and \
+        [int(p) for p in o.attrs["perm"]] == [int(p) for p in t.attrs["perm"]] and \
+        o.inputs[0] is not None and o.inputs[0].desc.shape == t.inputs[0].desc.shape
 
 
 def _untranspose_const(data: np.ndarray, perm: list[int]) -> np.ndarray:
@@ -61,10 +73,15 @@ def sink_transposes(graph: Graph) -> int:
             u, k = found
             perm = [int(p) for p in t.attrs["perm"]]
             x, y, z = t.inputs[0], t.outputs[0], u.outputs[0]
-            if len(u.inputs) == 2:
+            if len(u.inputs) == 2 and u.inputs[1 - k].is_const:
                 c = u.inputs[1 - k]
                 graph.set_input(u, 1 - k, graph.add_const(graph.unique_name(f"{c.producer.name}_untransposed"),
                                                          _untranspose_const(c.data, perm)))
+            elif len(u.inputs) == 2:           # its twin: the other operand untransposed too, the twin gone
+                twin = u.inputs[1 - k].producer
+                graph.set_input(u, 1 - k, twin.inputs[0])
+                if not twin.outputs[0].consumers:
+                    graph.remove_node(twin)
             consumers = list(z.consumers)
             before = u.attrs.get(ORIGIN_PERM)  # u's output is now the framework's tensor untransposed (dumps)
             u.attrs[ORIGIN_PERM] = [perm[j] for j in before] if before else list(perm)

@@ -53,7 +53,7 @@ def load_entry(entry: dict) -> np.ndarray:
     """A dumped tensor in the framework's layout: a device-format one (NC1HWC0, FRACTAL_Z) converted back by its
     recorded origin format and shape."""
     arr = load_npy(entry["path"])
-    if entry.get("format") in DEVICE_FORMATS:
+    if entry.get("format") in DEVICE_FORMATS and list(arr.shape) != list(entry.get("origin_shape") or []):
         try:
             return from_device(arr, entry["format"], tuple(entry.get("origin_shape") or ()),
                                entry.get("origin_format", "NCHW"))

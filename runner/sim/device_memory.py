@@ -90,6 +90,8 @@ class DeviceMemory:
         return arr if arr is not None else widen(self.view(address, desc))
 
     def cached_weight(self, address: int, desc: TensorDesc, wide: bool, make=None) -> np.ndarray | None:
+        """(`make`: how the kernel's array is made from the view, e.g. a FRACTAL_Z filter converted back to its
+        framework layout, whose size is the logical desc's.)"""
         """A weight as a kernel takes it, made once per loaded model while the budget lasts (None past it):
         wide, an fp16 weight as exact fp32 (cube kernels widen their inputs to fp32 anyway, and numpy converts
         fp16 at ~4 ns per element: a ResNet-50's filters every execution); else an aligned copy of a weight the
@@ -100,7 +102,8 @@ class DeviceMemory:
         key = (address, desc.shape, desc.dtype, wide)
         arr = self.widened.get(key)
         if arr is None:
-            if not self.budget.take(4 * desc.numel if wide else desc.nbytes):
+            kept = desc.logical
+            if not self.budget.take(4 * kept.numel if wide else kept.nbytes):
                 return None
             arr = (make or (widen if wide else aligned))(self.view(address, desc))
             self.widened[key] = arr

@@ -21,6 +21,7 @@ import numpy as np
 
 from atc_py.atomic_write import make_output_dir, write_in_folder
 from atc_py.errors import AtcError
+from atc_py.ir.formats import DEVICE_FORMATS, to_device
 
 from ..io import safe_stem
 
@@ -110,16 +111,19 @@ class Dumper:
         groups = ([("input", inputs)] if mode in ("input", "all") else []) + \
                  ([("output", outputs)] if mode in ("output", "all") else [])
         for kind, arrays in groups:
+            descs = out_descs if kind == "output" else (in_descs or [])
             for k, arr in enumerate(arrays):
                 if arr is None:
                     continue
                 a = np.asarray(arr)
+                d = descs[k] if k < len(descs) else None
+                if d is not None and d.format in DEVICE_FORMATS and d.origin_shape is not None and \
+                        tuple(a.shape) == tuple(d.origin_shape):   # a filter the kernel plan holds converted back
+                    a = to_device(a, d.format, d.origin_format)
                 name = f"{base}.{kind}.{k}.npy"
                 buf = io.BytesIO()
                 np.save(buf, a)
                 write_in_folder(os.path.join(self.root, name), buf.getvalue())
-                descs = out_descs if kind == "output" else (in_descs or [])
-                d = descs[k] if k < len(descs) else None
                 fmt = d.format if d is not None else "ND"
                 origin = {"origin_format": d.origin_format, "origin_shape": list(d.origin_shape)} \
                     if d is not None and d.origin_shape is not None else {}
