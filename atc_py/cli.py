@@ -195,6 +195,9 @@ def summary_lines(s: dict) -> list[str]:
             f"{s['fused_ascbackend_nodes']} FusedAscBackend",
             *([f"[INFO] build summary: formats: {s['trans_data_inserted']} TransData inserted (convolutions and pooling "
                "on NC1HWC0, filters in FRACTAL_Z)"] if s.get("trans_data_inserted") else []),
+            *([f"[INFO] build summary: AICPU fallback: {len(s['aicpu_fallback'])} op(s): " + "; ".join(
+                f"{f['node']} ({f['op_type']}, {f['reason']})" for f in s["aicpu_fallback"][:5])
+               + (" ..." if len(s["aicpu_fallback"]) > 5 else "")] if s.get("aicpu_fallback") else []),
             f"[INFO] build summary: {s['tiling_sink']}"
             + (f"; static-cache attentions lowered to IncreFlashAttention {s['static_cache_attention']}"
                if s.get("static_cache_attention") else "")]

@@ -41,7 +41,7 @@ from .passes.precision import SATURATE, MixList, apply_precision, compute_in
 from .passes.aipp import feed_fp16, insert_aipp
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
-from .passes.engine import assign_engines, engine_counts
+from .passes.engine import assign_engines, engine_counts, fallbacks
 from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
 from .passes.control_flow import select_branches, unroll_loops
@@ -457,6 +457,8 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
         "tiling_sink": summary_line(decisions), "sink_decisions": [d.__dict__ for d in decisions], **stats,
         "values_at_import": graph.counters.get("values_at_import", 0), "warnings": list(graph.warnings),
         "fp16_saturated": late.saturated,
+        "aicpu_fallback": fallbacks(graph) + [f for p in ([] if part is None else part.subgraphs)
+                                              for f in fallbacks(p.graph) if p.graph is not graph],
         "stage_ms": {k: round(v * 1e3, 2) for k, v in st.times.items()},
     }
     return BuildResult(om, summary, graph)

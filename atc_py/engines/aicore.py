@@ -75,7 +75,7 @@ def kernel_task(node: Node, node_id: int, tiling: TilingResult, plan: MemoryPlan
     name = kernel_name(node)
     block_dim = TILING_SINK_BLOCK_DIM if sink else tiling.block_dim
     task = task_pb2.TaskDef(stream_id=stream_id)
-    if spec.engine == AICPU:
+    if node.meta.get("engine", spec.engine) == AICPU:    # an AICPU op, or a node that fell back to AICPU
         task.type = tt.KERNEL
         task.kernel.CopyFrom(task_pb2.KernelDef(
             context=_context(node_id, tt.AI_CPU, layout.format, len(layout.addresses)), block_dim=1,

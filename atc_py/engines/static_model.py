@@ -200,13 +200,15 @@ def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, singl
                    for e in streams.records.get(node.name, [])]
         kt = None if scope else kernel_task(node, ids[node.name], t, plan, soc, stream, sink=is_sink)
         name = kernel_name(node)
-        kernels.setdefault(name, KernelInfo(name, node.op_type, spec.engine, spec.core_type, tuple(spec.tiling_keys)))
+        engine = node.meta.get("engine", spec.engine)         # AICPU for a node that fell back (passes/engine.py)
+        core = node.meta.get("core_type", spec.core_type) if engine != spec.engine else spec.core_type
+        kernels.setdefault(name, KernelInfo(name, node.op_type, engine, core, tuple(spec.tiling_keys)))
         attrs = node_attrs.setdefault(node.name, {})
         attrs.update({"_kernelname": name, "tvm_blockdim": t.block_dim, "_tiling_key": t.tiling_key,
                       "compile_info_json": json.dumps({"op_type": node.op_type, "soc": soc.short_soc_version,
-                                                       "core_type": spec.core_type}, sort_keys=True),
-                      "_ge_attr_op_kernel_lib_name": "AIcoreEngine" if spec.engine == AICORE else "aicpu_ascend_kernel",
-                      "_cube_vector_core_type": spec.core_type})
+                                                       "core_type": core}, sort_keys=True),
+                      "_ge_attr_op_kernel_lib_name": "AIcoreEngine" if engine == AICORE else "aicpu_ascend_kernel",
+                      "_cube_vector_core_type": core})
         if not is_sink:
             if scope:
                 sk_members.append((node, ids[node.name], t, None))

@@ -570,6 +570,17 @@ class DeviceRun:
             else:
                 writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
 
+    def _aicpu_kernel(self, task: SimTask, call: Call, t: int, start: int, writes) -> None:
+        """An AICPU kernel: one AICPU core for its launch plus its data touched (aicpu_launch_ns,
+        aicpu_kernel_ns_per_kb), none of the AI Core's."""
+        moved = call.work.bytes if call.work is not None else sum(d.nbytes for d in call.out_descs)
+        dur = self.prof.aicpu_launch_ns + -(-moved // 1024) * self.prof.aicpu_kernel_ns_per_kb
+        s, e = self.machine.run_aicpu(start + self.prof.kernel_start_ns, dur)
+        self.hazard_check(task, s)
+        self.record(task, t, s, e, 1, "AICPU")
+        self.at(e, self.finish, task, writes)
+        return None
+
     def kernel(self, task: SimTask, t: int, start: int, inline: bool = False) -> int | None:
         """Launch a kernel through the machine; inline: run it to its end now, finish it without posting the
         stream's next kick and return its end (None: it was submitted to the event queue instead)."""
@@ -591,6 +602,8 @@ class DeviceRun:
                 tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
                 writes = self._compute(task, call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline,
                                        start=start)
+        if task.core_type == "AICPU":
+            return self._aicpu_kernel(task, call, t, start, writes)
         job = self._job(call, task.core_type, bd)
         rec = self.record(task, t, -1, -1, bd, task.core_type)
         if inline:

@@ -193,6 +193,13 @@ def context_cost(spec, ctx, block_dim: int, prof: RuntimeProfile) -> tuple[Block
             spec.launch_work(ctx))
 
 
+def unit_of(op) -> str:
+    """Where an op's kernel runs: the AICPU for an AICPU kernel (an AICPU op, or a node whose dtypes fell back to
+    the AICPU: its kernel library attribute says so), else its op's AI Core type."""
+    lib = op.attr["_ge_attr_op_kernel_lib_name"].s if "_ge_attr_op_kernel_lib_name" in op.attr else b""
+    return "AICPU" if lib == b"aicpu_ascend_kernel" else get_op(op.type).core_type
+
+
 def _static_call(op, addrs, tiling, soc, prof) -> Call:
     spec = get_op(op.type)
     sink = "tiling_context.tiling_data" in addrs
@@ -317,7 +324,7 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
             accesses[k] = _runtime_task(st, t, model)
         if st.calls:
             st.op = st.calls[0].op
-            types = {get_op(c.op.type).core_type for c in st.calls}
+            types = {unit_of(c.op) for c in st.calls}
             st.core_type = "MIX" if "MIX" in types or types == {"AIC", "AIV"} else types.pop()
             accesses[k] = [a for c in st.calls for a in _accesses(k, c)]
         elif t.type == tt.PREPROCESS_KERNEL:
