@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from ...errors import AtcError
 from ...ir.file_tensor import FileTensor
-from .external_data import file_tensor, read_into
+from .external_data import file_tensor, leave_in_file, read_into
 from .lazy_weights import load_split
 
 
@@ -53,20 +53,22 @@ def _all_tensors(model: onnx.ModelProto):
 
 def _load_external(model: onnx.ModelProto, base: pathlib.Path, path, streamed: dict | None = None) -> None:
     """Every external tensor checked; the main graph's initializers of plain dtypes go to `streamed` (name ->
-    FileTensor) when it is given, the others are read into the proto."""
+    FileTensor) when it is given, the others stay in their file and are mapped when read (external_data.py);
+    only those numpy cannot view as stored are read into the proto."""
     root = base.resolve()
     external = lambda t: t.data_location == onnx.TensorProto.EXTERNAL   # noqa: E731
     for t in model.graph.initializer:
         if external(t):
             ft = file_tensor(t, root, path) if streamed is not None else None
-            if ft is None:
-                read_into(t, root, path)
-            else:
+            if ft is not None:
                 streamed[t.name] = ft
+            elif not leave_in_file(t, root, path):
+                read_into(t, root, path)
     rest = [t for t in _node_tensors(model.graph.node) if external(t)]
     rest += [t for f in model.functions for t in _node_tensors(f.node) if external(t)]
     for t in rest:
-        read_into(t, root, path)
+        if not leave_in_file(t, root, path):
+            read_into(t, root, path)
 
 
 def _check_file(path: str) -> pathlib.Path:
