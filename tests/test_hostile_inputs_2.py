@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from atc_py.errors import AtcError
 from atc_py.frontend.onnx import onnx_lite
 from atc_py.frontend.onnx.loader import load_onnx, load_onnx_lazy
 from runner.io import load_npz
@@ -138,6 +139,19 @@ def constant_model(folder: pathlib.Path, value: TensorProto, extra_init: list | 
     return path
 
 
+def test_external_data_read_into_a_proto_is_bounded(tmp_path, monkeypatch):
+    """What must be read into a TensorProto (load_onnx's self-contained proto, 4-bit types) is refused past
+    MAX_READ_INTO_BYTES with one E10041, before a byte is read."""
+    from atc_py.frontend.onnx import external_data
+    monkeypatch.setattr(external_data, "MAX_READ_INTO_BYTES", 1 << 20)
+    with open(tmp_path / "w.bin", "wb") as f:
+        f.truncate(2 << 20)
+    model = constant_model(tmp_path, external("w", TensorProto.FLOAT, [1 << 19], "w.bin", 2 << 20))
+    with pytest.raises(AtcError, match="E10041.*2097152 bytes in 'w.bin'.*protobuf message"):
+        load_onnx(str(model))
+    assert load_onnx_lazy(str(model))[0].graph.node[0].attribute[0].t.data_location == TensorProto.EXTERNAL
+
+
 def test_a_2gib_external_constant_under_an_address_space_limit_is_no_signal(tmp_path):
     """The real size (a sparse file): read into a TensorProto it crashed inside protobuf (SIGSEGV, 13 s); mapped
     from its file the build takes about a second (or, with less address space, fails with one E10041)."""
@@ -161,11 +175,13 @@ def test_external_constants_and_bf16_initializers_are_mapped_not_copied_into_the
     (tmp_path / "b.bin").write_bytes((b.view(np.uint32) >> 16).astype(np.uint16).tobytes())   # bf16: exact here
     model = constant_model(tmp_path, external("w", TensorProto.FLOAT, [1024], "w.bin", w.nbytes),
                            [external("b", TensorProto.BFLOAT16, [4], "b.bin", 8)])
-    for loaded in (load_onnx(str(model)), load_onnx_lazy(str(model))[0]):
-        value = loaded.graph.node[0].attribute[0].t
-        assert not value.HasField("raw_data") and value.data_location == TensorProto.EXTERNAL
-        assert not loaded.graph.initializer[0].HasField("raw_data")
-        np.testing.assert_array_equal(onnx_lite.to_array(value), w)
+    loaded = load_onnx_lazy(str(model))[0]   # what a build reads
+    value = loaded.graph.node[0].attribute[0].t
+    assert not value.HasField("raw_data") and value.data_location == TensorProto.EXTERNAL
+    assert not loaded.graph.initializer[0].HasField("raw_data")
+    np.testing.assert_array_equal(onnx_lite.to_array(value), w)
+    whole = load_onnx(str(model))             # a self-contained proto (om-run compare's onnxruntime) reads them in
+    assert whole.graph.node[0].attribute[0].t.raw_data == w.tobytes()
     om = tmp_path / "m.om"
     om.write_bytes(compile_om(model))
     x = tmp_path / "x.npy"

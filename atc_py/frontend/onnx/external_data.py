@@ -3,8 +3,9 @@ as a FileTensor (streamed by the compiler, never whole in memory), any other ten
 subgraph's initializer, bfloat16 / float8) marked with its checked file and mapped when the converter asks
 for its array (to_array). Its bytes never go into a protobuf message: protobuf cannot hold 2 GiB, and a
 message that large under an address-space limit crashed inside protobuf (SIGSEGV) instead of failing.
-Only tensors numpy cannot view as they are stored (4-bit packed, strings, a big-endian host) are read into
-the proto, and only up to MAX_READ_INTO_BYTES.
+Only tensors numpy cannot view as they are stored (4-bit packed, strings, a big-endian host), and every
+tensor of a self-contained proto (load_onnx, for onnxruntime), are read into the proto, each of at most
+MAX_READ_INTO_BYTES.
 
 Nothing in the model is trusted: the location must be a file inside the model's own folder, offset and
 length are integers within the file as it is, and a tensor left in the file must have exactly the bytes its
@@ -123,8 +124,7 @@ def read_into(t, root: pathlib.Path, path) -> None:
     target, offset, length, loc = _span(t, root, path)
     if length > MAX_READ_INTO_BYTES:
         raise _fail(path, f"external data of tensor '{t.name}' ({length} bytes in '{loc}') is larger than "
-                          f"{MAX_READ_INTO_BYTES} bytes, the most atc-py reads into the model for its data type "
-                          f"({t.data_type}); larger tensors must be of a type numpy holds as stored")
+                          f"{MAX_READ_INTO_BYTES} bytes, the most atc-py reads into a protobuf message")
     try:
         with open(target, "rb") as f:
             f.seek(offset)
