@@ -14,6 +14,7 @@ import pathlib
 import re
 import stat
 import zipfile
+from typing import BinaryIO, Callable
 
 import ml_dtypes
 import numpy as np
@@ -22,7 +23,7 @@ from atc_py.atomic_write import make_output_dir, write_in_folder
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name, is_float
 
-from .model import DeviceModel
+from .model import DeviceModel, describe, shape_fits
 
 MAX_ARRAY_BYTES = 16 << 30        # one input or expected array (the largest model input we simulate is far below)
 MAX_NPY_HEADER = 1 << 16          # numpy writes headers of a few hundred bytes
@@ -46,8 +47,45 @@ def regular_file(path: str, what: str) -> int:
     return st.st_size
 
 
-def _read_npy(f, available: int, path) -> np.ndarray:
-    """One .npy stream: header parsed and checked before the data is read."""
+def open_regular(path: str, what: str) -> tuple[BinaryIO, int]:
+    """`path` open for reading and its size, checked on the open descriptor (the file checked is the file read):
+    a regular file, opened without blocking (a FIFO swapped in after a check would block the open)."""
+    regular_file(path, what)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise _bad(path, exc.strerror or str(exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _bad(path, f"{what} must be a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb"), st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+Fits = Callable[[tuple, np.dtype], "str | None"]   # an array's shape and dtype -> why it cannot be the input
+
+
+def fits_input(io) -> Fits:
+    """What check_inputs will require of an input's array (its dtype, or raw records of its width as .npy writes
+    ml_dtypes; a shape within its dims and ranges), asked of a file's header before its data is read: a 10 GB
+    .npy for a 4 KB input is refused unread."""
+    want = dtype_by_name(io.desc.dtype).np
+
+    def check(shape: tuple, dtype: np.dtype) -> str | None:
+        raw = dtype.kind == "V" and dtype.names is None and dtype.itemsize == want.itemsize
+        if (dtype != want and not raw) or not shape_fits(io, shape):   # check_inputs' words
+            return f"input '{io.name}' must be {io.desc.dtype}{describe(io)}, got {dtype.name}{list(shape)}"
+        return None
+    return check
+
+
+def _read_npy(f, available: int, path, fits: Fits | None = None) -> np.ndarray:
+    """One .npy stream: header parsed and checked (against `fits`, what the caller will take) before the data is
+    read."""
     magic = f.read(8)
     if len(magic) < 8 or magic[:6] != NPY_MAGIC or magic[6] not in (1, 2, 3):
         raise _bad(path, "not a .npy file")
@@ -73,6 +111,9 @@ def _read_npy(f, available: int, path) -> np.ndarray:
     body = available - 8 - head_len_size - hlen
     if nbytes > MAX_ARRAY_BYTES or nbytes > body:
         raise _bad(path, f"shape {list(shape)} of {dtype} needs {nbytes} bytes, the file holds {max(body, 0)}")
+    why = fits(shape, dtype) if fits is not None else None
+    if why:
+        raise _bad(path, f"{why} (refused before reading its {nbytes} bytes)")
     data = f.read(nbytes)
     if len(data) != nbytes:
         raise _bad(path, "truncated .npy data")
@@ -80,30 +121,53 @@ def _read_npy(f, available: int, path) -> np.ndarray:
     return (arr.T if fortran else arr).copy()
 
 
-def load_npy(path: str) -> np.ndarray:
-    size = regular_file(path, ".npy input")
+def load_npy(path: str, fits: Fits | None = None) -> np.ndarray:
+    f, size = open_regular(path, ".npy input")
     try:
-        with open(path, "rb") as f:
-            return _read_npy(f, size, path)
+        with f:
+            return _read_npy(f, size, path, fits)
     except OSError as exc:
         raise _bad(path, exc.strerror or str(exc)) from None
 
 
-def load_npz(path: str) -> dict[str, np.ndarray]:
-    size = regular_file(path, ".npz file")
+def load_npz(path: str, select: Callable[[list[str]], dict[str, Fits]] | None = None) -> dict[str, np.ndarray]:
+    """The archive's arrays by name. select(names) (given the member names before any is read) says which to read
+    and what each must fit, or raises: an archive of other arrays, or of one too large, is refused unread."""
+    f, size = open_regular(path, ".npz file")
     try:
-        with zipfile.ZipFile(path) as z:
-            out = {}
-            for info in z.infolist():
+        with f, zipfile.ZipFile(f) as z:
+            infos = z.infolist()
+            for info in infos:
                 if not info.filename.endswith(".npy"):
                     raise _bad(path, f"member '{info.filename}' is not an array of the archive")
                 if info.file_size > MAX_ARRAY_BYTES + MAX_NPY_HEADER or info.file_size > 1024 * max(size, 1):
                     raise _bad(path, f"member '{info.filename}' claims {info.file_size} bytes")
-                with z.open(info) as f:
-                    out[info.filename[:-4]] = _read_npy(f, info.file_size, f"{path}:{info.filename}")
+            wanted = select([i.filename[:-4] for i in infos]) if select is not None else None
+            out = {}
+            for info in infos:
+                name = info.filename[:-4]
+                if wanted is not None and name not in wanted:
+                    continue
+                with z.open(info) as m:
+                    out[name] = _read_npy(m, info.file_size, f"{path}:{info.filename}",
+                                          wanted[name] if wanted is not None else None)
             return out
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError, ValueError) as exc:
         raise _bad(path, f"not a valid .npz ({exc})") from None
+
+
+def npz_inputs(model, path: str) -> Callable[[list[str]], dict[str, Fits]]:
+    """load_npz's select for a model's inputs: members named after the inputs, or arr_0.. in input order."""
+    def select(names: list[str]) -> dict[str, Fits]:
+        by_name = {io.name: io for io in model.inputs}
+        if set(names) == set(by_name):
+            return {n: fits_input(by_name[n]) for n in names}
+        if all(k.startswith("arr_") for k in names) and len(names) == len(model.inputs):
+            keys = [f"arr_{i}" for i in range(len(names))]
+            if set(keys) == set(names):
+                return {k: fits_input(io) for k, io in zip(keys, model.inputs)}
+        raise AtcError("E30002", reason=f"{path} has arrays {sorted(names)}, the model's inputs are {list(by_name)}")
+    return select
 
 
 def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = None) -> list[np.ndarray]:
@@ -144,14 +208,15 @@ def load_inputs(model: DeviceModel, spec: str | None, seed: int) -> list[np.ndar
     if not spec:
         return random_inputs(model, seed)
     if spec.endswith(".npz"):
-        data = load_npz(spec)
+        data = load_npz(spec, npz_inputs(model, spec))
         names = [io.name for io in model.inputs]
         if set(data) != set(names):
-            if all(k.startswith("arr_") for k in data) and len(data) == len(names):
-                return as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))])
-            raise AtcError("E30002", reason=f"{spec} has arrays {sorted(data)}, the model's inputs are {names}")
+            return as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))])
         return as_model_types(model, [data[n] for n in names])
-    return as_model_types(model, [load_npy(p) for p in spec.split(",")])
+    paths = spec.split(",")
+    if len(paths) != len(model.inputs):
+        raise AtcError("E30002", reason=f"--input gives {len(paths)} file(s); the model has {len(model.inputs)} inputs")
+    return as_model_types(model, [load_npy(p, fits_input(io)) for p, io in zip(paths, model.inputs)])
 
 
 def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:

@@ -21,4 +21,5 @@ MAX_GRAPHS = 65536                # graphs in one MODEL_DEF (the root and its co
 MAX_SUBGRAPH_DEPTH = 64           # nesting of control-flow subgraphs
 MAX_LABELS = 65535                # labels of one model (aclrtCreateLabel: 65535 per process)
 MAX_MEMCPY_BYTES = 16 << 30       # one MEMCPY_ASYNC task
+FM_SLACK_BYTES = 16 << 20         # memory_size beyond the feature map the model addresses (or 2x that end)
 DEFAULT_MAX_LOOP_ITERATIONS = 1_000_000   # jumps to one label / activations of one stream per execution

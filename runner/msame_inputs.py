@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import pathlib
-import stat
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +14,8 @@ import numpy as np
 from atc_py.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name
 
-from .io import MAX_ARRAY_BYTES, as_input_type, as_model_types, load_npy, load_npz, random_inputs, regular_file
+from .io import (MAX_ARRAY_BYTES, as_input_type, as_model_types, fits_input, load_npy, load_npz, npz_inputs,
+                 open_regular, random_inputs)
 from .model import describe, shape_fits
 from .options import InputFiles
 
@@ -56,46 +56,63 @@ def input_shapes(model, dym: dict[str, tuple[int, ...]]) -> list[tuple[int, ...]
 
 def load_bin(path: str, io, shape: tuple[int, ...] | None) -> np.ndarray:
     """A raw input: exactly the bytes of the input's dtype and shape (for a dynamic input, of its --dymShape, or
-    any whole number of elements that fits its one dynamic dim)."""
-    size = regular_file(path, ".bin input")
-    dt = dtype_by_name(io.desc.dtype).np
-    if dt.kind == "O":
-        raise AtcError("E30002", reason=f"input '{io.name}' holds strings; give it as .npy")
-    want_shape = shape if shape is not None else io.desc.shape
-    if any(d < 0 for d in want_shape):
-        known = int(np.prod([d for d in want_shape if d >= 0], dtype=np.int64)) * dt.itemsize
-        if list(want_shape).count(-1) != 1 or known == 0 or size % known:
-            raise AtcError("E30002", reason=f"{path}: {size} bytes do not make input '{io.name}' {describe(io)}; "
-                                            "give its shape with --dymShape")
-        want_shape = tuple(size // known if d < 0 else d for d in want_shape)
-    need = int(np.prod(want_shape, dtype=np.int64)) * dt.itemsize
-    if size != need or need > MAX_ARRAY_BYTES:
-        raise AtcError("E30002", reason=f"{path} has {size} bytes; input '{io.name}' "
-                                        f"({io.desc.dtype}{list(want_shape)}) needs {need}")
-    with open(path, "rb") as f:
-        arr = np.frombuffer(f.read(need), dt).reshape(want_shape).copy()
-    if not shape_fits(io, arr.shape):
-        raise AtcError("E30002", reason=f"{path}: shape {list(arr.shape)} does not fit input '{io.name}' "
-                                        f"{describe(io)}")
-    return arr
+    any whole number of elements that fits its one dynamic dim). The file's size is checked against that before
+    a byte is read (a 10 GB file for a 4 KB input is refused unread), on the descriptor that is then read."""
+    f, size = open_regular(path, ".bin input")
+    with f:
+        dt = dtype_by_name(io.desc.dtype).np
+        if dt.kind == "O":
+            raise AtcError("E30002", reason=f"input '{io.name}' holds strings; give it as .npy")
+        want_shape = shape if shape is not None else io.desc.shape
+        if any(d < 0 for d in want_shape):
+            known = int(np.prod([d for d in want_shape if d >= 0], dtype=np.int64)) * dt.itemsize
+            if list(want_shape).count(-1) != 1 or known == 0 or size % known:
+                raise AtcError("E30002", reason=f"{path}: {size} bytes do not make input '{io.name}' {describe(io)}; "
+                                                "give its shape with --dymShape")
+            want_shape = tuple(size // known if d < 0 else d for d in want_shape)
+        need = int(np.prod(want_shape, dtype=np.int64)) * dt.itemsize
+        if size != need or need > MAX_ARRAY_BYTES:
+            raise AtcError("E30002", reason=f"{path} has {size} bytes; input '{io.name}' "
+                                            f"({io.desc.dtype}{list(want_shape)}) needs {need}")
+        if not shape_fits(io, want_shape):
+            raise AtcError("E30002", reason=f"{path}: shape {list(want_shape)} does not fit input '{io.name}' "
+                                            f"{describe(io)}")
+        data = f.read(need)
+    if len(data) != need:   # the file was cut after its size was checked
+        raise AtcError("E30002", reason=f"{path} has {len(data)} bytes; input '{io.name}' needs {need}")
+    return np.frombuffer(data, dt).reshape(want_shape).copy()
 
 
 def load_file(path: str, io, shape) -> np.ndarray:
     if path.endswith(".npy"):
-        return as_input_type(load_npy(path), io)
+        return as_input_type(load_npy(path, fits_input(io)), io)
     return load_bin(path, io, shape)
 
 
 def _folder(path: str) -> list[str]:
+    """The regular files of an input folder, sorted (msame's order), listed entry by entry: a folder of more than
+    MAX_BATCH_FILES entries is refused without holding all its names; entries that are not regular files
+    (subfolders, FIFOs, dangling links) are left out."""
+    files = []
     try:
-        names = sorted(os.listdir(path))
+        with os.scandir(path) as it:
+            for e in it:
+                if e.name.startswith("."):
+                    continue
+                try:
+                    regular = e.is_file()   # follows a link; False for a dangling one
+                except OSError:
+                    regular = False
+                if regular:
+                    files.append(e.path)
+                    if len(files) > MAX_BATCH_FILES:
+                        break
     except OSError as exc:
         raise AtcError("E30002", reason=f"cannot list input folder '{path}' ({exc.strerror or exc})") from None
-    files = [os.path.join(path, n) for n in names if not n.startswith(".")
-             and stat.S_ISREG(os.stat(os.path.join(path, n)).st_mode)]
     if not files or len(files) > MAX_BATCH_FILES:
-        raise AtcError("E30002", reason=f"input folder '{path}' holds {len(files)} files (1..{MAX_BATCH_FILES})")
-    return files
+        raise AtcError("E30002", reason=f"input folder '{path}' holds {'more than ' * bool(files)}"
+                                        f"{min(len(files), MAX_BATCH_FILES)} files (1..{MAX_BATCH_FILES})")
+    return sorted(files, key=os.path.basename)
 
 
 def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]]):
@@ -108,13 +125,11 @@ def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tup
                                             "give the inputs) to run it on random data")
         return [Batch(None, random_inputs(model, seed, shapes))]
     if files.npz is not None:
-        data = load_npz(files.npz)
+        data = load_npz(files.npz, npz_inputs(model, files.npz))
         names = [io.name for io in model.inputs]
         if set(data) == set(names):
             return [Batch(None, as_model_types(model, [data[n] for n in names]))]
-        if all(k.startswith("arr_") for k in data) and len(data) == len(names):
-            return [Batch(None, as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))]))]
-        raise AtcError("E30002", reason=f"{files.npz} has arrays {sorted(data)}, the model's inputs are {names}")
+        return [Batch(None, as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))]))]
     items = files.paths
     if len(items) != len(model.inputs):
         raise AtcError("E30002", reason=f"--input gives {len(items)} item(s); the model has {len(model.inputs)} "

@@ -30,9 +30,11 @@ from atc_py.platform import load_soc
 
 from . import limits
 from .model import DeviceModel, RootModel, desc_from_proto
+from .validate_shapes import check_inferred, check_tiling
 
 INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weight_addr", "stream_num",
              "event_num", "label_num", "batch_num")
+STR_ATTRS = ("precision_mode", "input_format")   # read by om-run as strings (compare.py, layercmp)
 ROOT_OPS = {"Data", "PartitionedCall", "NetOutput"}
 KERNEL_TASKS = (tt.KERNEL, tt.ALL_KERNEL)
 SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL, tt.UPDATE,
@@ -108,6 +110,9 @@ class ModelValidator:
         for key in INT_ATTRS:
             if key in m.attrs and not _int(m.attrs[key]):
                 self.fail(f"model attribute {key} must be an integer, got {type(m.attrs[key]).__name__}")
+        for key in STR_ATTRS:
+            if key in m.attrs and not isinstance(m.attrs[key], str):
+                self.fail(f"model attribute {key} must be a string, got {type(m.attrs[key]).__name__}")
         unknown = m.attrs.get("_is_unknown_shape")
         if unknown is not None and not isinstance(unknown, bool):
             self.fail("model attribute _is_unknown_shape must be a bool")
@@ -197,6 +202,11 @@ class ModelValidator:
         values = self.attrs(op, spec)
         if op.type in GENERATED:
             self.generated(op, spec, values)
+        elif self.static:
+            reason = check_inferred(op, [desc_from_proto_checked(td) for td in op.input_desc],   # device formats
+                                    [desc_from_proto_checked(td) for td in op.output_desc])  # compared logically
+            if reason:
+                self.fail(f"op {op.name!r} ({op.type}): {reason}")
         if op.type == "Data":
             if "index" not in op.attr or not _int(from_attr(op.attr["index"])):
                 self.fail(f"Data op {op.name!r} has no integer attribute index")
@@ -344,6 +354,7 @@ class StaticValidator(ModelValidator):
     """A static model: its memory, tasks and their args too."""
 
     def check(self) -> None:
+        self.fm_used = 0   # the end of the feature map's bytes that tensors and tasks address (in_memory)
         super().check()
         m = self.m
         if not 0 <= m.memory_size <= self.device_memory:
@@ -380,11 +391,23 @@ class StaticValidator(ModelValidator):
             self.fail(f"the model uses UPDATE tasks (tiling sink) but {m.soc_version} has no task-update capability "
                       "(FEATURE_TYPE_MODEL_TASK_UPDATE); compile it without --tiling_schedule_optimize=1 for this SoC")
         self.static_io()
+        self.feature_map_size()
+
+    def feature_map_size(self) -> None:
+        """om-run holds the feature map in host memory: a memory_size far beyond the bytes the model's tensors and
+        tasks address (atc-py's is that end, aligned) would only allocate gigabytes no task touches."""
+        m = self.m
+        room = max(self.fm_used, limits.FM_SLACK_BYTES)
+        if m.memory_size > self.fm_used + room:
+            self.fail(f"memory_size {m.memory_size} is far beyond the {self.fm_used} B of feature map its tensors and "
+                      f"tasks address (at most {self.fm_used + room})")
 
     def in_memory(self, addr: int, nbytes: int) -> bool:
         m = self.m
         for base, size in ((m.fm_base, m.memory_size), (m.weight_base, len(m.weights))):
             if base <= addr and addr + nbytes <= base + size and (nbytes > 0 or addr < base + size or addr == base):
+                if base == m.fm_base:
+                    self.fm_used = max(self.fm_used, addr + nbytes - base)
                 return True
         return False
 
@@ -600,15 +623,19 @@ class StaticValidator(ModelValidator):
             self.fail(f"op {op.name!r} ({op.type}): {exc}")
         if len(data) < size:
             self.fail(f"the tiling data of op {op.name!r} has {len(data)} bytes, its kernel reads {size}")
+        # as the kernel sees them: in the framework's layout (a device format's origin, ir/formats.py)
+        ins = [desc_from_proto_checked(td).logical for td in op.input_desc]
+        outs = [desc_from_proto_checked(td).logical for td in op.output_desc]
         if op.type in GENERATED:   # the launch as the simulator will run it: block_dim and key from the attributes
             key = from_attr(op.attr["_tiling_key"]) if "_tiling_key" in op.attr else 0
             bd = from_attr(op.attr["tvm_blockdim"]) if "tvm_blockdim" in op.attr else 1
             try:
-                spec.check_launch(attrs, data, key, bd,        # as the kernel sees them: in the framework's layout
-                                  [desc_from_proto_checked(td).logical for td in op.input_desc],
-                                  [desc_from_proto_checked(td).logical for td in op.output_desc], self.soc)
+                spec.check_launch(attrs, data, key, bd, ins, outs, self.soc)
             except OpError as exc:
                 self.fail(f"op {op.name!r} ({op.type}) launch: {exc}")
+        reason = check_tiling(op, data, ins, outs, self.soc)
+        if reason:
+            self.fail(f"op {op.name!r} ({op.type}): {reason}")
 
     def addresses(self, op, addrs: dict[str, int]) -> None:
         present = [i for i, s in enumerate(op.input) if s]

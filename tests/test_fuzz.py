@@ -44,3 +44,18 @@ def test_fuzz_sweep_cases_find_nothing(tmp_path):
     assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
     assert s["by_category"]["sweep"] == {"error": 8, "ok": 5}, s["by_category"]
     assert {"E40001", "E40002", "E40010", "E13004"} <= set(s["codes"]["sweep"])
+
+
+def test_a_python_exception_passed_on_in_a_coded_line_is_a_leak():
+    """Issue 28: a mutant whose kernel failed with a numpy ValueError (E30004 "the kernel failed: ValueError") or
+    whose program the simulator could not build (E30001 "...: OpError:") got past the validator: the campaign
+    counts it as bad, not as a clean error."""
+    from tools.fuzz.sandbox import BAD, classify
+    for line in ("E30004: Execution failed while executing task 8 (ALL_KERNEL fc: MatMulV2): the kernel failed: "
+                 "ValueError: cannot reshape array of size 10 into shape (1,2)",
+                 "E30001: Failed to load model cnn: OpError: inner dimensions differ: [1, 0] x [10, 32]"):
+        assert classify(1, f"[ERROR] {line}\n", False)[0] == "leak" and "leak" in BAD
+    for line in ("E30001: Failed to load model m.om: model 'cnn': op 'fc' (MatMulV2): output 0 descriptor "
+                 "float32[1, 0] is not what its inputs give: float32[1, 10]",
+                 "E30004: Execution failed while executing task 3 (KERNEL g: GatherV2): index 9 is out of range"):
+        assert classify(1, f"[ERROR] {line}\n", False) == ("error", line[:6])

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 
 import pytest
 
+from atc_py.engines.aicore import kernel_of
 from atc_py.om import partitions as pt
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
@@ -93,7 +95,8 @@ def test_model_def_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn
 
 
 def _set_arg(mtd, slot: int, value: int):
-    k = first_kernel(mtd).kernel
+    # the first kernel reading two inputs or more: the first convolution (a TransData, one input, comes before it)
+    k = next(t for t in mtd.task if t.HasField("kernel") and "{i1}" in t.kernel.context.args_format).kernel
     args = bytearray(k.args)
     args[8 * slot:8 * slot + 8] = value.to_bytes(8, "little")
     k.args = bytes(args)
@@ -216,3 +219,94 @@ def test_json_dump_and_model_info_survive_wrong_attribute_types(atc, tmp_path, c
     assert code == 0 and "Display Model Info end" in out
     code, out, _ = atc("--mode=1", f"--om={p}", f"--json={tmp_path / 'm.json'}")
     assert code == 0 and json.loads((tmp_path / "m.json").read_text())["name"]
+
+
+# -- issue 28 item 6: mutants that reached Python exceptions (E30004 "the kernel failed: ValueError", E19999
+# ZeroDivisionError) or MemoryError (E30006): each is now one E30001 from the validator naming the op and field
+def _zero_list(attr):
+    for j in range(len(attr.list.i)):
+        attr.list.i[j] = 0
+
+
+def _matmul_k(md, k: int):
+    """K of the MatMul set in both inputs: descriptors that agree with each other, not with the tiling."""
+    op = op_named(md, "MatMulV2")
+    op.input_desc[0].shape.dim[1] = k
+    op.input_desc[1].shape.dim[1] = k
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.__setitem__(1, 0), "inner dimensions differ"),
+    (lambda md: _matmul_k(md, 0), "field k is 32; its descriptors give 0"),
+    (lambda md: op_named(md, "MatMulV2").output_desc[0].shape.dim.__setitem__(1, 0), "output 0 descriptor"),
+    (lambda md: op_named(md, "SoftmaxV2").output_desc[0].shape.dim.__setitem__(1, 2), "output 0 descriptor"),
+    # a 5HD output (passes/formats.py): its shape no longer what its origin shape gives, named as such
+    (lambda md: op_named(md, "Conv2D").output_desc[0].shape.dim.__setitem__(2, 2), "output 0: a NC1HWC0 tensor"),
+    (lambda md: op_named(md, "SoftmaxV2").output_desc[0].shape.dim.append(1), "output 0 descriptor"),
+    (lambda md: op_named(md, "Conv2D").input_desc[0].shape.dim.append(1), "input 0: a NC1HWC0 tensor"),  # 5HD
+    (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.append(1), "2-D"),
+    (lambda md: _zero_list(op_named(md, "Conv2D").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
+    (lambda md: _zero_list(op_named(md, "MaxPoolV3").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
+    (lambda md: md.attr["memory_size"].__setattr__("i", 2**32 - 1), "memory_size 4294967295 is far beyond"),
+    (lambda md: md.attr["memory_size"].__setattr__("i", 20 << 30), "memory_size 21474836480 is far beyond"),
+    (lambda md: md.attr["precision_mode"].list.s.extend([b"force_fp16"]), "precision_mode must be a string"),
+])
+def test_descriptors_tiling_and_sizes_the_kernels_trust_are_checked(om_run, tmp_path, cnn_om, mutate, expect):
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, mutate))
+    assert code == 1 and err.startswith("[ERROR] E30001") and expect in err, err
+    assert "m.om" in err and not re.search(r"\b\w+Error\b", err), err   # the validator's line, no Python exception
+
+
+def _kernel_of_op(mtd, md_ops, name: str):
+    """The KernelDef of the op's task (an ALL_KERNEL task keeps it in kernel_with_handle)."""
+    op_id = next(op.id for op in md_ops if op.name == name)
+    return next(kernel_of(t) for t in mtd.task if kernel_of(t) is not None and kernel_of(t).context.op_index == op_id)
+
+
+def _tiling_offset(k) -> int:
+    slot = k.context.args_format.split("{").index("t}") - 1
+    return int.from_bytes(k.args[8 * slot:8 * slot + 8], "little")
+
+
+def _set_tiling_word(cnn_om, name: str, byte: int, value: int):
+    ops = ge.ModelDef.FromString(OmDoc(cnn_om).get(0, pt.MODEL_DEF)).graph[0].op
+
+    def mutate(mtd):
+        k = _kernel_of_op(mtd, ops, name)
+        args = bytearray(k.args)
+        pos = _tiling_offset(k) + byte
+        args[pos:pos + 8] = value.to_bytes(8, "little")
+        k.args = bytes(args)
+    return mutate
+
+
+def _cut_tiling(mtd):
+    k = first_kernel(mtd).kernel
+    k.args = k.args[:_tiling_offset(k) + 4]
+
+
+@pytest.mark.parametrize("field_byte,value,expect", [(16, 0, "field k is 0; its descriptors give 32"),
+                                                      (8, 2**62, "field m is 4611686018427387904"),
+                                                      (0, 2**64 - 1, "field batch is 18446744073709551615")])
+def test_static_tiling_data_must_be_what_the_descriptors_give(om_run, tmp_path, cnn_om, field_byte, value, expect):
+    """The MatMul kernel takes m, k, n from its tiling (MATMUL_TILING: batch, m, k, n as u64 from byte 0)."""
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=_set_tiling_word(cnn_om, "fc", field_byte, value)))
+    assert code == 1 and err.startswith("[ERROR] E30001") and "op 'fc' (MatMulV2)" in err and expect in err, err
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (_cut_tiling, "its kernel reads"),
+    (lambda mtd: _set_arg(mtd, 0, 2**64 - 1), "outside device memory"),
+    (lambda mtd: _set_arg(mtd, 3, 2**64 - 1), "outside device memory"),
+    (lambda mtd: _set_arg(mtd, 4, 2**64 - 1), "tiling offset 18446744073709551615"),
+])
+def test_short_tiling_and_all_ones_args_slots_are_refused(om_run, tmp_path, cnn_om, mutate, expect):
+    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=mutate))
+    assert code == 1 and err.startswith("[ERROR] E30001") and expect in err, err
+
+
+def test_validated_models_still_run_and_keep_their_memory_size(om_run, tmp_path, cnn_om):
+    """The new checks accept what atc-py writes: a memory_size a little above what the tasks address is fine."""
+    code, out, err = run(om_run, tmp_path, edit(cnn_om, lambda md: md.attr["memory_size"].__setattr__(
+        "i", md.attr["memory_size"].i + 4096)))
+    assert code == 0 and "finished successfully" in out, err

@@ -26,11 +26,15 @@ class TransData(OpSpec):
 
     def infer(self, node: Node) -> list[TensorDesc]:
         x = node.input_desc(0).logical
-        dst = str(self.attr(node, "dst_format"))
+        src, dst = str(self.attr(node, "src_format")), str(self.attr(node, "dst_format"))
+        shape, origin = tuple(x.shape), x.origin_format
+        if src == "NHWC" and dst in DEVICE_FORMATS and len(shape) == 4:   # 5HD's NCHW side, from channels-last
+            shape, origin = (shape[0], shape[3], shape[1], shape[2]), "NCHW"
         if dst in DEVICE_FORMATS:
-            return [TensorDesc(device_shape(x.shape, dst, x.origin_format, x.dtype), x.dtype, dst, x.origin_format,
-                               tuple(x.shape))]
-        return [TensorDesc(x.shape, x.dtype, dst, dst)]
+            return [TensorDesc(device_shape(shape, dst, origin, x.dtype), x.dtype, dst, origin, shape)]
+        if dst == "NHWC" and src in DEVICE_FORMATS and len(shape) == 4:
+            shape = (shape[0], shape[2], shape[3], shape[1])
+        return [TensorDesc(shape, x.dtype, dst, dst)]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         x, y = ctx.inputs[0], ctx.outputs[0]

@@ -1,7 +1,8 @@
 """python -m tools.fuzz [--om N] [--models N] [--flags] [--sweep] [--seed S] [--work DIR] [--json FILE]
 
 Runs a campaign (campaign.py) and prints its totals; exits 1 if any case ended in a traceback, a hang, a
-blow-up, a crash, an uncoded error, E19999, or wrote where it must not."""
+blow-up, a crash, an uncoded error, E19999, a Python exception passed on inside a coded line (a leak), or wrote
+where it must not."""
 from __future__ import annotations
 
 import os

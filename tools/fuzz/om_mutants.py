@@ -3,7 +3,10 @@ recomputed, as any writer can) — or, for a few, left unsealed or with the chec
 
 Mutations work on the decoded structures (header fields, partition tables, ModelDef attributes, ops, tensor
 descriptors, tasks, kernel args, SUPER_KERNEL member JSON, kernel stores, weights) and on raw bytes, with
-the values that break parsers: 0, -1, 2^31, 2^32, 2^40, 2^62, names that walk out of a folder.
+the values that break parsers: 0, -1, 2^31, 2^32, 2^40, 2^62, names that walk out of a folder. Issue 28 added
+mutants that stay self-consistent where a random one would not: a zero stride or window, an output descriptor
+cut short, one size set to 0 across an op's descriptors, a field of the static tiling data, tiling data cut
+short, a string model attribute of another type.
 """
 from __future__ import annotations
 
@@ -139,10 +142,56 @@ def _mutate_desc(td: ge.TensorDescriptor, rng: random.Random) -> None:
         td.shape.dim.extend([2] * rng.choice([9, 33, 70]))
 
 
+DIVISOR_ATTRS = ("strides", "dilations", "ksize", "pads", "kernel_shape", "group", "groups", "axis")
+
+
+def _zero_divisor(op: ge.OpDef, rng: random.Random) -> None:
+    """A stride, window or group of 0 (issue 28: shape inference and tiling divided by it)."""
+    keys = [k for k in op.attr if k in DIVISOR_ATTRS]
+    if not keys:
+        return
+    a = op.attr[rng.choice(sorted(keys))]
+    if a.HasField("list") and a.list.i:
+        for j in range(len(a.list.i)):
+            if rng.random() < 0.7:
+                a.list.i[j] = 0
+    else:
+        a.i = 0
+
+
+def _shrink_output(op: ge.OpDef, rng: random.Random) -> None:
+    """An output descriptor smaller than what the kernel writes (a dim cut to 0, 1 or half)."""
+    if op.output_desc:
+        dims = op.output_desc[rng.randrange(len(op.output_desc))].shape.dim
+        if dims:
+            k = rng.randrange(len(dims))
+            dims[k] = rng.choice([0, 1, dims[k] // 2])
+
+
+def _consistent_zero(op: ge.OpDef, rng: random.Random) -> None:
+    """One size set to 0 wherever it appears in the op's descriptors (MatMul's K in both inputs): descriptors
+    that agree with each other but not with the tiling data compiled for the old size."""
+    sizes = sorted({d for td in list(op.input_desc) + list(op.output_desc) for d in td.shape.dim if d > 1})
+    if not sizes:
+        return
+    victim = rng.choice(sizes)
+    for td in list(op.input_desc) + list(op.output_desc):
+        for j, d in enumerate(td.shape.dim):
+            if d == victim:
+                td.shape.dim[j] = 0
+
+
 def mutate_op(op: ge.OpDef, rng: random.Random, all_names: list[str]) -> None:
     what = rng.choice(["type", "id", "input", "input_i", "output_i", "in_desc", "out_desc", "out_desc", "attr",
-                       "attr", "attr_del", "workspace", "subgraph", "name", "desc_count"])
-    if what == "type":
+                       "attr", "attr_del", "workspace", "subgraph", "name", "desc_count", "zero_divisor",
+                       "shrink_output", "consistent_zero"])
+    if what == "zero_divisor":
+        _zero_divisor(op, rng)
+    elif what == "shrink_output":
+        _shrink_output(op, rng)
+    elif what == "consistent_zero":
+        _consistent_zero(op, rng)
+    elif what == "type":
         op.type = rng.choice(["Add", "Conv2D", "NetOutput", "Data", "Const", "PartitionedCall", "NoSuchOp", "",
                               "MatMulV2", "Cast", "IncreFlashAttention"])
     elif what == "id":
@@ -196,9 +245,12 @@ def mutate_model_def(md: ge.ModelDef, rng: random.Random, canary: str) -> None:
     names = [o.name for o in ops] if ops is not None else []
     if what == "attr":
         keys = sorted(md.attr) + ["memory_size", "weight_size", "stream_num", "event_num", "task_gen_base_addr",
-                                  "task_gen_weight_addr", "soc_version", "_is_unknown_shape"]
+                                  "task_gen_weight_addr", "soc_version", "_is_unknown_shape",
+                                  "precision_mode"]
         key = rng.choice(keys)
-        if rng.random() < 0.6 and key not in ("soc_version",):
+        if key in ("precision_mode", "input_format") and rng.random() < 0.5:   # a string attribute of another type
+            _random_attr_value(md.attr[key], rng)
+        elif rng.random() < 0.6 and key not in ("soc_version",):
             md.attr[key].Clear()
             md.attr[key].i = max(-2**63, min(2**63 - 1, interesting_int(rng)))
         elif key == "soc_version":
@@ -233,9 +285,30 @@ def _deep_json(depth: int) -> bytes:
     return ("[" * depth + "]" * depth).encode() if depth % 2 else ('{"a":' * depth + "1" + "}" * depth).encode()
 
 
+def _mutate_tiling(k, rng: random.Random) -> None:
+    """The static tiling data after the address slots ({t} gives its offset): a field set to a hostile value
+    (m, k, n of a MatMul, a conv's pads), or the data cut short."""
+    items = k.context.args_format.count("{")
+    slot = k.context.args_format.split("{").index("t}") - 1 if "{t}" in k.context.args_format else -1
+    if slot < 0 or len(k.args) < 8 * items:
+        return
+    args = bytearray(k.args)
+    off = int.from_bytes(args[8 * slot:8 * slot + 8], "little")
+    if not 8 * items <= off < len(args):
+        return
+    if rng.random() < 0.25:
+        del args[rng.randrange(off, len(args)):]   # short tiling data
+    else:
+        width = rng.choice([4, 8])
+        pos = off + width * rng.randrange(max(1, (len(args) - off) // width))
+        if pos + width <= len(args):
+            args[pos:pos + width] = (interesting_int(rng) % (1 << (8 * width))).to_bytes(width, "little")
+    k.args = bytes(args)
+
+
 def mutate_task(t: task_pb2.TaskDef, rng: random.Random) -> None:
     what = rng.choice(["type", "stream", "event", "block_dim", "args", "args", "args_format", "op_index",
-                       "ext_info", "ffts", "update", "private"])
+                       "ext_info", "ffts", "update", "private", "tiling", "tiling"])
     k = t.kernel if t.HasField("kernel") else None
     if what == "type":
         t.type = rng.choice([0, 1, 2, 26, 29, 41, 42, 43, 44, 5, 999])
@@ -245,6 +318,8 @@ def mutate_task(t: task_pb2.TaskDef, rng: random.Random) -> None:
         _set_int(t, "event_id", interesting_int(rng))
     elif what == "block_dim" and k is not None:
         _set_int(k, "block_dim", interesting_int(rng))
+    elif what == "tiling" and k is not None and "{t}" in k.context.args_format:
+        _mutate_tiling(k, rng)
     elif what == "args" and k is not None:
         args = bytearray(k.args)
         choice = rng.random()

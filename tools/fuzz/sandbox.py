@@ -17,8 +17,11 @@ import traceback
 from dataclasses import dataclass
 
 CODE = re.compile(r"\b(E\d{5})\b")
-KINDS = ("ok", "error", "internal", "uncoded", "traceback", "hang", "blowup", "crash")
-BAD = ("internal", "uncoded", "traceback", "hang", "blowup", "crash")
+# a Python exception om-run passed on inside a coded line: a kernel that failed on a file the validator let through
+# (E30004 "the kernel failed: ValueError: ..."), or a program the simulator could not build (E30001 "...: OpError:")
+LEAK = re.compile(r"E3000[14]: .*(the kernel failed: |Failed to load model [^:\n]*: )[A-Z]\w*(Error|Exception):")
+KINDS = ("ok", "error", "internal", "uncoded", "traceback", "hang", "blowup", "crash", "leak")
+BAD = ("internal", "uncoded", "traceback", "hang", "blowup", "crash", "leak")
 
 
 @dataclass
@@ -80,6 +83,8 @@ def classify(exit_status: int | None, output: str, timed_out: bool) -> tuple[str
         return "ok", code
     if "E19999" in codes:
         return "internal", "E19999"
+    if LEAK.search(output):
+        return "leak", code
     return ("error" if code else "uncoded"), code
 
 

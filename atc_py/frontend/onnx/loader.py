@@ -10,7 +10,7 @@ from google.protobuf.message import DecodeError
 
 from ...errors import AtcError
 from ...ir.file_tensor import FileTensor
-from .external_data import file_tensor, read_into
+from .external_data import file_tensor, leave_in_file, read_into
 from .lazy_weights import load_split
 
 
@@ -52,21 +52,27 @@ def _all_tensors(model: onnx.ModelProto):
 
 
 def _load_external(model: onnx.ModelProto, base: pathlib.Path, path, streamed: dict | None = None) -> None:
-    """Every external tensor checked; the main graph's initializers of plain dtypes go to `streamed` (name ->
-    FileTensor) when it is given, the others are read into the proto."""
+    """Every external tensor checked. For a compile (`streamed` given) the main graph's initializers of plain
+    dtypes go to `streamed` (name -> FileTensor) and the others stay in their file, mapped when read
+    (external_data.py); only those numpy cannot view as stored are read into the proto. Without `streamed`
+    (load_onnx: a self-contained proto, for onnxruntime) every one is read in."""
     root = base.resolve()
     external = lambda t: t.data_location == onnx.TensorProto.EXTERNAL   # noqa: E731
+
+    def place(t) -> None:
+        if streamed is None or not leave_in_file(t, root, path):
+            read_into(t, root, path)
     for t in model.graph.initializer:
         if external(t):
             ft = file_tensor(t, root, path) if streamed is not None else None
-            if ft is None:
-                read_into(t, root, path)
-            else:
+            if ft is not None:
                 streamed[t.name] = ft
+            else:
+                place(t)
     rest = [t for t in _node_tensors(model.graph.node) if external(t)]
     rest += [t for f in model.functions for t in _node_tensors(f.node) if external(t)]
     for t in rest:
-        read_into(t, root, path)
+        place(t)
 
 
 def _check_file(path: str) -> pathlib.Path:

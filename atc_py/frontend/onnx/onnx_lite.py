@@ -105,6 +105,11 @@ def to_array(t):
             and t.data_location != TensorProto.EXTERNAL:
         import numpy as np
         return np.frombuffer(t.raw_data, dtype=np.dtype(code)).reshape(t.dims)
+    if t.data_location == TensorProto.EXTERNAL:   # left in its checked file by the loader: mapped, never in the proto
+        from .external_data import mapped_array
+        arr = mapped_array(t)
+        if arr is not None:
+            return arr
     return full().numpy_helper.to_array(t)
 
 
