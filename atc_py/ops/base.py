@@ -144,6 +144,9 @@ class OpSpec:
     engine: ClassVar[str] = AICORE
     core_type: ClassVar[str] = AIV
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
+    # the op information library's formats (seed 003): input/output name -> the device format its AI Core kernel
+    # takes it in (NC1HWC0, FRACTAL_Z, ...); empty: the framework's layout. passes/formats.py reads it.
+    formats: ClassVar[dict[str, str]] = {}
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
     infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
     # its infer reasons about inputs of unknown rank (GE's -2) itself; other ops given one have outputs of unknown

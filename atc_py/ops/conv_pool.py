@@ -256,6 +256,7 @@ class Conv2D(OpSpec):
     op_type = "Conv2D"
     # residual: conv_add_fusion put the residual Add after this conv into its epilogue (fused_add)
     inputs = ("x", "filter", "bias?", "residual?", "offset_w?")
+    formats = {"x": "NC1HWC0", "filter": "FRACTAL_Z", "residual": "NC1HWC0", "y": "NC1HWC0"}
     # fused_relu: relu_fusion put a following Relu into this kernel's epilogue (on the fp32 result)
     attrs = {"strides": [1, 1, 1, 1], "pads": [0, 0, 0, 0], "dilations": [1, 1, 1, 1], "groups": 1,
              "data_format": "NCHW", "fused_relu": False, "fused_add": False, "offset_x": 0}
@@ -477,6 +478,7 @@ class PoolBase(OpSpec):
 @register
 class MaxPoolV3(PoolBase):
     op_type = "MaxPoolV3"
+    formats = {"x": "NC1HWC0", "y": "NC1HWC0"}
     dtypes = ("float32", "float16", "float64", "int8", "uint8")   # ONNX MaxPool-12 adds the 8-bit integers
 
     def reduce(self, t, planes, attrs):
@@ -502,6 +504,7 @@ class MaxPoolV3(PoolBase):
 @register
 class AvgPoolV2(PoolBase):
     op_type = "AvgPoolV2"
+    formats = {"x": "NC1HWC0", "y": "NC1HWC0"}
     attrs = {**PoolBase.attrs, "exclusive": True}
     _counts: dict = {}
 
@@ -537,6 +540,7 @@ GAP_TILING = TilingStruct(("planes", "Q"), ("plane_size", "Q"), ("planes_per_blo
 @register
 class GlobalAveragePool(OpSpec):
     op_type = "GlobalAveragePool"
+    formats = {"x": "NC1HWC0", "y": "NC1HWC0"}
     inputs = ("x",)
     tiling_struct = GAP_TILING
 

@@ -8,7 +8,8 @@ ResNet reads its input through one TransData and leaves through another after th
 filters are converted here, at compile time, and stored in FRACTAL_Z (zero-padded to 16 x C0 fractals) in the
 weights. Sizes follow: a 3-channel 5HD tensor occupies 16 channels in the memory plan.
 
-Static graphs only (a shape decided at run time keeps ND); float16/float32 tensors (C0 = 16)."""
+Which op takes which format is data beside its registration (OpSpec.formats, the op information library); static
+graphs only (a shape decided at run time keeps ND); float16/float32 tensors (C0 = 16)."""
 from __future__ import annotations
 
 from ..ir.formats import FRACTAL_Z, NC1HWC0, device_shape, to_device
@@ -16,7 +17,18 @@ from ..ir.graph import Graph, Node, TensorDesc, Value
 from ..ops import get_op
 from ..ops.elementwise import BinaryOp, UnaryOp
 
-WANTS_5HD = {"Conv2D": (0, 3), "MaxPoolV3": (0,), "AvgPoolV2": (0,), "GlobalAveragePool": (0,)}  # its 5HD inputs
+def _five_hd_slots(op_type: str) -> tuple[int, ...] | None:
+    """The inputs an op's registration takes in NC1HWC0 (OpSpec.formats), None for an op without 5HD."""
+    spec = get_op(op_type)
+    fmts = getattr(spec, "formats", {}) if spec is not None else {}
+    if fmts.get("y") != NC1HWC0:
+        return None
+    return tuple(k for k, name in enumerate(spec.inputs) if fmts.get(name.rstrip("?")) == NC1HWC0)
+
+
+def _filter_slots(op_type: str) -> tuple[int, ...]:
+    spec = get_op(op_type)
+    return tuple(k for k, name in enumerate(spec.inputs) if spec.formats.get(name.rstrip("?")) == FRACTAL_Z)
 FLOATS = ("float16", "float32")
 REDUCTIONS = {"Sum", "Mean", "Max", "Min", "Prod"}          # AscIR reductions: a group with one is not elementwise
 TO_NCHW, TO_NHWC = [0, 3, 1, 2], [0, 2, 3, 1]
@@ -29,13 +41,15 @@ def _activation(v: Value | None) -> bool:
 
 
 def _wants(node: Node) -> bool:
-    if node.op_type not in WANTS_5HD or not _activation(node.inputs[0]) or not _activation(node.outputs[0]):
+    """An op whose registration takes 5HD (a convolution, a pooling), on a float NCHW feature map, its filters
+    constant (converted here)."""
+    if _five_hd_slots(node.op_type) is None or not node.inputs or not _activation(node.inputs[0]) or \
+            not _activation(node.outputs[0]) or node.attrs.get("data_format", "NCHW") != "NCHW":
         return False
-    if node.attrs.get("data_format", "NCHW") != "NCHW":
-        return False
-    if node.op_type == "Conv2D":
-        w = node.inputs[1]
-        return w is not None and w.is_const and len(w.desc.shape) == 4 and w.desc.dtype in FLOATS
+    for k in _filter_slots(node.op_type):
+        w = node.inputs[k] if k < len(node.inputs) else None
+        if w is None or not w.is_const or len(w.desc.shape) != 4 or w.desc.dtype not in FLOATS:
+            return False
     return True
 
 
@@ -59,8 +73,9 @@ def _propagates(node: Node, five: set[int]) -> bool:
 
 def _slots(node: Node) -> tuple[int, ...]:
     """The inputs of a 5HD node that are 5HD."""
-    if node.op_type in WANTS_5HD:
-        return WANTS_5HD[node.op_type]
+    slots = _five_hd_slots(node.op_type)
+    if slots is not None:
+        return slots
     return tuple(k for k, v in enumerate(node.inputs) if v is not None and not v.is_const)
 
 
@@ -81,7 +96,7 @@ def select_formats(graph: Graph) -> int:
         if _wants(node) or (_propagates(node, five) and node.op_type != "Data"):
             chosen.append(node)
             five.add(id(node.outputs[0]))
-    if not any(n.op_type in WANTS_5HD for n in chosen):
+    if not any(_five_hd_slots(n.op_type) is not None for n in chosen):
         return 0
     members = {id(n) for n in chosen}
     logical = {id(n.outputs[0]): n.outputs[0].desc for n in chosen}
@@ -97,11 +112,11 @@ def select_formats(graph: Graph) -> int:
                 to_5hd[id(v)] = _trans_data(graph, v, v.desc, _device_desc(v.desc, NC1HWC0), node)
                 inserted += 1
             graph.set_input(node, k, to_5hd[id(v)])
-        if node.op_type == "Conv2D":
-            w = node.inputs[1]
+        for k in _filter_slots(node.op_type) if _five_hd_slots(node.op_type) is not None else ():
+            w = node.inputs[k]
             if id(w) not in filters:         # a filter shared by several convolutions is converted once
                 filters[id(w)] = _fractal_z(graph, w)
-            graph.set_input(node, 1, filters[id(w)])
+            graph.set_input(node, k, filters[id(w)])
             if not w.consumers:
                 graph.remove_node(w.producer)
     for node in chosen:
