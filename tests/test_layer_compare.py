@@ -12,6 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from tests.test_overflow import X as OVF_X
 from tests.test_overflow import model as overflow_model
+from tests.test_overflow import overflow_ops
 from tools.resnet50_onnx import resnet50
 
 DATA = pathlib.Path(__file__).parent / "data" / "real_models"
@@ -83,13 +84,7 @@ def test_tensorflow_cnn_through_the_reference_path_in_its_nhwc_layout(atc, om_ru
 
 
 def test_an_fp16_overflow_is_the_first_divergent_node_and_its_own_error(atc, om_run, tmp_path):
-    src = overflow_model(tmp_path / "m.onnx")
-    np.save(tmp_path / "x.npy", OVF_X)
-    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1")[0] == 0
-    code, out, err = om_run(str(tmp_path / "m.om"), "--input", str(tmp_path / "x.npy"), "--check-overflow",
-                            "--summary-json", str(tmp_path / "s.json"))
-    assert code == 0, out + err
-    [ovf] = json.loads((tmp_path / "s.json").read_text())["overflow_ops"]
+    src, [ovf] = overflow_ops(atc, om_run, tmp_path, "m")
     stdout, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "m.om", "-i",
                                                 str(tmp_path / "x.npy"))
     first = summary["first_divergent"]

@@ -37,14 +37,20 @@ def test_status_check_builds_locate_the_first_overflowing_op(atc, om_run, tmp_pa
     assert ops[0]["original_names"] == ["scale_up"] and ops[0]["outputs"] == [0]
 
 
-def test_a_fused_kernel_names_its_framework_ops_and_fp32_has_none(atc, om_run, tmp_path):
+def overflow_ops(atc, om_run, tmp_path, name: str):
+    """The model built by default (fp16, autofuse on) as <name>.om and run on X with --check-overflow: (its source,
+    the overflow_ops of its summary)."""
     src = model(tmp_path / "m.onnx")
     np.save(tmp_path / "x.npy", X)
-    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'f'}", "--soc_version=Ascend910B1")[0] == 0
-    code, out, err = om_run(str(tmp_path / "f.om"), "--input", str(tmp_path / "x.npy"), "--check-overflow",
-                            "--summary-json", str(tmp_path / "f.json"))
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / name}", "--soc_version=Ascend910B1")[0] == 0
+    code, out, err = om_run(str(tmp_path / f"{name}.om"), "--input", str(tmp_path / "x.npy"), "--check-overflow",
+                            "--summary-json", str(tmp_path / f"{name}.json"))
     assert code == 0, out + err
-    ops = json.loads((tmp_path / "f.json").read_text())["overflow_ops"]
+    return src, json.loads((tmp_path / f"{name}.json").read_text())["overflow_ops"]
+
+
+def test_a_fused_kernel_names_its_framework_ops_and_fp32_has_none(atc, om_run, tmp_path):
+    src, ops = overflow_ops(atc, om_run, tmp_path, "f")
     assert len(ops) == 1 and ops[0]["op_type"] == "AscBackend"
     assert {"scale_up", "relu", "add_one"} <= set(ops[0]["original_names"])
     code, out, err = om_run(str(tmp_path / "f.om"), "--input", str(tmp_path / "x.npy"))   # not asked: not checked
