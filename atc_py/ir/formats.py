@@ -63,14 +63,19 @@ def _nchw(shape: tuple, origin_format: str) -> tuple[int, int, int, int]:
 
 def to_device(a: np.ndarray, fmt: str, origin_format: str) -> np.ndarray:
     """A framework-layout array in device format `fmt` (padding zeros)."""
-    if fmt == NC1HWC0:
+    if fmt == NC1HWC0:   # one strided copy into the 5HD array (its padding zeroed only where there is some)
         x = np.transpose(a, (0, 3, 1, 2)) if origin_format == "NHWC" else a
         n, c, h, w = x.shape
         c0 = c0_for(str(a.dtype))
-        c1 = _ceil(c, c0)
-        padded = np.zeros((n, c1 * c0, h, w), a.dtype)
-        padded[:, :c] = x
-        return np.ascontiguousarray(padded.reshape(n, c1, c0, h, w).transpose(0, 1, 3, 4, 2))
+        c1, full = _ceil(c, c0), c // c0
+        out = np.empty((n, c1, h, w, c0), a.dtype)
+        blocks = out.transpose(0, 1, 4, 2, 3)            # (n, c1, c0, h, w): a view of out
+        if full:
+            blocks[:, :full] = x[:, :full * c0].reshape(n, full, c0, h, w)
+        if c % c0:
+            blocks[:, full, :c - full * c0] = x[:, full * c0:]
+            blocks[:, full, c - full * c0:] = 0
+        return out
     if fmt == FRACTAL_Z:
         cout, cin, kh, kw = a.shape
         c0 = c0_for(str(a.dtype))
@@ -97,11 +102,19 @@ def from_device(a: np.ndarray, fmt: str, origin_shape: tuple, origin_format: str
     if tuple(a.shape) != want:
         raise FormatError(f"a {fmt} tensor of shape {list(a.shape)} is not {list(want)} for origin "
                           f"{list(origin_shape)}")
-    if fmt == NC1HWC0:
+    if fmt == NC1HWC0:   # one strided copy out of the 5HD array
         n, c1, h, w, c0 = a.shape
         _, c, _, _ = _nchw(origin_shape, origin_format)
-        x = a.transpose(0, 1, 4, 2, 3).reshape(n, c1 * c0, h, w)[:, :c]
-        return np.ascontiguousarray(x.transpose(0, 2, 3, 1) if origin_format == "NHWC" else x)
+        if origin_format == "NHWC":
+            return np.ascontiguousarray(a.transpose(0, 2, 3, 1, 4).reshape(n, h, w, c1 * c0)[..., :c])
+        out = np.empty((n, c, h, w), a.dtype)
+        blocks = a.transpose(0, 1, 4, 2, 3)              # (n, c1, c0, h, w)
+        full = c // c0
+        if full:
+            out[:, :full * c0].reshape(n, full, c0, h, w)[...] = blocks[:, :full]
+        if c % c0:
+            out[:, full * c0:] = blocks[:, full, :c - full * c0]
+        return out
     if fmt == FRACTAL_Z:
         cout, cin, kh, kw = origin_shape
         _, n1, _, c0 = a.shape
