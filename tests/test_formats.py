@@ -122,3 +122,21 @@ def test_a_device_desc_whose_origin_does_not_give_its_shape_is_refused(om_run, t
         conv.input_desc[0].attr["origin_shape"].list.i[1] = 40
     code, out, err = run(om_run, tmp_path, edit(res.om, model_def=mutate))
     assert code == 1 and "E30001" in err and "origin" in err and "Traceback" not in out + err
+
+
+def test_a_keras_mobilenet_stays_in_5hd_from_input_to_output(tmp_path):
+    """Its NHWC residual Adds and the pads before its strided depthwise convolutions: transposes sink below them
+    (passes/transpose_sink.py), so only the input's and the output's TransData remain; numbers as TensorFlow's."""
+    data = ROOT / "tests" / "data" / "real_models"
+    res = atc_py.build(str(data / "keras3_mobilenet_v2.pb"), {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3",
+                                                              "ge.exec.precision_mode": "force_fp32"})
+    ops = _om_ops(res.om)
+    assert sum(op.type == "TransData" for op in ops) == 2 and not any(op.type == "TransposeD" for op in ops)
+    assert all(op.output_desc[0].layout == "NC1HWC0" for op in ops if op.type == "PadV3D")
+    ref = np.load(data / "keras3_mobilenet_v2.npz")
+    p = tmp_path / "m.om"
+    p.write_bytes(res.om)
+    m = load_model(str(p))
+    got, _ = Simulation(m).run([ref["in_0"]])       # the fixture's arrays (tools/real_models): in_k, out_k
+    want = ref["out_0"]
+    np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4 * np.abs(want).max())

@@ -54,9 +54,13 @@ def _wants(node: Node) -> bool:
 
 
 def _elementwise(node: Node) -> bool:
-    """A vector op CANN runs on 5HD as it is: elementwise math, or an autofused group of it without reductions."""
+    """A vector op CANN runs on 5HD as it is: elementwise math, an autofused group of it without reductions, a
+    constant pad of H and W only."""
     if isinstance(get_op(node.op_type), (UnaryOp, BinaryOp)):
         return True
+    if node.op_type == "PadV3D":
+        pads = [int(v) for v in node.attrs.get("paddings") or []]
+        return len(pads) == 8 and not any(pads[:4]) and node.attrs.get("mode", "constant") == "constant"
     hint = node.attrs.get("ascgraph") if node.op_type == "AscBackend" else None
     return hint is not None and not any(n.type in REDUCTIONS for n in hint.nodes)
 

@@ -32,6 +32,8 @@ def _movable(t: Node) -> tuple[Node, int] | None:
         return None   # (t will transpose u's result)
     if isinstance(spec, UnaryOp) and len(u.inputs) == 1:
         return u, k
+    if u.op_type == "PadV3D" and len(u.inputs) == 1 and u.attrs.get("paddings") is not None:
+        return u, k      # a pad moves with its paddings permuted (TensorFlow's NHWC pad before a strided conv)
     if isinstance(spec, BinaryOp) and len(spec.inputs) == 2 and len(u.inputs) == 2:
         other = u.inputs[1 - k]
         if other is not None and other.is_const and u.outputs[0].desc.shape == y.desc.shape \
@@ -82,6 +84,10 @@ def sink_transposes(graph: Graph) -> int:
                 graph.set_input(u, 1 - k, twin.inputs[0])
                 if not twin.outputs[0].consumers:
                     graph.remove_node(twin)
+            if u.op_type == "PadV3D":        # transpose(x, p) padded by P == x padded by P[argsort(p)], transposed
+                pads = [int(v) for v in u.attrs["paddings"]]
+                inv = np.argsort(perm)
+                u.attrs["paddings"] = [pads[2 * int(inv[j]) + e] for j in range(len(perm)) for e in (0, 1)]
             consumers = list(z.consumers)
             before = u.attrs.get(ORIGIN_PERM)  # u's output is now the framework's tensor untransposed (dumps)
             u.attrs[ORIGIN_PERM] = [perm[j] for j in before] if before else list(perm)
