@@ -75,7 +75,7 @@ class BuildOptions:
     reuse_memory: bool = True
     single_stream: bool = False
     buffer_optimize: str = "l2_optimize"                   # l2_optimize | l1_optimize | off_optimize
-    small_channel: bool = False                            # --enable_small_channel (accepted; C04 not applied)
+    small_channel: bool = False                            # --enable_small_channel: C04 first convolutions
     op_debug_level: int = 0                                # --op_debug_level 0-4 (recorded; no TBE kernels here)
     scope_fusion_passes: tuple[str, ...] = ()              # --enable_scope_fusion_passes (recorded, not applied)
     device_id: int = 0                                     # --device_id (no device at compile time)
@@ -125,9 +125,6 @@ class BuildOptions:
         small_channel = get("ge.enableSmallChannel", "0")
         if small_channel not in ("0", "1"):
             raise AtcError("E10006", value=small_channel, parameter="enable_small_channel")
-        if small_channel == "1":
-            log("warning", "--enable_small_channel=1: accepted, but atc-py does not lay the first convolution's input "
-                           "out as C04 (small-channel) yet; the model builds with the usual layout")
         debug_level, passes = op_debug_level(get("ge.opDebugLevel")), scope_fusion_passes(
             get("enable_scope_fusion_passes"))
         device = device_id(get("ge.exec.tuneDeviceIds"))

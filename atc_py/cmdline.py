@@ -78,8 +78,8 @@ FLAGS = {f.name: f for f in [
                                         "or OpType::type:InputDtype:...,OutputDtype:... lines"),
     Flag("buffer_optimize", "str", "l2_optimize", "On-chip buffer optimisation: l2_optimize (default), l1_optimize, "
                                                   "off_optimize"),
-    Flag("enable_small_channel", "str", "0", "Small-channel (C04) input layout for the first convolution. 0 (default) "
-                                             "or 1; atc-py accepts it but does not apply the C04 layout"),
+    Flag("enable_small_channel", "str", "0", "Small-channel (C04) layout for a convolution reading <= 4 channels (the "
+                                             "image): NC1HWC0_C04 input, FRACTAL_Z_C04 filter. 0 (default) or 1"),
     Flag("op_debug_level", "int", "0", "Debug level of operator builds, 0 (default) to 4; atc-py builds no TBE "
                                        "kernels: checked and recorded in the .om, nothing else"),
     Flag("enable_scope_fusion_passes", "str", "", "TensorFlow scope fusion passes to enable, comma-separated; "

@@ -68,12 +68,27 @@ def test_fusion_switch_file_in_the_text_form(tmp_path):
         atc_py.build(m, {**SOC, "fusion_switch_file": str(f)})
 
 
-def test_enable_small_channel_is_value_checked_and_accepted(tmp_path, capsys):
+def test_enable_small_channel_is_value_checked_and_applied(tmp_path, capsys):
+    """A 3-channel first convolution: its input as NC1HWC0_C04 (4 channels, not 16) and its filter FRACTAL_Z_C04;
+    the same outputs as without (passes/formats.py)."""
+    from atc_py.om import partitions as pt
+    from atc_py.om.container import read_om
+    from atc_py.proto import ge_ir_pb2
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
     path = save(conv_model(), tmp_path / "m.onnx")
-    base = [f"--model={path}", "--framework=5", f"--output={tmp_path / 'o'}", "--soc_version=Ascend910B1"]
-    assert atc_run(base + ["--enable_small_channel=1", "--log=warning"]) == 0
-    assert "C04" in capsys.readouterr().out
-    assert atc_run(base + ["--enable_small_channel=2"]) != 0
+    base = [f"--model={path}", "--framework=5", "--soc_version=Ascend910B1", "--precision_mode=force_fp32"]
+    assert atc_run(base + [f"--output={tmp_path / 'c04'}", "--enable_small_channel=1"]) == 0
+    assert atc_run(base + [f"--output={tmp_path / 'c16'}"]) == 0
+    md = ge_ir_pb2.ModelDef.FromString(read_om((tmp_path / "c04.om").read_bytes()).models[0].get(pt.MODEL_DEF))
+    conv = next(op for g in md.graph for op in g.op if op.type == "Conv2D")
+    assert [conv.input_desc[0].layout, conv.input_desc[1].layout] == ["NC1HWC0_C04", "FRACTAL_Z_C04"]
+    assert conv.input_desc[0].shape.dim[-1] == 4
+    x = np.random.default_rng(1).standard_normal(tuple(load_model(str(tmp_path / "c04.om")).inputs[0].desc.shape))
+    runs = [Simulation(load_model(str(tmp_path / f"{k}.om"))).run([x.astype(np.float32)])[0][0] for k in ("c04", "c16")]
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-5, atol=1e-6)
+    capsys.readouterr()
+    assert atc_run(base + [f"--output={tmp_path / 'o'}", "--enable_small_channel=2"]) != 0
     assert "E10006" in capsys.readouterr().out
 
 

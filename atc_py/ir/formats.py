@@ -17,7 +17,10 @@ import numpy as np
 NC1HWC0 = "NC1HWC0"
 FRACTAL_Z = "FRACTAL_Z"
 FRACTAL_NZ = "FRACTAL_NZ"
-DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ})
+NC1HWC0_C04 = "NC1HWC0_C04"      # --enable_small_channel: a first convolution's input of <= 4 channels, C0 = 4
+FRACTAL_Z_C04 = "FRACTAL_Z_C04"  # its filter: (kh, kw, 4 channels) packed along K, [ceil(kh*kw*4/16), N1, 16, 16]
+DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NC1HWC0_C04, FRACTAL_Z_C04})
+C04 = 4
 CUBE_BLOCK = 16          # the cube's fractal edge (N0, M0)
 
 
@@ -25,7 +28,9 @@ class FormatError(ValueError):
     pass
 
 
-def c0_for(dtype: str) -> int:
+def c0_for(dtype: str, fmt: str = NC1HWC0) -> int:
+    if fmt == NC1HWC0_C04:
+        return C04
     return 32 if dtype in ("int8", "uint8") else 16
 
 
@@ -35,10 +40,15 @@ def _ceil(a: int, b: int) -> int:
 
 def device_shape(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) -> tuple[int, ...]:
     """The shape a tensor of `origin_shape` (in `origin_format`) has in device format `fmt`."""
-    c0 = c0_for(dtype)
-    if fmt == NC1HWC0:
+    c0 = c0_for(dtype, fmt)
+    if fmt in (NC1HWC0, NC1HWC0_C04):
         n, c, h, w = _nchw(origin_shape, origin_format)
         return (n, _ceil(c, c0), h, w, c0)
+    if fmt == FRACTAL_Z_C04:
+        if len(origin_shape) != 4 or origin_shape[1] > C04:
+            raise FormatError(f"FRACTAL_Z_C04 takes a 4-D filter of <= 4 input channels, not {list(origin_shape)}")
+        cout, _, kh, kw = origin_shape
+        return (_ceil(kh * kw * C04, CUBE_BLOCK), _ceil(cout, CUBE_BLOCK), CUBE_BLOCK, CUBE_BLOCK)
     if fmt == FRACTAL_Z:
         if len(origin_shape) != 4:
             raise FormatError(f"FRACTAL_Z takes a 4-D filter, not {list(origin_shape)}")
@@ -63,10 +73,18 @@ def _nchw(shape: tuple, origin_format: str) -> tuple[int, int, int, int]:
 
 def to_device(a: np.ndarray, fmt: str, origin_format: str) -> np.ndarray:
     """A framework-layout array in device format `fmt` (padding zeros)."""
-    if fmt == NC1HWC0:   # one strided copy into the 5HD array (its padding zeroed only where there is some)
+    if fmt == FRACTAL_Z_C04:
+        cout, cin, kh, kw = a.shape
+        k1, n1 = _ceil(kh * kw * C04, CUBE_BLOCK), _ceil(cout, CUBE_BLOCK)
+        hwc = np.zeros((n1 * CUBE_BLOCK, kh, kw, C04), a.dtype)
+        hwc[:cout, :, :, :cin] = a.transpose(0, 2, 3, 1)
+        k = np.zeros((n1 * CUBE_BLOCK, k1 * CUBE_BLOCK), a.dtype)
+        k[:, :kh * kw * C04] = hwc.reshape(n1 * CUBE_BLOCK, -1)
+        return np.ascontiguousarray(k.reshape(n1, CUBE_BLOCK, k1, CUBE_BLOCK).transpose(2, 0, 1, 3))
+    if fmt in (NC1HWC0, NC1HWC0_C04):   # one strided copy into the 5HD array (its padding zeroed where there is some)
         x = np.transpose(a, (0, 3, 1, 2)) if origin_format == "NHWC" else a
         n, c, h, w = x.shape
-        c0 = c0_for(str(a.dtype))
+        c0 = c0_for(str(a.dtype), fmt)
         c1, full = _ceil(c, c0), c // c0
         out = np.empty((n, c1, h, w, c0), a.dtype)
         blocks = out.transpose(0, 1, 4, 2, 3)            # (n, c1, c0, h, w): a view of out
@@ -102,7 +120,12 @@ def from_device(a: np.ndarray, fmt: str, origin_shape: tuple, origin_format: str
     if tuple(a.shape) != want:
         raise FormatError(f"a {fmt} tensor of shape {list(a.shape)} is not {list(want)} for origin "
                           f"{list(origin_shape)}")
-    if fmt == NC1HWC0:   # one strided copy out of the 5HD array
+    if fmt == FRACTAL_Z_C04:
+        cout, cin, kh, kw = origin_shape
+        k1, n1 = a.shape[0], a.shape[1]
+        k = a.transpose(1, 2, 0, 3).reshape(n1 * CUBE_BLOCK, k1 * CUBE_BLOCK)[:cout, :kh * kw * C04]
+        return np.ascontiguousarray(k.reshape(cout, kh, kw, C04)[..., :cin].transpose(0, 3, 1, 2))
+    if fmt in (NC1HWC0, NC1HWC0_C04):   # one strided copy out of the 5HD array
         n, c1, h, w, c0 = a.shape
         _, c, _, _ = _nchw(origin_shape, origin_format)
         if origin_format == "NHWC":

@@ -12,7 +12,7 @@ Which op takes which format is data beside its registration (OpSpec.formats, the
 graphs only (a shape decided at run time keeps ND); float16/float32 tensors (C0 = 16)."""
 from __future__ import annotations
 
-from ..ir.formats import FRACTAL_Z, NC1HWC0, device_shape, to_device
+from ..ir.formats import C04, FRACTAL_Z, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04, device_shape, to_device
 from ..ir.graph import Graph, Node, TensorDesc, Value
 from ..ops import get_op
 from ..ops.elementwise import BinaryOp, UnaryOp
@@ -88,7 +88,14 @@ def _device_desc(d: TensorDesc, fmt: str) -> TensorDesc:
                       tuple(d.shape))
 
 
-def select_formats(graph: Graph) -> int:
+def _small_channel(node: Node, k: int, v: Value, enabled: bool) -> bool:
+    """--enable_small_channel: a convolution reading a feature map of <= 4 channels from outside 5HD (the image)
+    takes it as NC1HWC0_C04 and its filter as FRACTAL_Z_C04 (4 channels padded, not 16)."""
+    return enabled and node.op_type == "Conv2D" and k == 0 and v.desc.shape[1] <= C04 and \
+        int(node.attrs.get("groups", 1) or 1) == 1
+
+
+def select_formats(graph: Graph, small_channel: bool = False) -> int:
     """Give convolutions, pooling and the elementwise ops between them NC1HWC0 / FRACTAL_Z; returns the
     TransData nodes inserted."""
     if any(n.subgraphs for n in graph.nodes) or not any(_wants(n) for n in graph.nodes):
@@ -108,19 +115,23 @@ def select_formats(graph: Graph) -> int:
     to_5hd: dict[int, Value] = {}
     filters: dict[int, Value] = {}
     for node in chosen:
+        c04 = False
         for k in _slots(node):
             v = node.inputs[k] if k < len(node.inputs) else None
             if v is None or id(v) in five:
                 continue
-            if id(v) not in to_5hd:
-                to_5hd[id(v)] = _trans_data(graph, v, v.desc, _device_desc(v.desc, NC1HWC0), node)
+            fmt = NC1HWC0_C04 if _small_channel(node, k, v, small_channel) else NC1HWC0
+            c04 |= fmt == NC1HWC0_C04
+            if (id(v), fmt) not in to_5hd:
+                to_5hd[(id(v), fmt)] = _trans_data(graph, v, v.desc, _device_desc(v.desc, fmt), node)
                 inserted += 1
-            graph.set_input(node, k, to_5hd[id(v)])
+            graph.set_input(node, k, to_5hd[(id(v), fmt)])
         for k in _filter_slots(node.op_type) if _five_hd_slots(node.op_type) is not None else ():
             w = node.inputs[k]
-            if id(w) not in filters:         # a filter shared by several convolutions is converted once
-                filters[id(w)] = _fractal_z(graph, w)
-            graph.set_input(node, k, filters[id(w)])
+            fmt = FRACTAL_Z_C04 if c04 else FRACTAL_Z
+            if (id(w), fmt) not in filters:         # a filter shared by several convolutions is converted once
+                filters[(id(w), fmt)] = _fractal_z(graph, w, fmt)
+            graph.set_input(node, k, filters[(id(w), fmt)])
             if not w.consumers:
                 graph.remove_node(w.producer)
     for node in chosen:
@@ -150,7 +161,7 @@ def _from_nhwc(graph: Graph) -> None:
     back: TransData -> TransposeD to NHWC becomes one TransData to NHWC), as CANN converts NHWC into 5HD."""
     for t in [n for n in graph.nodes if n.op_type == "TransData"]:
         src = t.inputs[0].producer
-        if t.attrs["dst_format"] == NC1HWC0 and _perm(src) == TO_NCHW:
+        if t.attrs["dst_format"] in (NC1HWC0, NC1HWC0_C04) and _perm(src) == TO_NCHW:
             graph.set_input(t, 0, src.inputs[0])
             t.attrs["src_format"] = "NHWC"
             graph.remove_node(src)
@@ -173,9 +184,9 @@ def _trans_data(graph: Graph, v: Value, src: TensorDesc, dst: TensorDesc, near: 
     return node.outputs[0]
 
 
-def _fractal_z(graph: Graph, w: Value) -> Value:
-    """The filter in FRACTAL_Z, converted now and stored so in the weights."""
-    desc = _device_desc(TensorDesc(w.desc.shape, w.desc.dtype, "NCHW", "NCHW"), FRACTAL_Z)
-    v = graph.add_const(graph.unique_name(f"{w.producer.name}_fractal_z"), to_device(w.data, FRACTAL_Z, "NCHW"))
+def _fractal_z(graph: Graph, w: Value, fmt: str = FRACTAL_Z) -> Value:
+    """The filter in FRACTAL_Z (or FRACTAL_Z_C04), converted now and stored so in the weights."""
+    desc = _device_desc(TensorDesc(w.desc.shape, w.desc.dtype, "NCHW", "NCHW"), fmt)
+    v = graph.add_const(graph.unique_name(f"{w.producer.name}_{fmt.lower()}"), to_device(w.data, fmt, "NCHW"))
     v.desc = desc
     return v
