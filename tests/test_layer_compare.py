@@ -212,3 +212,16 @@ def test_default_fp16_builds_have_no_false_divergence(atc, om_run, tmp_path):
     by_node = {r[header.index("GroundTruth")]: r for r in rows}
     assert by_node["ln1"][header.index("TensorIndex")] == "ln1_ascbackend:output:1"
     assert float(by_node["ln1"][header.index("CosineSimilarity")]) > 0.9999
+
+
+def test_a_detector_with_dynamic_post_processing_compares(atc, om_run, tmp_path):
+    """RetinaNet with its box decoding and NMS: the host executor's ops (shapes met at run time) are dumped and
+    rerun with the shapes they ran with; nothing diverges in fp32."""
+    data = pathlib.Path(__file__).parent / "data" / "detection"
+    np.save(tmp_path / "img.npy", np.load(data / "retinanet.npz")["images"])
+    assert atc(f"--model={data / 'retinanet.onnx'}", "--framework=5", f"--output={tmp_path / 'r'}",
+               "--soc_version=Ascend910B1", "--precision_mode=force_fp32", "--input_shape=images:3,64,64")[0] == 0
+    _, _, header, rows, summary = _compare(om_run, tmp_path, data / "retinanet.onnx", tmp_path / "r.om", "-i",
+                                           str(tmp_path / "img.npy"))
+    assert "first_divergent" not in summary and summary["matched_ratio"] >= 0.95
+    assert summary["min_cosine"] >= 0.9999

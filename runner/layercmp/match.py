@@ -15,6 +15,9 @@ from typing import Callable
 
 import numpy as np
 
+from atc_py.errors import AtcError
+from atc_py.ops.base import OpError
+
 from .golden import SOURCE_OPS, FrameworkNode, Golden
 from .metrics import Metrics, compare
 from .om_side import OmOp
@@ -331,6 +334,10 @@ class Matcher:
             mine = np.asarray(h.load())
         except KeyError as exc:
             row.status, row.detail = "not_comparable", f"the kernel's trace holds no value {exc}"
+            return
+        except (OpError, AtcError, ValueError) as exc:     # a rerun of the op's kernel that cannot be made
+            row.status, row.detail = "not_comparable", f"its value inside {h.op.name} could not be recomputed: " \
+                                                       f"{str(exc)[:160]}"
             return
         row.om_dtype = str(mine.dtype)
         mine = framework_layout(mine, h, tuple(g.shape), self.golden.layout)

@@ -10,6 +10,7 @@ import numpy as np
 
 from atc_py.errors import AtcError
 from atc_py.ir.formats import DEVICE_FORMATS, FormatError, from_device
+from atc_py.ir.graph import TensorDesc
 from atc_py.ops.execute import run_op
 from atc_py.ops.registry import get_op
 from atc_py.platform import load_soc
@@ -47,6 +48,13 @@ def read_dumps(root: str) -> list[OmOp]:
     for k, op in enumerate(result):
         op.order = k
     return result
+
+
+def _as_run(d, arr):
+    """A desc with the shape its array has, where the .om's desc leaves dims to run time (-1)."""
+    if d is None or arr is None or d.known:
+        return d
+    return TensorDesc(tuple(np.shape(arr)), d.dtype, d.format, d.origin_format, d.origin_shape)
 
 
 def load_entry(entry: dict) -> np.ndarray:
@@ -97,15 +105,20 @@ class OmKernels:
         return op_attrs(self.ops[name])
 
     def run(self, name: str, inputs: dict[int, np.ndarray], attrs: dict | None = None,
-            drop: tuple[int, ...] = ()) -> list[np.ndarray]:
+            drop: tuple[int, ...] = (), out_shapes: list | None = None) -> list[np.ndarray]:
+        """`out_shapes`: the outputs' shapes as run (a dynamic-shape op's descs hold -1 dims; its inputs' shapes
+        come from the arrays)."""
         op = self.ops.get(name)
         spec = get_op(op.type) if op is not None else None
         if spec is None:
             raise AtcError("E30002", reason=f"op {name} of the .om cannot be rerun (no kernel for {op and op.type})")
         in_descs = _in_descs(op)
         args = [None if (k in drop or d is None) else inputs.get(k) for k, d in enumerate(in_descs)]
-        in_descs = [None if k in drop else d for k, d in enumerate(in_descs)]
+        in_descs = [None if k in drop else _as_run(d, args[k]) for k, d in enumerate(in_descs)]
         out_descs = [desc_from_proto(d) for d in op.output_desc]
+        if out_shapes is not None and any(not d.known for d in out_descs):
+            out_descs = [TensorDesc(tuple(s), d.dtype, d.format, d.origin_format, d.origin_shape) if not d.known
+                         else d for d, s in zip(out_descs, out_shapes)]
         outs = run_op(spec, in_descs, out_descs, attrs if attrs is not None else op_attrs(op), self.soc, args)
         return [from_device(o, d.format, d.origin_shape, d.origin_format) if d.format in DEVICE_FORMATS else o
                 for o, d in zip(outs, out_descs)]

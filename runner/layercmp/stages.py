@@ -29,7 +29,7 @@ def stages(op, kernels, load, framework_types: list[str]) -> list[Stage]:
             ins = inputs if inputs is not None else {k: load(e) for k, e in op.inputs.items()}
             new = {k: v for k, v in attrs.items() if k not in changes}
             new.update({k: v for k, v in changes.items() if v is not None})
-            return kernels.run(op.name, ins, new, drop)[0]
+            return kernels.run(op.name, ins, new, drop, _shapes(op))[0]
         return label, value
 
     if op.op_type == "Conv2D":
@@ -86,7 +86,7 @@ class AscTrace:
         trace: list = []
         token = TRACE.set(trace)
         try:
-            self.kernels.run(self.op.name, ins)
+            self.kernels.run(self.op.name, ins, out_shapes=_shapes(self.op))
         finally:
             TRACE.reset(token)
         return trace
@@ -123,3 +123,8 @@ def asc_output_sources(kernels, op) -> dict[int, str]:
         if src is not None and isinstance(k, int):
             out[k] = f"{hint.name}/{src.name}"
     return out
+
+
+def _shapes(op) -> list:
+    """The op's output shapes as it ran (its dumps, in the framework's layout)."""
+    return [tuple(e.get("origin_shape") or e["shape"]) for _, e in sorted(op.outputs.items())]
