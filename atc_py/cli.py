@@ -193,8 +193,8 @@ def summary_lines(s: dict) -> list[str]:
             + (f", constant values saturated to fp16's +-65504: {s['fp16_saturated']}" if s.get("fp16_saturated") else ""),
             f"[INFO] build summary: autofuse: {s['autofused_ops']} ops into {s['ascbackend_nodes']} AscBackend node(s), "
             f"{s['fused_ascbackend_nodes']} FusedAscBackend",
-            *([f"[INFO] build summary: formats: {s['trans_data_inserted']} TransData inserted (convolutions and pooling "
-               "on NC1HWC0, filters in FRACTAL_Z)"] if s.get("trans_data_inserted") else []),
+            *([f"[INFO] build summary: formats: {s['trans_data_inserted']} TransData inserted (convolutions and "
+               "pooling on NC1HWC0, filters in FRACTAL_Z)"] if s.get("trans_data_inserted") else []),
             *([f"[INFO] build summary: AICPU fallback: {len(s['aicpu_fallback'])} op(s): " + "; ".join(
                 f"{f['node']} ({f['op_type']}, {f['reason']})" for f in s["aicpu_fallback"][:5])
                + (" ..." if len(s["aicpu_fallback"]) > 5 else "")] if s.get("aicpu_fallback") else []),
