@@ -14,11 +14,12 @@ from __future__ import annotations
 import struct
 
 from atc_py.errors import AtcError
-from atc_py.ir.graph import Node, TensorDesc, Value
+from atc_py.ir.graph import Node, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
 from atc_py.ops.base import OpError
 from atc_py.ops.execute import tiling_context
+from atc_py.ops.infer import precision_outputs
 
 from .sim.program import op_attrs
 
@@ -49,9 +50,8 @@ def check_inferred(op, descs_in: list, descs_out: list) -> str | None:
     node = Node(op.name, op.type, attrs)
     present = [i for i, s in enumerate(op.input) if s]
     inputs: list = [None] * len(op.input)
-    device = op.type == "TransData"     # it reads its device format itself; every other op in the framework's
-    for slot, i in enumerate(present):
-        inputs[i] = Value(f"{op.name}:in{i}", descs_in[slot] if device else descs_in[slot].logical, None)
+    for slot, i in enumerate(present):   # in the framework's layout (a device format's origin)
+        inputs[i] = Value(f"{op.name}:in{i}", descs_in[slot].logical, None)
     node.inputs = inputs
     try:
         want = spec.infer(node)
@@ -64,9 +64,8 @@ def check_inferred(op, descs_in: list, descs_out: list) -> str | None:
     except INFER_FAULTS as exc:
         text = exc.args[0] if isinstance(exc, OpError) and exc.args else f"{type(exc).__name__}: {exc}"
         return f"its input descriptors and attributes do not make its outputs ({str(text)[:200]})"
-    mode = op.attr["_precision_mode"].s if "_precision_mode" in op.attr else b""
-    if mode == b"cube_fp16in_fp32out":     # as infer_node: fp16 inputs, an fp32 output
-        want = [TensorDesc(d.shape, "float32", d.format, d.origin_format) for d in want]
+    mode = op.attr["_precision_mode"].s.decode(errors="replace") if "_precision_mode" in op.attr else ""
+    want = precision_outputs({"_precision_mode": mode}, want)
     if len(want) != len(descs_out):
         return f"it has {len(descs_out)} output descriptors; its inputs give {len(want)} outputs"
     for k, (got, exp) in enumerate(zip((d.logical for d in descs_out), (d.logical for d in want))):

@@ -148,11 +148,18 @@ def infer_node(node: Node) -> None:
     # a prototype that did arithmetic on an unknown rank's -2 (ConcatD summing two of them) knows no rank either
     descs = [TensorDesc(UNKNOWN_RANK, d.dtype, d.format, d.origin_format)
              if d.shape != UNKNOWN_RANK and any(x < -1 for x in d.shape) else d for d in descs]
-    if node.attrs.get("_precision_mode") == "cube_fp16in_fp32out":
-        descs = [TensorDesc(d.shape, "float32", d.format, d.origin_format) for d in descs]
+    descs = precision_outputs(node.attrs, descs)
     check_outputs(node, descs)
     for v, d in zip(node.outputs, descs):
         v.desc = d
+
+
+def precision_outputs(attrs: dict, descs: list[TensorDesc]) -> list[TensorDesc]:
+    """The outputs as the precision pass left the op: cube_fp16in_fp32out takes fp16 and gives fp32 (an om-run
+    check re-inferring an op from the .om applies it too)."""
+    if attrs.get("_precision_mode") == "cube_fp16in_fp32out":
+        return [TensorDesc(d.shape, "float32", d.format, d.origin_format) for d in descs]
+    return descs
 
 
 def infer_graph(graph: Graph) -> None:

@@ -11,9 +11,10 @@ import numpy as np
 from atc_py.errors import AtcError
 from atc_py.limits import DEFAULT_FOLD_SIZE_LIMIT
 from atc_py.ops.base import OpError
-from atc_py.ops.execute import run_op
 from atc_py.ops.infer import infer_graph
 from atc_py.ops.registry import get_op
+
+from .ir_reference import run_node
 
 SHAPE_OF = {"Shape"}
 
@@ -56,11 +57,8 @@ def compile_time_values(framework: str, path: str, shapes: dict, input_format: s
         try:
             ins = [np.broadcast_to(np.zeros((), np.uint8), node.inputs[0].desc.shape)] if shape_of else \
                 [env[id(v)] if v is not None else None for v in node.inputs]   # Shape reads the shape only
-            outs = run_op(spec, [v.desc if v is not None else None for v in node.inputs],
-                          [v.desc for v in node.outputs], node.attrs, soc, ins)
+            run_node(node, spec, ins, soc, env)
         except (OpError, ValueError, TypeError):
             continue
-        for v, arr in zip(node.outputs, outs):
-            env[id(v)] = np.asarray(arr).astype(v.desc.dtype, copy=False).reshape(v.desc.shape)
     values = info.get("values", {})
     return {t: env[id(values[t])] for t in wanted if t in values and id(values[t]) in env}

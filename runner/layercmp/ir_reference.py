@@ -38,16 +38,20 @@ def run_graph(graph: Graph, feeds: list[np.ndarray], soc) -> dict[int, np.ndarra
         if node.subgraphs or spec is None:
             raise _bad(f"the reference path cannot run node {node.name} ({node.op_type}): "
                        f"{'control flow' if node.subgraphs else 'no kernel'}")
-        ins = [env[id(v)] if v is not None else None for v in node.inputs]
-        in_descs = [v.desc if v is not None else None for v in node.inputs]
         try:
-            outs = run_op(spec, in_descs, [v.desc for v in node.outputs], node.attrs, soc, ins)
+            run_node(node, spec, [env[id(v)] if v is not None else None for v in node.inputs], soc, env)
         except OpError as exc:
             raise _bad(f"the reference path failed at node {node.name} ({node.op_type}): {exc}") from None
-        for v, arr in zip(node.outputs, outs):
-            env[id(v)] = np.asarray(arr).astype(v.desc.dtype, copy=False).reshape(v.desc.shape) \
-                if v.desc.known else np.asarray(arr)
     return env
+
+
+def run_node(node, spec, ins: list, soc, env: dict[int, np.ndarray]) -> None:
+    """One IR node's kernel on `ins` (tiling from its descs, as fold does); its outputs into `env` by id(Value)."""
+    outs = run_op(spec, [v.desc if v is not None else None for v in node.inputs], [v.desc for v in node.outputs],
+                  node.attrs, soc, ins)
+    for v, arr in zip(node.outputs, outs):
+        env[id(v)] = np.asarray(arr).astype(v.desc.dtype, copy=False).reshape(v.desc.shape) \
+            if v.desc.known else np.asarray(arr)
 
 
 def run_tf(graph_def, feeds: dict[str, np.ndarray], input_format: str, path: str, soc):
