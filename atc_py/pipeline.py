@@ -420,7 +420,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     if part is None:
         fuse_model(graph, autofuse_on, st, fused)
         stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
-        stats["trans_data_inserted"] = st.run("formats", select_formats, graph, opts.small_channel) \
+        stats["trans_data_inserted"] = st.run("formats", select_formats, graph, opts.small_channel, soc) \
             if opts.switch("formats") else 0
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
@@ -495,7 +495,8 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
         mark_internal_dtypes(sub.graph, opts.soc)
         if sub.known:
             if opts.switch("formats"):
-                st.run(f"formats {sub.name}", select_formats, sub.graph, opts.small_channel)
+                st.run(f"formats {sub.name}", select_formats, sub.graph, opts.small_channel,
+                       opts.soc)
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
                         opts.single_stream, opts.reuse_memory, opts.sink_nops)
             statics.append(sm)

@@ -87,7 +87,7 @@ def desc_from_proto(td: ge.TensorDescriptor) -> TensorDesc:
 
 
 MAX_ORIGIN_RANK = 8
-ORIGIN_FORMATS = {"NCHW", "NHWC", "ND"}
+ORIGIN_FORMATS = {"NCHW", "NHWC", "ND", "NCDHW"}
 
 
 def _device_desc(td: ge.TensorDescriptor, fmt: str, dtype: str) -> TensorDesc:

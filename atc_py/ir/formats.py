@@ -5,6 +5,8 @@
 * FRACTAL_Z: a convolution filter [Cout, Cin, kh, kw] as [C1 * kh * kw, N1, 16, C0], N1 = ceil(Cout / 16): 16 x C0
   fractals the cube unit loads whole, Cout and Cin padded with zeros.
 * FRACTAL_NZ: a matrix [..., M, N] as [..., ceil(N / 16), ceil(M / 16), 16, 16].
+* NDC1HWC0 ("6HD"): a 3-D convolution's NCDHW activation as [N, D, C1, H, W, C0].
+* FRACTAL_Z_3D: a 3-D filter [Cout, Cin, kd, kh, kw] as [kd * C1 * kh * kw, N1, 16, C0].
 
 A device-format tensor keeps its framework shape and format as origin_shape / origin_format (GE records both on
 every descriptor): the conversions need them back (how many channels were padded)."""
@@ -19,7 +21,9 @@ FRACTAL_Z = "FRACTAL_Z"
 FRACTAL_NZ = "FRACTAL_NZ"
 NC1HWC0_C04 = "NC1HWC0_C04"      # --enable_small_channel: a first convolution's input of <= 4 channels, C0 = 4
 FRACTAL_Z_C04 = "FRACTAL_Z_C04"  # its filter: (kh, kw, 4 channels) packed along K, [ceil(kh*kw*4/16), N1, 16, 16]
-DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NC1HWC0_C04, FRACTAL_Z_C04})
+NDC1HWC0 = "NDC1HWC0"            # Conv3D / pooling 3-D activations
+FRACTAL_Z_3D = "FRACTAL_Z_3D"    # Conv3D filters
+DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NC1HWC0_C04, FRACTAL_Z_C04, NDC1HWC0, FRACTAL_Z_3D})
 C04 = 4
 CUBE_BLOCK = 16          # the cube's fractal edge (N0, M0)
 
@@ -44,6 +48,16 @@ def device_shape(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) 
     if fmt in (NC1HWC0, NC1HWC0_C04):
         n, c, h, w = _nchw(origin_shape, origin_format)
         return (n, _ceil(c, c0), h, w, c0)
+    if fmt == NDC1HWC0:
+        if len(origin_shape) != 5:
+            raise FormatError(f"NDC1HWC0 takes a 5-D NCDHW tensor, not {list(origin_shape)}")
+        n, c, d, h, w = origin_shape
+        return (n, d, _ceil(c, c0), h, w, c0)
+    if fmt == FRACTAL_Z_3D:
+        if len(origin_shape) != 5:
+            raise FormatError(f"FRACTAL_Z_3D takes a 5-D filter, not {list(origin_shape)}")
+        cout, cin, kd, kh, kw = origin_shape
+        return (kd * _ceil(cin, c0) * kh * kw, _ceil(cout, CUBE_BLOCK), CUBE_BLOCK, c0)
     if fmt == FRACTAL_Z_C04:
         if len(origin_shape) != 4 or origin_shape[1] > C04:
             raise FormatError(f"FRACTAL_Z_C04 takes a 4-D filter of <= 4 input channels, not {list(origin_shape)}")
@@ -94,6 +108,14 @@ def to_device(a: np.ndarray, fmt: str, origin_format: str) -> np.ndarray:
             blocks[:, full, :c - full * c0] = x[:, full * c0:]
             blocks[:, full, c - full * c0:] = 0
         return out
+    if fmt == NDC1HWC0:                 # 5HD per depth slice: [N, D, C1, H, W, C0]
+        n, c, d, h, w = a.shape
+        return np.ascontiguousarray(to_device(a.transpose(0, 2, 1, 3, 4).reshape(n * d, c, h, w), NC1HWC0, "NCHW")
+                                    .reshape(n, d, -1, h, w, c0_for(str(a.dtype))))
+    if fmt == FRACTAL_Z_3D:             # FRACTAL_Z over (kd, C1, kh, kw): each depth tap's 2-D filter in turn
+        cout, cin, kd, kh, kw = a.shape
+        taps = [to_device(np.ascontiguousarray(a[:, :, t]), FRACTAL_Z, "NCHW") for t in range(kd)]
+        return np.ascontiguousarray(np.concatenate(taps, axis=0))
     if fmt == FRACTAL_Z:
         cout, cin, kh, kw = a.shape
         c0 = c0_for(str(a.dtype))
@@ -138,6 +160,16 @@ def from_device(a: np.ndarray, fmt: str, origin_shape: tuple, origin_format: str
         if c % c0:
             out[:, full * c0:] = blocks[:, full, :c - full * c0]
         return out
+    if fmt == NDC1HWC0:
+        n, c, d, h, w = origin_shape
+        flat = a.reshape(n * d, a.shape[2], h, w, a.shape[5])
+        return np.ascontiguousarray(from_device(flat, NC1HWC0, (n * d, c, h, w), "NCHW")
+                                    .reshape(n, d, c, h, w).transpose(0, 2, 1, 3, 4))
+    if fmt == FRACTAL_Z_3D:
+        cout, cin, kd, kh, kw = origin_shape
+        taps = np.split(a, kd, axis=0)
+        return np.ascontiguousarray(np.stack([from_device(t, FRACTAL_Z, (cout, cin, kh, kw), "NCHW") for t in taps],
+                                             axis=2))
     if fmt == FRACTAL_Z:
         cout, cin, kh, kw = origin_shape
         _, n1, _, c0 = a.shape

@@ -147,6 +147,9 @@ class OpSpec:
     # the op information library's formats (seed 003): input/output name -> the device format its AI Core kernel
     # takes it in (NC1HWC0, FRACTAL_Z, ...); empty: the framework's layout. passes/formats.py reads it.
     formats: ClassVar[dict[str, str]] = {}
+    # per SoC (Short_SoC_version -> formats), where an SoC's kernel differs from the default (the matmuls of the
+    # Ascend310 / 310P / 310B / 910 take FRACTAL_NZ; the 910B's read ND)
+    soc_formats: ClassVar[dict[str, dict[str, str]]] = {}
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
     infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
     # its infer reasons about inputs of unknown rank (GE's -2) itself; other ops given one have outputs of unknown

@@ -53,6 +53,7 @@ class Conv3D(OpSpec):
     op_type = "Conv3D"
     inputs = ("x", "filter", "bias?")
     attrs = {"strides": [1] * 5, "pads": [0] * 6, "dilations": [1] * 5, "groups": 1, "data_format": "NCDHW"}
+    formats = {"x": "NDC1HWC0", "filter": "FRACTAL_Z_3D", "y": "NDC1HWC0"}
     core_type = AIC
     tiling_struct = ND_TILING
 
@@ -163,6 +164,7 @@ class Pool3DBase(OpSpec):
     inputs = ("x",)
     attrs = {"ksize": None, "strides": [1] * 5, "pads": [0] * 6, "dilations": [1] * 5, "ceil_mode": False,
              "data_format": "NCDHW"}
+    formats = {"x": "NDC1HWC0", "y": "NDC1HWC0"}
     dtypes = ("float32", "float16", "float64")
     tiling_struct = ND_TILING
 

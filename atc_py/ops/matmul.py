@@ -107,6 +107,10 @@ class MatMulBase(OpSpec):
     tiling_keys = (0, 1, 2, 3)
     tiling_struct = MATMUL_TILING
     trans_attrs = ("transpose_x1", "transpose_x2")
+    # TBE's MatMul / BatchMatMul (Ascend310, 310P, 310B, 910) take FRACTAL_NZ operands and give a FRACTAL_NZ
+    # result, the bias ND; the 910B's (A2) kernels read ND and fractalise on the way into L1
+    soc_formats = {soc: {"x1": "FRACTAL_NZ", "x2": "FRACTAL_NZ", "y": "FRACTAL_NZ"}
+                   for soc in ("Ascend310", "Ascend310P", "Ascend310B", "Ascend910")}
 
     def _trans(self, attrs) -> tuple[bool, bool]:
         return bool(self.attr(attrs, self.trans_attrs[0])), bool(self.attr(attrs, self.trans_attrs[1]))
