@@ -60,6 +60,12 @@ class GatherV2D(MoveOp):
             raise OpError(f"an index is outside [-{n}, {n - 1}]")
         return [np.take(x, np.where(idx < 0, idx + n, idx), axis=axis)]
 
+    def work(self, ctx: TilingContext) -> Work:
+        """It reads the rows its indices select (one per output row), not the whole table, and writes them."""
+        w = super().work(ctx)
+        w.bytes = 2 * ctx.outputs[0].nbytes + ctx.inputs[1].nbytes
+        return w
+
 
 @register
 class SplitD(MoveOp):

@@ -55,10 +55,12 @@ def split(total: int, unit: int, parts: int) -> tuple[int, int]:
     return per, ceil_div(max(total, 1), per)
 
 
-def block_bytes(m_blk: int, n_blk: int, k_blk: int, itemsize: int, out_itemsize: int, b_batches: int = 1) -> int:
-    """GM traffic of one block: A and B strips once per L1 output tile, the output once."""
+def block_bytes(m_blk: int, n_blk: int, k_blk: int, itemsize: int, out_itemsize: int, b_batches: int = 1,
+                batch_rows: int = 0) -> int:
+    """GM traffic of one block: A and B strips once per L1 output tile, the output once. A batched B (one per
+    batch of `batch_rows` rows) is read once per L1 tile of its own batch's rows."""
     a = m_blk * k_blk * itemsize * ceil_div(n_blk, L1_TILE)
-    b = k_blk * n_blk * itemsize * ceil_div(m_blk, L1_TILE) * b_batches
+    b = k_blk * n_blk * itemsize * ceil_div(min(m_blk, batch_rows or m_blk), L1_TILE) * b_batches
     return a + b + m_blk * n_blk * out_itemsize
 
 
@@ -229,10 +231,13 @@ class MatMulBase(OpSpec):
         itemsize, out_item = np.dtype(a.dtype).itemsize, np.dtype(ctx.outputs[0].dtype).itemsize
         fractals = prod(batch) * ceil_div(m, fm) * ceil_div(k, fk) * ceil_div(n, fn)
         rows = prod(batch) * m
-        # A once per L1 column tile of every column block, B once per L1 row tile of every row block
+        # A once per L1 column tile of every column block; a shared B once per L1 row tile of every row block, a
+        # batched B (attention's K and V) once per L1 row tile of its own batch's rows: a row block spanning
+        # several batches reads each batch's B for that batch's rows only
+        b_reads = prod(batch) * ceil_div(m, L1_TILE) if self._b_batches(ctx) > 1 else \
+            grid.blocks_m * ceil_div(grid.m_blk, L1_TILE)
         moved = (rows * k * itemsize * grid.blocks_n * ceil_div(grid.n_blk, L1_TILE)
-                 + k * n * itemsize * self._b_batches(ctx) * grid.blocks_m * ceil_div(grid.m_blk, L1_TILE)
-                 + rows * n * out_item)
+                 + k * n * itemsize * b_reads + rows * n * out_item)
         bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
         moved += bias.nbytes if bias is not None else 0
         partials = grid.blocks_k * rows * n * 4 * 2 if grid.blocks_k > 1 else 0
@@ -254,10 +259,10 @@ class MatMulBase(OpSpec):
         grid = self._grid(ctx)[0]
         fm, fk, fn = ctx.soc.mkn_for(a.dtype)
         itemsize, out_item = np.dtype(a.dtype).itemsize, np.dtype(ctx.outputs[0].dtype).itemsize
-        b_batches = min(self._b_batches(ctx), ceil_div(grid.m_blk, max(1, self._mkn(a.shape, ctx.inputs[1].shape,
-                                                                                    ctx.attrs)[1])) + 1)
+        m = max(1, self._mkn(a.shape, ctx.inputs[1].shape, ctx.attrs)[1])
+        b_batches = min(self._b_batches(ctx), ceil_div(grid.m_blk, m) + 1)
         moved = block_bytes(min(grid.m_blk, grid.rows), min(grid.n_blk, grid.n), min(grid.k_blk, grid.k), itemsize,
-                            out_item, max(1, b_batches))
+                            out_item, max(1, b_batches), m if self._b_batches(ctx) > 1 else 0)
         w = Work(fractals=ceil_div(grid.m_blk, fm) * ceil_div(grid.n_blk, fn) * ceil_div(grid.k_blk, fk),
                  bytes=moved, dtype=a.dtype, flops=2 * grid.m_blk * grid.n_blk * grid.k_blk,
                  cube_tiles=self._l0c_tiles(ctx, grid), out_elems=grid.m_blk * grid.n_blk)

@@ -17,6 +17,7 @@ class BNInfer(OpSpec):
     op_type = "BNInfer"
     inputs = ("x", "scale", "offset", "mean", "variance")
     attrs = {"epsilon": 1e-5}
+    formats = {"x": "NC1HWC0", "y": "NC1HWC0"}      # TBE's BNInfer runs on 5HD (its parameters per C1 x C0)
     dtypes = ("float32", "float16", "float64")
     tiling_struct = BN_TILING
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.formats import (C04, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04,
+from ..ir.formats import (C04, c0_for, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04,
                           NDC1HWC0, device_shape, to_device)
 from ..autofuse.schedule import reduce_axes
 from ..ir.graph import Graph, Node, TensorDesc, Value
@@ -117,6 +117,8 @@ class _Pass:
     def propagates(self, node: Node, region: set[int]) -> bool:
         """An elementwise op over region tensors: it runs on the device format as it is; its constants stay. NZ
         also holds a softmax or a normalisation over the last axis (SoftmaxV2 and LayerNorm take FRACTAL_NZ)."""
+        if node.op_type == "ConcatD" and not self.fam.same_shape:
+            return self.concat(node, region)
         if len(node.outputs) != 1 or not (_elementwise(node) or self.fam.same_shape and _last_axis_reduction(node)):
             return False
         out = node.outputs[0]
@@ -130,6 +132,18 @@ class _Pass:
             return all(_batch_broadcast(v, out) for v in ins) and all(_row_broadcast(c, out) for c in consts)
         n, c = out.desc.shape[:2]
         return all(v.desc.shape[:2] == (n, c) for v in ins)
+
+    def concat(self, node: Node, region: set[int]) -> bool:
+        """A concatenation over region feature maps: along N, H or W as it is; along C when every input's channels
+        fill whole C0 blocks (an Inception / DenseNet / Fire module's concat), as TBE's ConcatD on 5HD does."""
+        ins = [v for v in node.inputs if v is not None]
+        out = node.outputs[0]
+        if not ins or any(v.is_const for v in ins) or not any(id(v) in region for v in ins) or \
+                not self.activation(out) or not all(self.activation(v) for v in ins):
+            return False
+        axis = int(node.attrs.get("concat_dim", 1)) % len(out.desc.shape)
+        c0 = c0_for(out.desc.dtype)
+        return axis != 1 or all(v.desc.shape[1] % c0 == 0 for v in ins)
 
     def slots(self, node: Node) -> tuple[int, ...]:
         slots = self.anchor_slots(node.op_type)
