@@ -138,7 +138,7 @@ def _copy(loaded):
 def frontend(model, opts: BuildOptions, st: _Stages) -> Graph:
     """The model as a Graph. With gears, the model is converted once per gear (each at static shapes) and the
     gear graphs become the branches of GE's multi-batch Case (passes/multi_batch.py)."""
-    load_plugins(opts.op_plugin)
+    load_plugins(opts.op_plugin, st.log)
     loaded = _load(model, opts, st)
     gears = opts.gears
     if gears is None:
