@@ -34,8 +34,10 @@ FLAGS = {f.name: f for f in [
     Flag("input_fp16_nodes", "str", "", 'Inputs fed as fp16: "input1;input2"'),
     Flag("keep_dtype", "str", "", "File of nodes kept in their model dtype (a name per line, or OpType::<type>)"),
     Flag("modify_mixlist", "str", "", "JSON editing allow_mix_precision's white/black/gray lists"),
-    Flag("op_select_implmode", "str", "", "high_performance or high_precision (or _for_all); recorded in the .om"),
-    Flag("optypelist_for_implmode", "str", "", "Op types --op_select_implmode applies to (comma-separated)"),
+    Flag("op_select_implmode", "str", "", "high_performance (default) or high_precision (or _for_all): the kernel "
+                                          "of the ops that have two (Gelu, SoftmaxV2, LogSoftmaxV2, Exp, LayerNorm: "
+                                          "fp16 computed in fp32 or in fp16); recorded in the .om"),
+    Flag("optypelist_for_implmode", "str", "", "Op types the plain --op_select_implmode applies to (comma-separated)"),
     Flag("fusion_switch_file", "str", "", 'JSON {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}} of on/off'),
     Flag("output_type", "str", "", 'Output dtype: FP32, FP16, UINT8, INT8, or "node:index:TYPE;..." for '
                                    "--out_nodes outputs"),

@@ -49,12 +49,13 @@ from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
 from .ops.infer import infer_graph
+from .ops.impl_modes import IMPL_ATTR, flag_mode
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.formats import select_formats
 from .passes.partition import PartitionResult, partition
 from .passes.prune import remove_dead_nodes, remove_identities
-from .passes.soc_kernels import mark_internal_dtypes
+from .passes.soc_kernels import mark_implementations, mark_internal_dtypes
 from .passes.static_cache_attention import lower_static_cache_attention
 from .passes.tiling_sink import decide_tiling_sink, summary_line
 from .proto import task_pb2
@@ -137,7 +138,7 @@ def _copy(loaded):
 def frontend(model, opts: BuildOptions, st: _Stages) -> Graph:
     """The model as a Graph. With gears, the model is converted once per gear (each at static shapes) and the
     gear graphs become the branches of GE's multi-batch Case (passes/multi_batch.py)."""
-    load_plugins(opts.op_plugin)
+    load_plugins(opts.op_plugin, st.log)
     loaded = _load(model, opts, st)
     gears = opts.gears
     if gears is None:
@@ -275,7 +276,7 @@ def _per_op_precision(graph: Graph, prec, keep: frozenset, log) -> tuple[frozens
         mode = prec.op_modes.of(base, node.op_type)
         if mode:
             seen_modes.add(base)
-            node.attrs["_op_impl_mode"] = mode
+            node.attrs[IMPL_ATTR] = mode
             if mode == "keep_fp16":
                 low[node.name] = "float16"
             elif mode in ("enable_float_32_execution", "enable_hi_float_32_execution"):
@@ -391,8 +392,9 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     prec = opts.precision
     keep = _keep_dtype(graph, prec.keep_names, prec.keep_types)
     for node in all_nodes(graph):
-        if prec.impl_mode and (prec.impl_mode.endswith("_for_all") or node.op_type in prec.impl_types):
-            node.attrs["_op_impl_mode"] = prec.impl_mode.replace("_for_all", "")
+        mode = flag_mode(prec.impl_mode, prec.impl_types, node.op_type)
+        if mode:
+            node.attrs[IMPL_ATTR] = mode
     keep, low = _per_op_precision(graph, prec, keep, log)
     record = ModelRecord(opts, sorted(keep))
     late = ConstJobs(graph)   # the fp16 weight casts: the .om's weights wait for them, compiling does not
@@ -418,6 +420,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     fused = FuseStats()
     autofuse_on = opts.switch("autofuse")
     if part is None:
+        mark_implementations(graph, soc)
         fuse_model(graph, autofuse_on, st, fused)
         stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
         stats["trans_data_inserted"] = st.run("formats", select_formats, graph, opts.small_channel, soc) \
@@ -491,6 +494,7 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
                          pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
     statics, dynamics = [], []
     for sub in part.subgraphs:
+        mark_implementations(sub.graph, opts.soc)
         fuse_model(sub.graph, autofuse_on, st, fused)
         mark_internal_dtypes(sub.graph, opts.soc)
         if sub.known:

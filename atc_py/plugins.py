@@ -1,7 +1,9 @@
 """Custom operator packages: Python modules with the same registrations as atc_py.ops (and, optionally,
 ONNX adapters), loaded from --op_plugin PATH or ASCEND_CUSTOM_OPP_PATH (':'-separated files or folders).
-Every op a plugin registers is *custom*: its tiling-sink task is CUST_AI_CPU with an extra workspace, and
-its device-tiling library lands in the CUST_AICPU_KERNELS partition.
+Every op a plugin registers is *custom*: its kernel is a cust_ one, its tiling-sink task is CUST_AI_CPU with an
+extra workspace, and its device-tiling library lands in the CUST_AICPU_KERNELS partition. An op of a builtin type
+replaces the builtin, as CANN's custom op priority has it (ops/registry.py keeps that so whatever the import
+order), in atc-py and in om-run, which load the same plugins; the build says so at info level.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from .errors import AtcError
 from .ops import registry
 
 ENV = "ASCEND_CUSTOM_OPP_PATH"
-_loaded: dict[str, list[str]] = {}
+_loaded: dict[str, list[str]] = {}      # plugin file -> the op types it registered
 
 
 def plugin_paths(option: str = "", include_env: bool = True) -> list[pathlib.Path]:
@@ -36,36 +38,40 @@ def plugin_paths(option: str = "", include_env: bool = True) -> list[pathlib.Pat
     return files
 
 
-def load_plugins(option: str = "") -> list[str]:
-    """Import each plugin once; returns the custom op types registered."""
+def load_plugins(option: str = "", log=None) -> list[str]:
+    """Import each plugin once; returns the custom op types registered. `log(level, text)`: told of each builtin
+    op type a plugin's op overrides."""
     registered: list[str] = []
     for path in plugin_paths(option):
         key = str(path.resolve())
         if key not in _loaded:
-            before = set(registry.all_ops())
+            registry.all_ops()   # every builtin first: the plugin's ops replace them
             # every builtin ONNX adapter first, as when they were imported eagerly: a plugin's adapter for a
             # builtin op type replaces the builtin one, never the other way round
             from .frontend.onnx.adapters import load_all
             load_all()
-            name = "atc_py_plugin_" + hashlib.sha256(key.encode()).hexdigest()[:12]
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException as exc:  # a broken plugin is the user's input (sys.exit in it too): no traceback
-                sys.modules.pop(name, None)
-                what = f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
-                    f"{type(exc).__name__}: {exc}"
-                raise AtcError("E10001", value=str(path), parameter="--op_plugin",
-                               reason=f"The plugin failed to load: {what}") from None
-            new = sorted(set(registry.all_ops()) - before)
-            for op_type in new:
-                op = registry.get_op(op_type)
-                type(op).is_custom = True
-                # where CANN installs a custom op package: opp/vendors/<vendor>; the vendor is the plugin's
-                # name, so the .om does not depend on the build machine's paths
-                type(op).custom_op_file_path = f"vendors/{path.stem}"
-            _loaded[key] = new
+            _loaded[key] = sorted(set(_import(path, key)))
         registered += _loaded[key]
+        for op_type in _loaded[key]:
+            if log is not None and registry.shadowed(op_type):
+                log("info", f"custom op {op_type} of {path.name} overrides the builtin {op_type} (custom op "
+                            "priority): its kernel runs, as a custom op")
     return registered
+
+
+def _import(path: pathlib.Path, key: str) -> list[str]:
+    """Run the plugin's module inside the registry's plugin scope; the op types it registered."""
+    name = "atc_py_plugin_" + hashlib.sha256(key.encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    with registry.plugin_scope(path.stem) as types:
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:  # a broken plugin is the user's input (sys.exit in it too): no traceback
+            sys.modules.pop(name, None)
+            what = f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
+                f"{type(exc).__name__}: {exc}"
+            raise AtcError("E10001", value=str(path), parameter="--op_plugin",
+                           reason=f"The plugin failed to load: {what}") from None
+    return types

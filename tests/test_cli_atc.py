@@ -186,6 +186,81 @@ def test_op_plugin_flag_env_and_errors(atc, tmp_path, monkeypatch):
     assert code == 255 and "The plugin failed to load: RuntimeError: boom" in out and "Traceback" not in out
 
 
+LEAKY_RELU_PLUGIN = """
+import numpy as np
+from atc_py.ops import register
+from atc_py.ops.activation import Relu
+
+
+@register
+class LeakyRelu10(Relu):
+    # a custom Relu: negative inputs keep a tenth
+    op_type = "Relu"
+    fn = staticmethod(lambda x: np.where(x > 0, x, x * x.dtype.type(0.1)))
+"""
+
+
+@pytest.fixture
+def own_registry(monkeypatch):
+    """The op registry and the loaded-plugin table as they are, put back afterwards (a plugin replacing a builtin
+    type must not outlive its test)."""
+    from atc_py import plugins
+    from atc_py.ops import registry
+    registry.all_ops()
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_SHADOWED", dict(registry._SHADOWED))
+    monkeypatch.setattr(plugins, "_loaded", dict(plugins._loaded))
+    return registry
+
+
+def add_relu_mul(path):
+    """Add -> Relu -> Mul: relu_fusion would fold a builtin Relu into the Add, autofuse would fuse all three."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["a"], name="add"),
+                           helper.make_node("Relu", ["a"], ["r"], name="relu"),
+                           helper.make_node("Mul", ["r", "c"], ["y"], name="mul")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.full((4, 8), 2.0, np.float32), "c")])
+    path.write_bytes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    return str(path)
+
+
+def test_a_plugin_op_of_a_builtin_type_wins_and_is_custom(atc, om_run, tmp_path, own_registry):
+    """--op_plugin re-registering Relu: the build says so (info), the Relu is a custom kernel (cust_ prefix) that no
+    fusion folds away, om-run runs the plugin's kernel, and a builtin registration arriving later (the lazy import
+    path) does not take the type back."""
+    import numpy as np
+    from atc_py.om import partitions as pt
+    from atc_py.om import read_om
+    from atc_py.om.attrs import from_attr
+    from atc_py.proto import ge_ir_pb2 as ge
+    plugin = tmp_path / "leaky.py"
+    plugin.write_text(LEAKY_RELU_PLUGIN)
+    builtin_relu = type(own_registry.get_op("Relu"))
+    model = add_relu_mul(tmp_path / "m.onnx")
+    code, out, _ = atc("--model", model, "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B1",
+                       f"--op_plugin={plugin}", "--log=info", "--precision_mode=force_fp32")
+    assert code == 0 and "custom op Relu of leaky.py overrides the builtin Relu" in out
+    spec = own_registry.get_op("Relu")
+    assert spec.is_custom and spec.custom_op_file_path == "vendors/leaky" and own_registry.shadowed("Relu")
+    own_registry.register(builtin_relu)                    # a builtin module imported after the plugin
+    assert own_registry.get_op("Relu") is spec and own_registry.builtin_op("Relu").fn(np.float32(-1)) == 0
+    md = ge.ModelDef.FromString(read_om((tmp_path / "m.om").read_bytes()).models[0].get(pt.MODEL_DEF))
+    ops = {op.name: (op.type, {k: from_attr(v) for k, v in op.attr.items()}) for op in md.graph[0].op}
+    assert ops["relu"][0] == "Relu" and ops["relu"][1]["_kernelname"].startswith("cust_relu_")
+    assert not ops["add"][1].get("fused_relu")
+    x = np.linspace(-4, 4, 32, dtype=np.float32).reshape(4, 8)
+    np.save(tmp_path / "x.npy", x)
+    code, out, err = om_run("--model", str(tmp_path / "m.om"), "--input", str(tmp_path / "x.npy"),
+                            "--output", str(tmp_path / "out"), "--outfmt", "NPY", "--op_plugin", str(plugin))
+    assert code == 0, out + err
+    (got,) = [np.load(p) for p in sorted((tmp_path / "out").rglob("*.npy"))]
+    a = x + 2
+    np.testing.assert_allclose(got.reshape(a.shape), np.where(a > 0, a, a * 0.1) * 2, rtol=1e-6)
+
+
 def test_op_attr_config_flag(atc, tmp_path):
     cfg = tmp_path / "a.json"
     cfg.write_text('{"o_proj": {"super_kernel_reuse_binary": true}}')

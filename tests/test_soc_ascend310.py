@@ -117,3 +117,26 @@ def test_layer_norm_implementation_mode_changes_numbers_and_time(tmp_path):
     assert device["high_precision"] > device["default"]
     p3 = atc_py.build(m, {"ge.socVersion": "Ascend310P3", "optimization_switch": "autofuse:off"})
     assert not any(n.attrs.get("_internal_dtype") for n in p3.graph.nodes)   # fp32 inside: the kernel's default
+
+
+def test_a_fused_layer_norm_computes_in_the_dtype_its_kernel_does(tmp_path):
+    """The implementation marks come before automatic fusion: on Ascend310 the residual Add + LayerNorm's AscGraph
+    normalises fp16 in fp16, as the LayerNorm kernel does there, so fusing does not change a bit."""
+    d = 256
+    g = helper.make_graph([helper.make_node("Add", ["x", "r"], ["h"]),
+                           helper.make_node("LayerNormalization", ["h", "s", "b"], ["y"], axis=-1)], "g",
+                          [helper.make_tensor_value_info(n, TP.FLOAT, [8, d]) for n in ("x", "r")],
+                          [helper.make_tensor_value_info("y", TP.FLOAT, None)],
+                          [numpy_helper.from_array(RNG.standard_normal(d).astype(np.float32), "s"),
+                           numpy_helper.from_array(RNG.standard_normal(d).astype(np.float32), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x, r = (RNG.standard_normal((8, d)) * 4 + 30).astype(np.float32), RNG.standard_normal((8, d)).astype(np.float32)
+    from runner.loader import load_model
+    from runner.sim.host import Simulation
+    outs = {}
+    for fuse in ("on", "off"):
+        res = atc_py.build(m, {"ge.socVersion": "Ascend310", "optimization_switch": f"autofuse:{fuse}"})
+        assert ("AscBackend" in {n.op_type for n in res.graph.nodes}) == (fuse == "on")
+        (tmp_path / f"{fuse}.om").write_bytes(res.om)
+        outs[fuse] = Simulation(load_model(str(tmp_path / f"{fuse}.om"))).run([x, r])[0][0]
+    np.testing.assert_array_equal(outs["on"], outs["off"])

@@ -30,9 +30,10 @@ class IrDef:
 
     @property
     def fn(self):
-        """The op library's numpy function for this type (resolved on use: the ops import autofuse)."""
-        from ..ops import get_op
-        spec = get_op(self.op)
+        """The op library's numpy function for this type (resolved on use: the ops import autofuse); the builtin
+        op's, where a plugin's op replaced it (the AscGraph is the builtin's arithmetic)."""
+        from ..ops.registry import builtin_op
+        spec = builtin_op(self.op)
         return spec.fa if self.with_attrs else spec.fn
 
 

@@ -41,8 +41,10 @@ class FuseStats:
     names: list[str] = field(default_factory=list)
 
 
-# what was decided per op (and where a fused op's values are): these do not separate ops
-NOT_SCOPE = {ORIGIN_NAMES, ORIGIN_PERM, ASC_ORIGINS, "_precision_mode", "_saturate_fp16"}
+# what was decided per op (and where a fused op's values are): these do not separate ops; the lowering rules
+# compute each member in the dtype its implementation mode gives it (_internal_dtype, passes/soc_kernels.py)
+NOT_SCOPE = {ORIGIN_NAMES, ORIGIN_PERM, ASC_ORIGINS, "_precision_mode", "_saturate_fp16", "_internal_dtype",
+             "_op_impl_mode"}
 
 
 def _private(node: Node) -> dict:
@@ -54,9 +56,14 @@ def _private(node: Node) -> dict:
 
 def fusable(node: Node) -> bool:
     """An AI Core op with a lowering rule that accepts it, dtypes an AscGraph holds, no control edges, no
-    tiling that depends on values (those keep their own kernels and tiling tasks)."""
+    tiling that depends on values (those keep their own kernels and tiling tasks). Not a custom op (a plugin's
+    kernel for a builtin type is its own) nor an implementation the rules do not compute (Gelu's fast form)."""
     rule = RULES.get(node.op_type)
     if rule is None or node.control_inputs or node.meta.get("engine", "AICORE") != "AICORE":
+        return False
+    from ..ops import get_op     # (the op library imports autofuse: AscBackend)
+    spec = get_op(node.op_type)
+    if spec is None or spec.is_custom or spec.own_kernel_only(node.attrs):
         return False
     values = [v for v in node.inputs if v is not None] + node.outputs
     if any(v.desc.dtype not in ascir.DTYPES or min(v.desc.shape, default=0) < -1 for v in values):

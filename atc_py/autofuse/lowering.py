@@ -33,6 +33,14 @@ def _present(n: Node):
     return [v for v in n.inputs if v is not None]
 
 
+def _inside(n: Node) -> str | None:
+    """The dtype the node's own kernel computes in when its implementation mode makes that another than its
+    output's (`_internal_dtype`, passes/soc_kernels.py: fp16 in fp32 with high_precision); None otherwise. The
+    rules compute there too, between a Cast in and a Cast out, so the fused numbers stay the kernel's."""
+    inside = n.attrs.get("_internal_dtype")
+    return inside if inside and inside != n.outputs[0].desc.dtype else None
+
+
 class Elementwise(Rule):
     """numpy broadcasting: operands right-aligned to the result."""
 
@@ -68,7 +76,10 @@ class Elementwise(Rule):
             from ..ops import get_op
             spec = get_op(n.op_type)
             attrs = {a: float(spec.attr(n.attrs, a)) for a in self.attrs}
-        r = b.elementwise(self.asc, ops, n.outputs[0].desc.dtype, attrs)
+        out, inside = n.outputs[0].desc.dtype, _inside(n)
+        if inside:
+            ops = [b.cast(r, inside) if r.dtype == out else r for r in ops]
+        r = b.cast(b.elementwise(self.asc, ops, inside or out, attrs), out)
         if n.attrs.get("fused_relu"):                  # relu_fusion's epilogue of an Add
             r = b.elementwise("Relu", [r], r.dtype)
         b.bind(n.outputs[0], r)
@@ -180,6 +191,8 @@ class Softmax(SameShape):
         axis = norm_axis(int(get_op(n.op_type).attr(n.attrs, "axes")[0]), len(x.desc.shape))
         a = b.layout.dim_map[id(x)][axis]
         xr = b.ref(x)
+        out = xr.dtype
+        xr = b.cast(xr, _inside(n) or out)
         dt = xr.dtype
         shifted = b.elementwise("Sub", [xr, b.reduce("Max", xr, {a})], dt)
         e = b.elementwise("Exp", [shifted], dt)
@@ -188,7 +201,7 @@ class Softmax(SameShape):
             y = b.elementwise("Sub", [shifted, b.elementwise("Ln", [s], dt)], dt)
         else:
             y = b.elementwise("Div", [e, s], dt)
-        b.bind(n.outputs[0], y)
+        b.bind(n.outputs[0], b.cast(y, out))
 
     def accepts(self, n) -> bool:
         from ..ops import get_op
@@ -197,7 +210,8 @@ class Softmax(SameShape):
 
 
 class LayerNormRule(SameShape):
-    """LayerNorm over the trailing axes from begin_norm_axis, in float32 as its kernel computes it."""
+    """LayerNorm over the trailing axes from begin_norm_axis, in float32 as its kernel computes it (in what its
+    `_internal_dtype` says where that is another: fp16 on a SoC without fp32 vexp)."""
 
     def lower(self, b, n) -> None:
         from ..ops import get_op
@@ -206,7 +220,7 @@ class LayerNormRule(SameShape):
         axis = spec._axis(n.attrs, len(x.desc.shape))
         dims = b.layout.dim_map[id(x)]
         red = {dims[j] for j in range(axis, len(dims))}
-        f32 = "float32"
+        f32 = n.attrs.get("_internal_dtype") or "float32"
         xf = b.cast(b.ref(x), f32)
         mean = b.reduce("Mean", xf, red)
         centred = b.elementwise("Sub", [xf, mean], f32)
@@ -217,8 +231,8 @@ class LayerNormRule(SameShape):
         if len(n.inputs) > 2 and n.inputs[2] is not None:
             y = b.elementwise("Add", [y, b.cast(b.ref(n.inputs[2]), f32)], f32)
         b.bind(n.outputs[0], b.cast(y, n.outputs[0].desc.dtype))
-        b.bind(n.outputs[1], mean)
-        b.bind(n.outputs[2], var)
+        b.bind(n.outputs[1], b.cast(mean, n.outputs[1].desc.dtype))
+        b.bind(n.outputs[2], b.cast(var, n.outputs[2].desc.dtype))
 
 
 class RmsNormRule(SameShape):

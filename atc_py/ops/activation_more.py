@@ -128,6 +128,7 @@ class HardMax(SoftmaxV2):
     older opsets' 2-D semantics with reshapes). SoftmaxV2's row split and walk."""
     op_type = "HardMax"
     attrs = {"axis": -1}
+    impl_default = None   # one implementation: a one-hot has nothing to round
     ops_per_elem = 2   # max, compare-select
 
     def _axis_attrs(self, attrs):

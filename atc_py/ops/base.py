@@ -14,6 +14,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from ..platform.soc import SocSpec
+from .impl_modes import upcast_inside
 
 AICORE, AICPU = "AICORE", "AICPU"
 AIC, AIV, MIX = "AIC", "AIV", "MIX"            # cube, vector, both
@@ -167,6 +168,9 @@ class OpSpec:
     # the vector instructions its kernel is built on where SoCs differ (the transcendental ones): an fp32 op whose
     # instruction the SoC has in fp16 only computes in fp16 inside (passes/soc_kernels.py)
     vector_intrinsics: ClassVar[tuple[str, ...]] = ()
+    # a kernel with a high-precision and a high-performance implementation: the mode it runs when the build names
+    # none for it (ops/impl_modes.py); None: one implementation
+    impl_default: ClassVar[str | None] = None
 
     def alias_input(self, node: Node, k: int) -> int | None:
         """The input whose bytes output k shares (views: input 0; While: its loop-carried input k), or None."""
@@ -233,8 +237,14 @@ class OpSpec:
     def inside_dtype(self, dtype: str, soc: SocSpec, mode: str) -> str | None:
         """The dtype the kernel computes `dtype` tensors in on `soc` under implementation mode `mode`
         (--op_select_implmode / --op_precision_mode), when that is not what compute() does by default; None
-        otherwise. Ops with an implementation choice override it."""
-        return None
+        otherwise. A two-implementation kernel (impl_default set) computes fp16 in fp32 under high_precision
+        where the SoC has fp32 vexp (ops/impl_modes.py); ops with another rule override it."""
+        return upcast_inside(dtype, soc, mode) if self.impl_default else None
+
+    def own_kernel_only(self, attrs: dict[str, Any]) -> bool:
+        """Whether the implementation this node runs is one automatic fusion's lowering rule does not compute
+        (Gelu's fast form): such a node keeps its own kernel."""
+        return False
 
     def launch_work(self, ctx: TilingContext) -> Work:
         """work() plus the epilogue a fusion pass gave this launch (fused_relu: one vector op per output element)."""

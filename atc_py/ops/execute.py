@@ -56,21 +56,28 @@ def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs:
         return to_device_outputs(outs, out_descs)
     hold_blas_single()
     decoded = spec.decode_tiling(tiling.tiling_data, attrs)
-    if attrs.get("_internal_dtype") == "float16":     # the SoC's intrinsic takes fp16 only (passes/soc_kernels.py)
-        return _through_fp16(spec, decoded, tiling, attrs, out_descs, inputs)
+    inside = attrs.get("_internal_dtype")
+    if inside in INSIDE_OF:     # passes/soc_kernels.py: the SoC's intrinsic, or the implementation mode, says so
+        return _computed_in(inside, spec, decoded, tiling, attrs, out_descs, inputs)
     args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), list(out_descs), out)
     outs = spec.compute(args, inputs)
     return [np.asarray(o, order="C") for o in outs]
 
 
-def _through_fp16(spec: OpSpec, decoded, tiling: TilingResult, attrs, out_descs, inputs) -> list[np.ndarray]:
-    """An fp32 kernel computing in fp16 inside: its fp32 inputs and outputs pass through fp16."""
-    narrow = [TensorDesc(d.shape, "float16", d.format, d.origin_format) if d.dtype == "float32" else d
-              for d in out_descs]
-    ins = [x.astype(np.float16) if isinstance(x, np.ndarray) and x.dtype == np.float32 else x for x in inputs]
-    args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), narrow, None)
+# the dtype a kernel computes in inside -> the dtype of its tensors that pass through it: fp32 through fp16 where
+# the SoC's intrinsic takes fp16 only; fp16 through fp32 in a high-precision implementation (rounded once)
+INSIDE_OF = {"float16": "float32", "float32": "float16"}
+
+
+def _computed_in(inside: str, spec: OpSpec, decoded, tiling: TilingResult, attrs, out_descs, inputs
+                 ) -> list[np.ndarray]:
+    """A kernel computing in `inside`: its inputs and outputs of the other float dtype pass through it."""
+    outer = INSIDE_OF[inside]
+    descs = [TensorDesc(d.shape, inside, d.format, d.origin_format) if d.dtype == outer else d for d in out_descs]
+    ins = [x.astype(inside) if isinstance(x, np.ndarray) and x.dtype == outer else x for x in inputs]
+    args = KernelArgs(decoded, tiling.tiling_key, tiling.block_dim, dict(attrs), descs, None)
     outs = spec.compute(args, ins)
-    return [np.asarray(o, order="C").astype(d.dtype) if d.dtype == "float32" else np.asarray(o, order="C")
+    return [np.asarray(o, order="C").astype(d.dtype) if d.dtype == outer else np.asarray(o, order="C")
             for o, d in zip(outs, out_descs)]
 
 

@@ -13,6 +13,7 @@ from .base import OpError
 from .cast_rules import ROUND_MODES, convert
 from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, run_blocks
 from .erf_fast import erf_rounded
+from .impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
 from .registry import register
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
@@ -37,14 +38,16 @@ class AttrUnaryOp(UnaryOp):
         return [run_blocks(args, [x], lambda v: np.asarray(self.fa(v, a)).astype(dt), dt)]
 
 
-def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: tuple[str, ...] = ()):
+def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: tuple[str, ...] = (),
+           impl_default: str | None = None):
     cls = type(op_type, (UnaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": dtypes,
                                      "vector_ops_per_elem": ops_per_elem, "vector_intrinsics": intrinsics,
-                                     "__doc__": f"{op_type}: elementwise."})
+                                     "impl_default": impl_default, "__doc__": f"{op_type}: elementwise."})
     return register(cls)
 
 
-_unary("Exp", np.exp, 2, intrinsics=("vexp",))
+# TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/impl_modes.py)
+_unary("Exp", np.exp, 2, intrinsics=("vexp",), impl_default=HIGH_PERFORMANCE)
 _unary("Log", np.log, 3, intrinsics=("vln",))
 _unary("Neg", np.negative, 1, NUMERIC)
 _unary("Abs", np.abs, 1, NUMERIC)
@@ -59,8 +62,49 @@ _unary("Square", np.square, 1, NUMERIC)
 _unary("Relu6", lambda x: np.clip(x, 0, 6), 2)
 _unary("Softsign", lambda x: x / (1 + np.abs(x)), 3)
 _unary("HardSwish", lambda x: x * np.clip(x / 6 + 0.5, 0, 1), 4)
-_unary("Gelu", lambda x: 0.5 * x * (1 + erf_rounded(x / math.sqrt(2))), 10, intrinsics=("vexp",))
 _unary("LogicalNot", np.logical_not, 1, ("bool",))
+
+
+# TBE's fast_gelu_v2, the kernel gelu.py runs with high_performance: x * (sgn(x) * (A * (min(|C x|, -B) + B)^2
+# + 0.5) + 0.5), every step in the input dtype (its constants cast to it)
+FAST_GELU_A, FAST_GELU_B, FAST_GELU_C = -0.1444, -1.769, 0.7071
+
+
+def fast_gelu(x: np.ndarray) -> np.ndarray:
+    """TBE's fast GELU in x's dtype, step by step as the kernel's vector instructions round. sgn comes from a
+    reciprocal of |x| (TBE's vrec, modelled as exact); sgn(0) is 0 (ASSUMED: 1/0 saturates, so 0 * it is 0)."""
+    dt = x.dtype.type
+    t = np.minimum(np.abs(x * dt(FAST_GELU_C)), dt(-FAST_GELU_B)) + dt(FAST_GELU_B)
+    poly = t * t * dt(FAST_GELU_A) + dt(0.5)
+    ax = np.abs(x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sgn = np.where(ax == 0, dt(0), x * (dt(1) / ax))
+    return (x * (poly * sgn + dt(0.5))).astype(x.dtype)
+
+
+@register
+class Gelu(UnaryOp):
+    """GELU, x * Phi(x) with erf (ONNX Gelu, approximate='none'). Two implementations (ops/impl_modes.py):
+    high_precision, the kernel's default as TBE's gelu.py, computes fp16 in fp32 inside and rounds once;
+    high_performance is TBE's fast_gelu_v2 polynomial in the input dtype (its error against GELU reaches 0.018).
+    TBE's high-precision kernel evaluates the tanh form (within 5e-4 of erf's); atc-py keeps ONNX's erf, as its
+    fp32 Gelu does."""
+    op_type = "Gelu"
+    dtypes = FLOATS
+    vector_ops_per_elem = 10
+    vector_intrinsics = ("vexp",)
+    impl_default = HIGH_PRECISION
+
+    @staticmethod
+    def fn(x):
+        return 0.5 * x * (1 + erf_rounded(x / math.sqrt(2)))
+
+    def own_kernel_only(self, attrs) -> bool:
+        return mode_of(self, attrs) == HIGH_PERFORMANCE
+
+    def compute(self, args, inputs):
+        fn = fast_gelu if self.own_kernel_only(args.attrs) else self.fn
+        return [run_blocks(args, [inputs[0].reshape(-1)], fn, args.outputs[0].dtype)]
 
 
 @register

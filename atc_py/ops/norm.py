@@ -7,6 +7,7 @@ from ..ir.graph import Node, TensorDesc
 from ..platform.soc import SocSpec
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
                    prod, split_rows)
+from .impl_modes import HIGH_PERFORMANCE
 from .registry import register
 
 BN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("planes_per_block", "Q"), ("epsilon", "f"))
@@ -70,6 +71,7 @@ class LayerNorm(OpSpec):
     inputs = ("x", "gamma", "beta?")
     outputs = ("y", "mean", "variance")
     attrs = {"begin_norm_axis": -1, "begin_params_axis": -1, "epsilon": 1e-5}
+    impl_default = HIGH_PERFORMANCE
     tiling_struct = TilingStruct(("outer", "Q"), ("axis_len", "Q"), ("inner", "Q"), ("rows_per_block", "Q"),
                                  ("epsilon", "f"))
 

@@ -204,7 +204,9 @@ class ArgMinD(ArgOp):
 
 @register
 class LogSoftmaxV2(SoftmaxV2):
-    """SoftmaxV2's row split and kernel walk with log-softmax rows."""
+    """SoftmaxV2's row split and kernel walk with log-softmax rows, and its two implementations (TBE's
+    LogSoftmaxV2 computes fp16 in fp32 in either mode, its mode choosing an fp32 input's max: atc-py's
+    high_performance rounds more than CANN's, as SoftmaxV2's)."""
     op_type = "LogSoftmaxV2"
     vector_intrinsics = ("vexp", "vln")
     dtypes = ("float32", "float16", "float64")

@@ -16,13 +16,21 @@
   ops/built-in/fusion_pass/buffer_fusion/ub_fusion/ai_core/conv/tbe_conv_double_in_fusion_pass.cc): the conv's
   result and the add's second read of it never go through memory.
 
-Each returns how many rewrites it made; each can be switched off with --optimization_switch NAME:off."""
+None rewrites a custom op (a plugin's op of a builtin type, --op_plugin): its own kernel runs, as CANN's custom
+op priority has it. Each returns how many rewrites it made; each can be switched off with --optimization_switch
+NAME:off."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.graph import Graph, Node, TensorDesc, Value, absorb
+from ..ops import get_op
 from .const_jobs import ConstJobs, deferred, reader
+
+
+def _custom(*nodes: Node | None) -> bool:
+    """Whether a plugin's op is among the nodes (its own kernel runs: no rewrite folds it into another's)."""
+    return any(spec is not None and spec.is_custom for spec in (get_op(n.op_type) for n in nodes if n is not None))
 
 
 def _only_consumer(v: Value) -> Node | None:
@@ -49,7 +57,8 @@ def _adds_of_a_constant(graph: Graph, op_types: tuple[str, ...]):
         for k in (0, 1):
             out, c = add.inputs[k], add.inputs[1 - k]
             if out.producer is not None and out.producer.op_type in op_types and c.is_const and \
-                    _only_consumer(out) is add and add.outputs[0].desc.shape == out.desc.shape:
+                    _only_consumer(out) is add and add.outputs[0].desc.shape == out.desc.shape and \
+                    not _custom(add, out.producer):
                 yield add, out, c
                 break
 
@@ -57,7 +66,7 @@ def _adds_of_a_constant(graph: Graph, op_types: tuple[str, ...]):
 def transpose_cancel(graph: Graph) -> int:
     changed, removed = 0, set()
     for node in list(graph.nodes):
-        if node.op_type != "TransposeD" or id(node) in removed:
+        if node.op_type != "TransposeD" or id(node) in removed or _custom(node):
             continue
         src = node.inputs[0]
         first = src.producer
@@ -93,7 +102,7 @@ def bn_conv_fold(graph: Graph, jobs: ConstJobs | None = None) -> int:
             continue
         x = bn.inputs[0]
         conv = x.producer
-        if conv is None or conv.op_type != "Conv2D" or _only_consumer(x) is not bn:
+        if conv is None or conv.op_type != "Conv2D" or _only_consumer(x) is not bn or _custom(conv, bn):
             continue
         w, b = conv.inputs[1], conv.inputs[2] if len(conv.inputs) > 2 else None
         stats = bn.inputs[1:5]
@@ -153,7 +162,8 @@ def scale_conv_fold(graph: Graph) -> int:
         out = conv.outputs[0]
         mul = _only_consumer(out)
         w, b = conv.inputs[1], conv.inputs[2] if len(conv.inputs) > 2 else None
-        if mul is None or mul.op_type != "Mul" or not w.is_const or (b is not None and not b.is_const) or \
+        if mul is None or mul.op_type != "Mul" or _custom(conv, mul, _only_consumer(mul.outputs[0])) or \
+                not w.is_const or (b is not None and not b.is_const) or \
                 mul.outputs[0].desc.shape != out.desc.shape or w.desc.dtype not in ("float32", "float16", "float64"):
             continue
         cout = out.desc.shape[1]
@@ -215,7 +225,7 @@ def relu_fusion(graph: Graph) -> int:
         if relu.op_type != "Relu" or relu.inputs[0] is None:
             continue
         op = relu.inputs[0].producer
-        if op is None or op.op_type not in RELU_EPILOGUE or op.attrs.get("fused_relu") or \
+        if op is None or op.op_type not in RELU_EPILOGUE or op.attrs.get("fused_relu") or _custom(relu, op) or \
                 _only_consumer(relu.inputs[0]) is not relu or relu.outputs[0].desc.dtype != op.outputs[0].desc.dtype:
             continue
         op.attrs["fused_relu"] = True
@@ -237,7 +247,7 @@ def conv_add_fusion(graph: Graph) -> int:
         for k in (0, 1):
             conv_out, other = add.inputs[k], add.inputs[1 - k]
             conv = conv_out.producer
-            if conv is None or conv.op_type != "Conv2D" or conv.attrs.get("fused_relu") or \
+            if conv is None or conv.op_type != "Conv2D" or conv.attrs.get("fused_relu") or _custom(conv, add) or \
                     len(conv.inputs) > 3 or _only_consumer(conv_out) is not add or other.is_const or \
                     other.desc.shape != out.shape or other.desc.dtype != out.dtype or conv_out.desc != out:
                 continue

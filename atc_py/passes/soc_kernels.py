@@ -1,17 +1,19 @@
 """Which dtype each kernel computes in on this SoC, from its platform data and the op's own rules: an fp32 op
 whose kernel is built on a vector instruction the SoC offers in fp16 only (OpSpec.vector_intrinsics; Ascend310's
 vexp and vln, [AICoreintrinsicDtypeMap]) computes in fp16 inside, as TBE casts around the instruction, so its
-numbers carry fp16's rounding; an op with an implementation choice (OpSpec.inside_dtype: LayerNorm) follows
---op_select_implmode / --op_precision_mode. The node says so in `_internal_dtype`, which the kernel
-(ops/execute.launch), its cost (OpSpec.launch_work) and the .om's JSON show."""
+numbers carry fp16's rounding; an op with an implementation choice (OpSpec.inside_dtype: LayerNorm, and the
+two-implementation kernels of ops/impl_modes.py) follows --op_select_implmode / --op_precision_mode. The node says
+so in `_internal_dtype`, which the kernel (ops/execute.launch), its cost (OpSpec.launch_work), automatic fusion's
+lowering rules and the .om's JSON show. The implementation choices are marked before automatic fusion
+(mark_implementations), so a fused op computes as its own kernel would; the rest after it, as before."""
 from __future__ import annotations
 
 from ..ir.graph import Graph, all_graphs
 from ..ops import get_op
+from ..ops.impl_modes import mode_of
 from ..platform.soc import SocSpec
 
 INTERNAL_DTYPE = "_internal_dtype"
-DEFAULT_IMPL_MODE = "high_performance"      # ATC's --op_select_implmode default
 
 
 def fp32_computes_in_fp16(soc: SocSpec, op_type: str) -> bool:
@@ -30,7 +32,7 @@ def _internal_dtype(soc: SocSpec, node) -> str | None:
     if dtype == "float32" and fp32_computes_in_fp16(soc, node.op_type):
         return "float16"
     spec = get_op(node.op_type)
-    return spec.inside_dtype(dtype, soc, node.attrs.get("_op_impl_mode") or DEFAULT_IMPL_MODE) if spec else None
+    return spec.inside_dtype(dtype, soc, mode_of(spec, node.attrs)) if spec else None
 
 
 def mark_internal_dtypes(graph: Graph, soc: SocSpec) -> int:
@@ -40,6 +42,22 @@ def mark_internal_dtypes(graph: Graph, soc: SocSpec) -> int:
     for g in all_graphs(graph):
         for node in g.nodes:
             inside = _internal_dtype(soc, node)
+            if inside is not None:
+                node.attrs[INTERNAL_DTYPE] = inside
+                marked += 1
+    return marked
+
+
+def mark_implementations(graph: Graph, soc: SocSpec) -> int:
+    """Marks the nodes (of graph and its subgraphs) whose implementation mode makes them compute in another dtype
+    (ops with OpSpec.impl_default): before automatic fusion, whose lowering rules read the mark. Returns how many."""
+    marked = 0
+    for g in all_graphs(graph):
+        for node in g.nodes:
+            spec = get_op(node.op_type)
+            if spec is None or spec.impl_default is None or not node.outputs:
+                continue
+            inside = spec.inside_dtype(node.outputs[0].desc.dtype, soc, mode_of(spec, node.attrs))
             if inside is not None:
                 node.attrs[INTERNAL_DTYPE] = inside
                 marked += 1

@@ -29,7 +29,9 @@ from .profile import RuntimeProfile
 COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
 
 
-KERNEL_COMPILER_ATTRS = ("_internal_dtype",)   # compiler attributes the kernel reads (passes/soc_kernels.py)
+# compiler attributes the kernel reads: the dtype it computes in (passes/soc_kernels.py) and its implementation
+# mode (ops/impl_modes.py: Gelu's fast form)
+KERNEL_COMPILER_ATTRS = ("_internal_dtype", "_op_impl_mode")
 
 
 def op_attrs(op) -> dict:
