@@ -138,7 +138,7 @@ def test_published_anchors_are_met_and_the_profile_carries_the_calibration():
     prof = RuntimeProfile()
     assert calibrate.load() == {k: getattr(prof, k) for k in calibrate.load()}
     for a in anchors.ANCHORS:
-        if a.target is not None:
+        if a.target is not None and not a.open:
             assert a.ratio(a.predict(prof)) <= a.target, a.name
 
 

@@ -7,6 +7,7 @@ per-core port rates: a 64-channel layer uses every cube core, not 4 of them. Eac
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -210,18 +211,36 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     return cols.reshape(n, c, kh * kw, p)
 
 
+SMALL_CHANNEL = "_small_channel"   # attr the format pass sets on a convolution whose filter is FRACTAL_Z_C04
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
+C04 = 4                       # --enable_small_channel: a first convolution's channels padded to 4, not C0
+
+
+def group_extension(cin_g: int, cout_g: int, groups: int, c0: int, n0: int) -> tuple[int, int, int]:
+    """How CANN's Conv2D lays a grouped filter out in FRACTAL_Z: `e` consecutive groups share one block of
+    channels so that each block's input channels fill whole C0s and its outputs whole 16s, e = min(lcm(lcm(cin_g,
+    C0) / cin_g, lcm(cout_g, 16) / cout_g), groups) (the filter between the groups of a block is zeros). Returns
+    (blocks, input channels of a block padded to C0, its output channels padded to 16): a depthwise 3x3
+    convolution (cin_g = cout_g = 1) does 9 K fractals per 16 channels; a group of 24 channels computes as 48.
+    Without groups: one block of the padded channels."""
+    if groups <= 1:
+        return 1, ceil_div(cin_g, c0) * c0, ceil_div(cout_g, n0) * n0
+    e = min(math.lcm(math.lcm(cin_g, c0) // cin_g, math.lcm(cout_g, n0) // cout_g), groups)
+    return ceil_div(groups, e), ceil_div(e * cin_g, c0) * c0, ceil_div(e * cout_g, n0) * n0
 
 
 @functools.lru_cache(maxsize=4096)
 def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo: int, groups: int, sh: int,
-              dh: int, mkn: tuple, itemsize: int, out_itemsize: int, cores: int, ddr_rate: int, l0c: int) -> dict:
+              dh: int, mkn: tuple, itemsize: int, out_itemsize: int, cores: int, ddr_rate: int, l0c: int,
+              c04: bool = False) -> dict:
     """The batch x rows x channels grid whose largest block is cheapest (cube fractals against bytes at the
-    core's DDR port rate, plus a head) and that block's work."""
+    core's DDR port rate, plus a head) and that block's work. The cube works on the filter's FRACTAL_Z: channels
+    padded to C0 per kernel tap (C04: the taps and 4 channels packed along K), groups in extended blocks."""
     fm, fk, fn = mkn
-    og = cout // groups
-    kdim = (cin // groups) * kh * kw
-    cunit = og if groups > 1 else fn          # channels come in whole groups, else in N granules
+    blocks, cin_b, og = group_extension(cin // groups, cout // groups, groups, fk, fn)
+    kdim = ceil_div(kh * kw * C04, fk) * fk if c04 else cin_b * kh * kw
+    cout = blocks * og                        # the extended output channels the cube computes
+    cunit = og if blocks > 1 else fn          # channels come in whole blocks of groups, else in N granules
     cunits = ceil_div(cout, cunit)
     base_m, base_n = fm * 8, max(fn, (l0c // 2) // (fm * 8 * 4) // fn * fn)
     best = None
@@ -235,10 +254,10 @@ def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo
                 h_per = ceil_div(ho, bh)
                 blocks_h = ceil_div(ho, h_per)
                 m_rows = h_per * wo
-                g_blk = c_per // og if groups > 1 else 1
+                g_blk = c_per // og if blocks > 1 else 1
                 fractals = n_per * ceil_div(m_rows, fm) * ceil_div(kdim, fk) * ceil_div(min(c_per, og), fn) * g_blk
                 in_rows = min((h_per - 1) * sh + (kh - 1) * dh + 1, (ho - 1) * sh + (kh - 1) * dh + 1)
-                cin_blk = cin if groups == 1 else g_blk * (cin // groups)
+                cin_blk = cin if blocks == 1 else min(cin, g_blk * cin_b)
                 moved = (n_per * cin_blk * in_rows * w + c_per * kdim) * itemsize + n_per * c_per * m_rows * out_itemsize
                 cost = (max(fractals, moved / max(1, ddr_rate)) + HEAD_ESTIMATE_CYCLES, blocks_n * blocks_h * blocks_c)
                 if best is None or cost < best[0]:
@@ -297,7 +316,8 @@ class Conv2D(OpSpec):
         x, soc = ctx.inputs[0], ctx.soc
         grid = conv_grid(g["n"], g["cin"], g["w"], g["cout"], g["kh"], g["kw"], g["ho"], g["wo"], g["groups"],
                          g["sh"], g["dh"], tuple(soc.mkn_for(x.dtype)), np.dtype(x.dtype).itemsize,
-                         np.dtype(ctx.outputs[0].dtype).itemsize, soc.cube_cores, soc.ddr_rate, soc.l0_c_size)
+                         np.dtype(ctx.outputs[0].dtype).itemsize, soc.cube_cores, soc.ddr_rate, soc.l0_c_size,
+                         bool(ctx.attrs.get(SMALL_CHANNEL)))
         return g, grid
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
@@ -385,8 +405,10 @@ class Conv2D(OpSpec):
         x, y = ctx.inputs[0], ctx.outputs[0]
         fm, fk, fn = ctx.soc.mkn_for(x.dtype)
         kdim = (g["cin"] // g["groups"]) * g["kh"] * g["kw"]
-        fractals = g["groups"] * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(kdim, fk) * \
-            ceil_div(g["cout"] // g["groups"], fn)
+        blocks, cin_b, og = group_extension(g["cin"] // g["groups"], g["cout"] // g["groups"], g["groups"], fk, fn)
+        k_cube = ceil_div(g["kh"] * g["kw"] * C04, fk) * fk if ctx.attrs.get(SMALL_CHANNEL) else \
+            cin_b * g["kh"] * g["kw"]
+        fractals = blocks * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(k_cube, fk) * ceil_div(og, fn)
         itemsize = np.dtype(x.dtype).itemsize
         bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
         residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None

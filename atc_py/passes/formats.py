@@ -191,6 +191,8 @@ class _Pass:
                 graph.set_input(node, k, into[(id(v), fmt)])
             if self.anchor_slots(node.op_type) is None:
                 continue
+            if c04:
+                node.attrs["_small_channel"] = True     # the cube packs taps and 4 channels along K (ops/conv_pool)
             for k in self.weight_slots(node.op_type):
                 w = node.inputs[k]
                 fmt = FRACTAL_Z_C04 if c04 else fam.weight

@@ -1,9 +1,9 @@
 """Published figures om-run's simulated time is held against, each with its source and how to simulate it.
 
-GEMMs are single MatMul kernels (timing only) at the measured shape and dtype; models are the onnx light models
-(the real layers, constant weights) compiled with ATC's defaults (force_fp16) and timed on the device, second
-execution (ais_bench's throughput, which the ModelZoo figures come from, is batch / NPU compute time: no host
-copies). `target` is the largest allowed predicted/published (or published/predicted) ratio where the issue
+GEMMs are single MatMul kernels (timing only) at the measured shape and dtype; models are the ModelZoo
+architectures of bench/fidelity/zoo.py (the real layers, seeded random weights) compiled with ATC's defaults
+(force_fp16) plus the flags their README gives ATC, and timed on the device, second execution (ais_bench's
+throughput, which the ModelZoo figures come from, is batch / NPU compute time: no host copies). `target` is the largest allowed predicted/published (or published/predicted) ratio where the issue
 sets one; `calibrates` names the profile parameter the anchor sets (calibrate.py)."""
 from __future__ import annotations
 
@@ -14,19 +14,23 @@ from typing import Callable
 
 from runner.sim.profile import RuntimeProfile
 
-from .models import light_model
+from .zoo import ZOO, build_options
+from .zoo import load as load_zoo
 from .sweep import compile_model, kernels, matmul, simulate
 
 GEMM_SOURCE = ("zzc0721/torch-performance-test-data issue #109 (Ascend910B2, torch 2.5.1 + torch_npu, "
                "torch.matmul of n x n matrices): https://github.com/zzc0721/torch-performance-test-data/issues/109")
-RESNET_SOURCE = ("Ascend/ModelZoo-PyTorch ACL_PyTorch/built-in/cv/Resnet50_Pytorch_Infer/README.md "
-                 "(310P3, batch 64, ais_bench on the ATC om: 4250 fps)")
-DENSENET_SOURCE = ("Ascend/ModelZoo-PyTorch ACL_PyTorch/README.md, table 310P最优性能 (DenseNet121: 2368 fps at "
-                   "batch 8)")
 # short markdown references for the README table
 GEMM_REF = "[torch-performance-test-data #109](https://github.com/zzc0721/torch-performance-test-data/issues/109)"
-RESNET_REF = "Ascend/ModelZoo-PyTorch `ACL_PyTorch/built-in/cv/Resnet50_Pytorch_Infer/README.md`"
-DENSENET_REF = "Ascend/ModelZoo-PyTorch `ACL_PyTorch/README.md` (310P table)"
+ZOO_TARGET = 1.3                # issue 30: every ModelZoo figure within 1.3x
+# the figures not met yet, and what carries the difference (docs/fidelity.md); the test holds the others
+OPEN = {
+    "resnet50": "DRAM-bound at batch 64: the kernels' compulsory DRAM bytes alone are 2.5 GB (12 ms at 204.8 GB/s); "
+                "the device moves less than the L2 model lets it",
+    "resnest50": "230 kernels at batch 4, most under 20 us: the simulation is short by about 3 us per kernel",
+    "shufflenet_v2": "the simulation is short by about 13 us per kernel; the unaligned-channel (58 / 116 / 232) "
+                     "slices, shuffles and TransData between ND and 5HD are the suspects",
+}
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Anchor:
     calibrates: str | None = None
     note: str = ""
     ref: str = ""          # the source, short (README)
+    open: str = ""         # a target not met yet: why (make fidelity reports it; the test holds the others)
 
     def ratio(self, predicted: float) -> float:
         """How far the prediction is from the figure, >= 1 either way."""
@@ -65,12 +70,26 @@ def gemm_tflops(n: int, dtype: str, soc: str = "Ascend910B2") -> Callable[[Runti
     return predict
 
 
-def model_throughput(name: str, batch: int, soc: str) -> Callable[[RuntimeProfile], float]:
+def zoo_stats(name: str, prof: RuntimeProfile, soc: str = "Ascend310P3"):
+    """The second execution's stats of a ModelZoo model, built as its README builds it (compiled once)."""
+    z = ZOO[name]
+    if ("zoo", name, soc) not in _models:
+        with tempfile.TemporaryDirectory() as d:
+            _models[("zoo", name, soc)] = compile_model(load_zoo(name), soc, pathlib.Path(d), precision="",
+                                                       **build_options(z, pathlib.Path(d)))
+    return simulate(_models[("zoo", name, soc)], prof, loops=2)
+
+
+def zoo_throughput(name: str) -> Callable[[RuntimeProfile], float]:
     def predict(prof: RuntimeProfile) -> float:
-        model = _compiled((name, batch, soc), lambda: light_model(name, batch), soc, "")
-        stats = simulate(model, prof, loops=2)
-        return batch / (stats.device_ns / 1e9)
+        return ZOO[name].batch / (zoo_stats(name, prof).device_ns / 1e9)
     return predict
+
+
+def zoo_anchor(name: str) -> Anchor:
+    z = ZOO[name]
+    return Anchor(f"{name} batch {z.batch}", "Ascend310P3", z.published, "images/s", z.source, zoo_throughput(name),
+                  ZOO_TARGET, note=z.note, ref=z.source, open=OPEN.get(name, ""))
 
 
 ANCHORS = [
@@ -85,8 +104,4 @@ ANCHORS = [
            ref=GEMM_REF),
     Anchor("GEMM 1024^3 fp16", "Ascend910B2", 98.08, "TFLOP/s", GEMM_SOURCE, gemm_tflops(1024, "float16"),
            note="host-bound in the measurement (22 us per call), not simulated here", ref=GEMM_REF),
-    Anchor("ResNet-50 batch 64", "Ascend310P3", 4250, "images/s", RESNET_SOURCE,
-           model_throughput("resnet50", 64, "Ascend310P3"), 1.5, ref=RESNET_REF),
-    Anchor("DenseNet-121 batch 8", "Ascend310P3", 2368, "images/s", DENSENET_SOURCE,
-           model_throughput("densenet121", 8, "Ascend310P3"), ref=DENSENET_REF),
-]
+] + [zoo_anchor(name) for name in ZOO]

@@ -1,7 +1,8 @@
 """The whole-model fidelity set: architectures with a published Ascend 310P3 throughput (Ascend/ModelZoo-PyTorch,
 ACL_PyTorch/README.md, column "310P最优性能(对应bs)": the best ais_bench throughput and the batch size it was
 measured at), as ONNX skeletons in bench/fidelity/zoo/ (tools/fidelity_zoo.py exports them from torchvision and
-timm: the real layers, the float weights stripped) filled here with seeded random weights.
+timm: the real layers, the float weights stripped) filled here with seeded random weights. Each figure is the
+model's own README (its newest table), built with the flags that README gives ATC.
 
 A skeleton keeps every integer initializer and every small float one (shapes, axes, scales a Resize reads); a
 float tensor of more than SMALL elements is stored as its dims only and refilled with He-scaled normal values
@@ -9,7 +10,7 @@ float tensor of more than SMALL elements is stored as its dims only and refilled
 from __future__ import annotations
 
 import pathlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -18,33 +19,75 @@ from onnx import TensorProto
 ZOO_DIR = pathlib.Path(__file__).resolve().parent / "zoo"
 SMALL = 64                      # float initializers up to this many elements are kept as exported
 STRIPPED = "atc_py.fidelity.stripped"
-README = "Ascend/ModelZoo-PyTorch `ACL_PyTorch/README.md` (310P table)"
+REPO = "Ascend/ModelZoo-PyTorch"
+CV = "ACL_PyTorch/contrib/cv/classfication"
+BUILT_IN = "ACL_PyTorch/built-in/cv"
+SMALL_CHANNEL = {"ge.enableSmallChannel": "1"}
+# what the READMEs' AIPP configs do: uint8 RGB in, ImageNet's mean and 1/std per channel on the device
+AIPP_FIELDS = {"input_format": "RGB888_U8", "csc_switch": "false", "mean_chn_0": 0, "mean_chn_1": 0,
+               "mean_chn_2": 0, "min_chn_0": 123.675, "min_chn_1": 116.28, "min_chn_2": 103.53,
+               "var_reci_chn_0": 0.0171247538, "var_reci_chn_1": 0.0175070028, "var_reci_chn_2": 0.0174291939}
 
 
 @dataclass(frozen=True)
 class ZooModel:
+    """One published figure: images/s on Ascend310P3 (ais_bench pure inference) at `batch`, from `readme` at
+    `commit` of Ascend/ModelZoo-PyTorch, the ATC flags that README uses (`options`, atc_py.build keys) and whether
+    it inserts AIPP (--insert_op_conf: the image enters as uint8 and is normalised on the device)."""
     name: str
     batch: int
-    published: float            # images/s on Ascend310P3 (ais_bench)
+    published: float
+    readme: str
+    commit: str
     size: int = 224
-    source: str = README
+    options: dict = field(default_factory=dict)
+    aipp: bool = False
+    note: str = ""
+
+    @property
+    def source(self) -> str:
+        return f"{REPO} `{self.readme}` @ {self.commit[:9]}"
 
 
+# the per-model READMEs' 310P3 tables at the batch size ACL_PyTorch/README.md names as each model's best; the
+# newest version of each table (read from the repository's history)
 ZOO = {m.name: m for m in (
-    ZooModel("resnet50", 64, 4250.0, source="Ascend/ModelZoo-PyTorch "
-             "`ACL_PyTorch/built-in/cv/Resnet50_Pytorch_Infer/README.md`"),
-    ZooModel("densenet121", 8, 2368.0),
-    ZooModel("inception_v3", 8, 2736.0, size=299),
-    ZooModel("mobilenet_v2", 4, 7072.0),
-    ZooModel("regnetx_1_6gf", 8, 5426.759),
-    ZooModel("repvgg_a0", 16, 8933.6),
-    ZooModel("resnest50", 4, 1704.0),
-    ZooModel("resnext101_32x8d", 8, 1251.0),
-    ZooModel("shufflenet_v2", 32, 7765.0),
-    ZooModel("squeezenet1_1", 8, 22418.0),
-    ZooModel("vgg16", 16, 1567.0),
-    ZooModel("vit_b_16", 32, 1189.0),
+    ZooModel("resnet50", 64, 4250.0, f"{BUILT_IN}/Resnet50_Pytorch_Infer/README.md", "c36320328a1e",
+             options=SMALL_CHANNEL, aipp=True),
+    ZooModel("densenet121", 8, 2194.99, f"{BUILT_IN}/Densenet121_Pytorch_Infer/ReadMe.md", "b3324a6dc10f"),
+    ZooModel("inception_v3", 8, 2388.07, f"{BUILT_IN}/InceptionV3_for_Pytorch/README.md", "a73f3a70f", size=299,
+             aipp=True),
+    ZooModel("mobilenet_v2", 4, 7072.0, f"{BUILT_IN}/MobileNetV2_for_Pytorch/README.md", "ebab5ac81", aipp=True),
+    ZooModel("regnetx_1_6gf", 8, 5426.759, f"{CV}/RegNetX-1.6GF/README.md", "9ab042be6",
+             note="timm regnetx_016 there, torchvision regnet_x_1_6gf here (the same RegNetX-1.6GF)"),
+    ZooModel("repvgg_a0", 16, 8933.6, f"{CV}/RepVGG/README.md", "2959b9d71",
+             note="RepVGG-A0 exported with deploy=False (the train-time branches), as here"),
+    ZooModel("resnest50", 4, 1704.0, f"{CV}/ResNeSt50/README.md", "559ef9799",
+             note="zhanghang1989's resnest50 there, timm resnest50d here"),
+    ZooModel("resnext101_32x8d", 8, 1251.495, f"{CV}/ResNext101_32x8d/README.md", "963cbbac9"),
+    ZooModel("shufflenet_v2", 32, 7736.07, f"{BUILT_IN}/Shufflenetv2_for_Pytorch/ReadMe.md", "a73f3a70f",
+             options=SMALL_CHANNEL, aipp=True),
+    ZooModel("squeezenet1_1", 8, 19546.3, f"{CV}/Squeezenet1_1/README.md", "3025cbe7e", options=SMALL_CHANNEL,
+             aipp=True),
+    ZooModel("vgg16", 16, 1424.51, f"{CV}/VGG16/README.md", "fb7276ee1"),
+    ZooModel("vit_b_16", 32, 599.02, f"{CV}/ViT_base/performances.md", "b88b201e2",
+             options={**SMALL_CHANNEL, "optypelist_for_implmode": "Gelu",
+                      "op_select_implmode": "high_performance"},
+             note="ViT_base_patch16_224; the README rewrites the ONNX first (opt_vit.py pads the 197 tokens to "
+                  "208 for FRACTAL_NZ), not done here"),
 )}
+
+
+def build_options(z: ZooModel, workdir: pathlib.Path) -> dict:
+    """The README's ATC flags as atc_py.build options (its AIPP config written into `workdir`)."""
+    opts = dict(z.options)
+    if z.aipp:
+        cfg = workdir / f"{z.name}_aipp.cfg"
+        body = [f"  src_image_size_w: {z.size}", f"  src_image_size_h: {z.size}"] + \
+            [f"  {k}: {v}" for k, v in AIPP_FIELDS.items()]
+        cfg.write_text("aipp_op {\n  aipp_mode: static\n  related_input_rank: 0\n" + "\n".join(body) + "\n}\n")
+        opts["insert_op_conf"] = str(cfg)
+    return opts
 
 
 def strip_weights(model: onnx.ModelProto) -> onnx.ModelProto:
