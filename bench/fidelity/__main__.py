@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 from bench.fidelity import calibrate as cal  # noqa: E402
 from bench.fidelity.anchors import ANCHORS, zoo_stats  # noqa: E402
 from bench.fidelity.models import light_model  # noqa: E402
-from bench.fidelity.zoo import ZOO  # noqa: E402
+from bench.fidelity.zoo import BATCHES, ZOO  # noqa: E402
 from bench.fidelity.sweep import DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, run_case, simulate  # noqa: E402
 from runner.sim.profile import RuntimeProfile  # noqa: E402
 
@@ -63,6 +63,21 @@ def whole_models(prof: RuntimeProfile) -> list[tuple]:
     return rows
 
 
+def batch_scan(prof: RuntimeProfile) -> list[tuple]:
+    """Every batch size a README's table gives a figure for (none of them calibrated on): simulated over published."""
+    rows = []
+    print(f"\n{'model':<18} " + " ".join(f"{'bs' + str(b):>6}" for b in BATCHES) + "   (simulated / published)")
+    for name, z in ZOO.items():
+        if not z.by_batch:
+            continue
+        ratios = []
+        for b, pub in zip(BATCHES, z.by_batch):
+            ratios.append(b / (zoo_stats(name, prof, batch=b).device_ns / 1e9) / pub)
+        rows.append((name, ratios))
+        print(f"{name:<18} " + " ".join(f"{r:>6.2f}" for r in ratios), flush=True)
+    return rows
+
+
 def anchors(prof: RuntimeProfile) -> list[tuple]:
     rows = []
     print(f"\n{'anchor':<22} {'SoC':<12} {'published':>10} {'simulated':>10} {'off by':>7} {'target':>7}")
@@ -77,7 +92,7 @@ def anchors(prof: RuntimeProfile) -> list[tuple]:
     return rows
 
 
-def docs_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
+def docs_section(sweep_rows, model_rows, anchor_rows, values: dict, scan_rows=()) -> str:
     lines = [BEGIN, "",
              "| anchor | SoC | published | simulated | off by | target | source |", "|---|---|---|---|---|---|---|"]
     for a, pred, off, ok in anchor_rows:
@@ -98,6 +113,12 @@ def docs_section(sweep_rows, model_rows, anchor_rows, values: dict) -> str:
               "| model | SoC | device time | sum of rooflines | device / roofline | images/s |", "|---|---|---|---|---|---|"]
     for name, soc, dev, roof, ips in model_rows:
         lines.append(f"| {name} | {soc} | {dev / 1e3:.1f} us | {roof / 1e3:.1f} us | {dev / roof:.2f} | {ips:.0f} |")
+    if scan_rows:
+        lines += ["", "Every batch size the ModelZoo tables give (Ascend310P3, the README's flags): simulated / published "
+                  "throughput; 1.00 is exact, above 1 the simulation is too fast:", "",
+                  "| model | " + " | ".join(f"batch {b}" for b in BATCHES) + " |", "|---" * (len(BATCHES) + 1) + "|"]
+        for name, ratios in scan_rows:
+            lines.append(f"| {name} | " + " | ".join(f"{r:.2f}" for r in ratios) + " |")
     lines += ["", "Calibrated parameters (`bench/fidelity/calibration.json`, the profile's defaults): "
               + ", ".join(f"`{k}` = {v}" for k, v in sorted(values.items())) + ".", "", END]
     return "\n".join(lines)
@@ -129,8 +150,9 @@ def main(argv=None) -> int:
     sweep_rows = sweep(prof)
     model_rows = whole_models(prof)
     anchor_rows = anchors(prof)
+    scan_rows = batch_scan(prof)
     if args.docs:
-        if not rewrite_section(DOCS_PAGE, docs_section(sweep_rows, model_rows, anchor_rows, values)):
+        if not rewrite_section(DOCS_PAGE, docs_section(sweep_rows, model_rows, anchor_rows, values, scan_rows)):
             print(f"{DOCS_PAGE} has no {BEGIN} ... {END} section", file=sys.stderr)
             return 1
         print(f"{DOCS_PAGE.relative_to(ROOT)}: fidelity tables rewritten")

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import TensorProto
+from onnx import TensorProto, numpy_helper
 
 ZOO_DIR = pathlib.Path(__file__).resolve().parent / "zoo"
 SMALL = 64                      # float initializers up to this many elements are kept as exported
 STRIPPED = "atc_py.fidelity.stripped"
 REPO = "Ascend/ModelZoo-PyTorch"
+BATCHES = (1, 4, 8, 16, 32, 64)
 CV = "ACL_PyTorch/contrib/cv/classfication"
 BUILT_IN = "ACL_PyTorch/built-in/cv"
 SMALL_CHANNEL = {"ge.enableSmallChannel": "1"}
@@ -43,6 +44,7 @@ class ZooModel:
     options: dict = field(default_factory=dict)
     aipp: bool = False
     note: str = ""
+    by_batch: tuple = ()        # the same table's figures at batch 1, 4, 8, 16, 32, 64 (BATCHES), where it has them
 
     @property
     def source(self) -> str:
@@ -54,27 +56,37 @@ class ZooModel:
 ZOO = {m.name: m for m in (
     ZooModel("resnet50", 64, 4250.0, f"{BUILT_IN}/Resnet50_Pytorch_Infer/README.md", "c36320328a1e",
              options=SMALL_CHANNEL, aipp=True),
-    ZooModel("densenet121", 8, 2194.99, f"{BUILT_IN}/Densenet121_Pytorch_Infer/ReadMe.md", "b3324a6dc10f"),
+    ZooModel("densenet121", 8, 2194.99, f"{BUILT_IN}/Densenet121_Pytorch_Infer/ReadMe.md", "b3324a6dc10f",
+             by_batch=(1087.52, 2004.17, 2194.99, 1671.32, 1411.77, 1276.81)),
     ZooModel("inception_v3", 8, 2388.07, f"{BUILT_IN}/InceptionV3_for_Pytorch/README.md", "a73f3a70f", size=299,
-             aipp=True),
+             aipp=True,
+             by_batch=(1099.11, 2300.75, 2388.07, 2336.78, 2317.59, 1916.61)),
     ZooModel("mobilenet_v2", 4, 7072.0, f"{BUILT_IN}/MobileNetV2_for_Pytorch/README.md", "ebab5ac81", aipp=True),
     ZooModel("regnetx_1_6gf", 8, 5426.759, f"{CV}/RegNetX-1.6GF/README.md", "9ab042be6",
-             note="timm regnetx_016 there, torchvision regnet_x_1_6gf here (the same RegNetX-1.6GF)"),
+             note="timm regnetx_016 there, torchvision regnet_x_1_6gf here (the same RegNetX-1.6GF)",
+             by_batch=(1697.966, 4427.228, 5426.759, 4538.344, 4071.895, 3847.592)),
     ZooModel("repvgg_a0", 16, 8933.6, f"{CV}/RepVGG/README.md", "2959b9d71",
-             note="RepVGG-A0 exported with deploy=False (the train-time branches), as here"),
+             note="RepVGG-A0 exported with deploy=False (the train-time branches), as here",
+             by_batch=(1938.0, 4694.8, 6739.7, 8933.6, 8667.4, 5837.8)),
     ZooModel("resnest50", 4, 1704.0, f"{CV}/ResNeSt50/README.md", "559ef9799",
-             note="zhanghang1989's resnest50 there, timm resnest50d here"),
-    ZooModel("resnext101_32x8d", 8, 1251.495, f"{CV}/ResNext101_32x8d/README.md", "963cbbac9"),
+             note="zhanghang1989's resnest50 there, timm resnest50d here",
+             by_batch=(435.0, 1704.0, 1630.0, 1326.0, 1161.0, 1107.0)),
+    ZooModel("resnext101_32x8d", 8, 1251.495, f"{CV}/ResNext101_32x8d/README.md", "963cbbac9",
+             by_batch=(606.606, 1112.783, 1251.495, 971.797, 1157.749, 803.158)),
     ZooModel("shufflenet_v2", 32, 7736.07, f"{BUILT_IN}/Shufflenetv2_for_Pytorch/ReadMe.md", "a73f3a70f",
-             options=SMALL_CHANNEL, aipp=True),
+             options=SMALL_CHANNEL, aipp=True,
+             by_batch=(2035.68, 3988.08, 5125.15, 5480.19, 7736.07, 6584.61)),
     ZooModel("squeezenet1_1", 8, 19546.3, f"{CV}/Squeezenet1_1/README.md", "3025cbe7e", options=SMALL_CHANNEL,
-             aipp=True),
-    ZooModel("vgg16", 16, 1424.51, f"{CV}/VGG16/README.md", "fb7276ee1"),
+             aipp=True,
+             by_batch=(4849.7, 14058.3, 19546.3, 18339.9, 15468.8, 14051.23)),
+    ZooModel("vgg16", 16, 1424.51, f"{CV}/VGG16/README.md", "fb7276ee1",
+             by_batch=(465.54, 1056.92, 1187.63, 1424.51, 1338.95, 1430.39)),
     ZooModel("vit_b_16", 32, 599.02, f"{CV}/ViT_base/performances.md", "b88b201e2",
              options={**SMALL_CHANNEL, "optypelist_for_implmode": "Gelu",
                       "op_select_implmode": "high_performance"},
              note="ViT_base_patch16_224; the README rewrites the ONNX first (opt_vit.py pads the 197 tokens to "
-                  "208 for FRACTAL_NZ), not done here"),
+                  "208 for FRACTAL_NZ), not done here",
+             by_batch=(342.34, 541.11, 655.67, 660.64, 599.02, 558.65)),
 )}
 
 
@@ -125,9 +137,41 @@ def fill_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def load(name: str, seed: int = 0) -> onnx.ModelProto:
+def rebatch(model: onnx.ModelProto, old: int, new: int) -> onnx.ModelProto:
+    """The skeleton (exported at batch `old`) at batch `new`: its input and output dims and every Reshape target
+    (an initializer or a Constant) that starts with `old`; shapes in between are inferred again by the compiler."""
+    g = model.graph
+    for v in list(g.input) + list(g.output):
+        dims = v.type.tensor_type.shape.dim
+        if dims and dims[0].dim_value == old:
+            dims[0].dim_value = new
+    del g.value_info[:]
+    targets = {n.input[1] for n in g.node if n.op_type == "Reshape" and len(n.input) > 1}
+
+    def moved(t: onnx.TensorProto) -> onnx.TensorProto | None:
+        a = numpy_helper.to_array(t)
+        if a.ndim == 1 and len(a) and a[0] == old:
+            a = a.copy()
+            a[0] = new
+            return numpy_helper.from_array(a, t.name)
+        return None
+
+    for i, t in enumerate(g.initializer):
+        if t.name in targets and (m := moved(t)) is not None:
+            g.initializer[i].CopyFrom(m)
+    for n in g.node:
+        if n.op_type == "Constant" and n.output[0] in targets:
+            for a in n.attribute:
+                if a.name == "value" and (m := moved(a.t)) is not None:
+                    a.t.CopyFrom(m)
+    return model
+
+
+def load(name: str, seed: int = 0, batch: int | None = None) -> onnx.ModelProto:
+    """A skeleton with seeded random weights, at its README batch (or `batch`)."""
     path = ZOO_DIR / f"{name}.onnx"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: export it with `python tools/fidelity_zoo.py {name}` (torch, torchvision, "
                                 "timm)")
-    return fill_weights(onnx.load(str(path)), seed)
+    model = fill_weights(onnx.load(str(path)), seed)
+    return model if batch in (None, ZOO[name].batch) else rebatch(model, ZOO[name].batch, batch)
