@@ -134,3 +134,15 @@ def test_quantize_kernel_to_int4_and_float8_as_onnx_reference(dst, zp):
     got = _quant_kernel(feeds["x"], scale_zp[0], scale_zp[1], {"axis": 0}, dst)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+def test_quantize_of_a_scalar_constant_folds():
+    """onnxruntime's quantizer quantizes scalar constants (a ViT's attention scale, GELU's 1/sqrt(2)): the
+    quantize of a 0-d tensor folds at import (it ended in an internal error on its row count)."""
+    inits = [("c", np.float32(0.7)), ("s", np.float32(0.01)), ("z", np.uint8(3))]
+    nodes = [helper.make_node("QuantizeLinear", ["c", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["d"]),
+             helper.make_node("Mul", ["x", "d"], ["y"])]
+    m = model(nodes, [("x", F, [3])], [("y", F)], inits, opset=13)
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    np.testing.assert_allclose(AtcBackend.run_model(m, [x])[0], x * np.float32(0.7), rtol=1e-6)
