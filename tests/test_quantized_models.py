@@ -1,9 +1,9 @@
 """Quantized models made with onnxruntime.quantization from real CNN graphs (onnx's light SqueezeNet and ShuffleNet,
 random weights) and a transformer: static QDQ (per-channel int8 weights, uint8 activations), the QOperator format
 (QLinearConv / QLinearMatMul and onnxruntime's com.microsoft contrib ops; also the committed fixtures of
-tests/data/quantized) and dynamic quantization (DynamicQuantizeLinear + MatMulInteger). In every precision mode the quantized arithmetic stays in its
-model dtype (passes/precision.quantized_region): the outputs equal onnx's reference and are within one quantization
-step of onnxruntime's.
+tests/data/quantized) and dynamic quantization (DynamicQuantizeLinear + MatMulInteger). In every precision mode the
+quantized arithmetic stays in its model dtype (passes/precision.quantized_region): the outputs equal onnx's
+reference and are within one quantization step of onnxruntime's.
 
 The models are quantized with reduce_range=True (7-bit weights), onnxruntime's advice for CPUs without VNNI: on
 such a CPU (this project's CI machines) its u8s8 kernels otherwise saturate int16 pair sums (VPMADDUBSW), and
