@@ -125,7 +125,7 @@ def test_quantized_pools_give_onnxruntime_bits(dtype, tmp_path):
     assert_onnxruntime_bits(make(nodes, feeds, inits, [n.output[0] for n in nodes]), feeds, tmp_path)
 
 
-@pytest.mark.parametrize("dtype", ["uint8"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_qlinear_concat_and_softmax_give_onnxruntime_bits(dtype, tmp_path):
     """QLinearConcat: one input copied (its parameters are the output's), the others requantized; QLinearSoftmax
     along the last axis (opset 13) and over the flattened trailing dims (opset 12)."""
@@ -138,7 +138,7 @@ def test_qlinear_concat_and_softmax_give_onnxruntime_bits(dtype, tmp_path):
     for k, (opset, axis) in enumerate(((13, -1), (13, 1), (12, 1))):
         nodes.append(helper.make_node("QLinearSoftmax", ["a"] + params(rng, dtype, f"sx{k}", inits, (0.02, 0.2)) +
                                       [f"sy{k}_s", f"sy{k}_z"], [f"sm{k}"], domain=MS, opset=opset, axis=axis))
-        inits[f"sy{k}_s"], inits[f"sy{k}_z"] = np.float32(1 / 256), np.array(0, dtype)
+        inits[f"sy{k}_s"], inits[f"sy{k}_z"] = np.float32(1 / 256), np.array(0 if dtype == "uint8" else -128, dtype)
     assert_onnxruntime_bits(make(nodes, feeds, inits, [n.output[0] for n in nodes]), feeds, tmp_path)
 
 

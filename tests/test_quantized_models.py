@@ -23,6 +23,7 @@ import atc_py
 from bench.light_models import write_all
 from runner.loader import load_model
 from runner.sim.host import Simulation
+from tools.real_models.checks import output_steps
 
 from .conftest import MODELS
 
@@ -224,27 +225,6 @@ def test_a_dynamically_quantized_kv_decoder_generates_the_reference_tokens(tmp_p
 
 
 QUANTIZED = MODELS.parent / "tests" / "data" / "quantized"
-
-
-def output_steps(m) -> list[float]:
-    """Each output's quantization step: the scale of the last DequantizeLinear on its path (float ops after it —
-    a LayerNorm, a Tanh — move values by less than a step where the quantized values agree)."""
-    prod = {o: n for n in m.graph.node for o in n.output}
-    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
-    steps = []
-    for out in m.graph.output:
-        todo, seen = [out.name], set()
-        while todo:
-            name = todo.pop()
-            node = prod.get(name)
-            if node is None or name in seen:
-                continue
-            seen.add(name)
-            if node.op_type == "DequantizeLinear":
-                steps.append(float(np.max(inits[node.input[1]])))
-                break
-            todo.extend(i for i in node.input if i)
-    return steps
 
 
 def qoperator_fixture(name: str):

@@ -38,3 +38,32 @@ def detection_error(boxes, scores, labels, ref_boxes, ref_scores, ref_labels) ->
         box = max(box, float(dist.min()))
         score = max(score, abs(float(scores[j]) - float(ref_scores[k])))
     return DetectionError(box, score)
+
+
+def output_steps(model) -> list[float]:
+    """A quantized ONNX model's output steps: for each output, the scale of the last DequantizeLinear on its path
+    (float ops after it — a LayerNorm, a Tanh — move values by less than a step where the quantized values
+    agree)."""
+    from onnx import numpy_helper
+    prod = {o: n for n in model.graph.node for o in n.output}
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    steps = []
+    for out in model.graph.output:
+        todo, seen = [out.name], set()
+        while todo:
+            name = todo.pop()
+            node = prod.get(name)
+            if node is None or name in seen:
+                continue
+            seen.add(name)
+            if node.op_type == "DequantizeLinear":
+                steps.append(float(np.max(inits[node.input[1]])))
+                break
+            todo.extend(i for i in node.input if i)
+    return steps
+
+
+def rel_err(got, ref) -> float:
+    """max |got - ref| / max |ref|: the error measure of the float fixtures."""
+    ref = np.asarray(ref, np.float64)
+    return float(np.abs(np.asarray(got, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
