@@ -2,8 +2,8 @@
 Faster R-CNN exported with box decoding, score thresholds, batched NMS inside an If, top-k and the final Gathers.
 The candidate counts are known only at run time, so the indices of TopK, NonZero and NMS, the If that merges the
 NMS branches, tensors of unknown rank and empty tensors (Faster R-CNN keeps no box here) all have to come out
-right. fp32 builds equal torch's own detections and onnxruntime's; the default (fp16) build finds the same confident
-detections."""
+right. fp32 builds equal torch's own detections and onnxruntime's; the default (fp16) build is within twice torch's
+own fp16 (autocast) error."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +11,9 @@ import onnxruntime as ort
 import pytest
 
 import atc_py
+from atc_py.passes.precision import selection_region
 from runner.loader import load_model
+from tools.real_models.checks import detection_error
 from runner.sim.host import Simulation
 
 from .conftest import ROOT
@@ -46,16 +48,50 @@ def test_detectors_with_post_processing_match_torch_in_fp32(name, tmp_path):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_detectors_in_the_default_build_find_the_same_top_detections(name, tmp_path):
-    """In fp16 the confident detections are torch's: each of the reference's top 4 is among ours with its label, its
-    box within 1 % of the image and its score within 2e-3. Lower ranks whose scores nearly tie may swap places, as
-    they do in torch's own fp16 (autocast) run of these detectors."""
+def test_detectors_in_the_default_build_stay_within_twice_torchs_fp16_error(name, tmp_path):
+    """The default (fp16) build against torch's fp32 detections, measured as torch's own fp16 inference under
+    autocast is (tools/real_models/checks.detection_error: each reference detection to the nearest box of its
+    label): within 2x of autocast's error on boxes and on scores. The arithmetic the top-k, the thresholds and the
+    NMS decide on (scores, box decoding) keeps fp32 (passes/precision.selection_region)."""
     got, ref = run(name, "force_fp16", tmp_path)
     assert [got[k].shape[1:] for k in ("boxes", "scores", "labels")] == [(4,), (), ()]
     assert got["boxes"].shape[0] == got["scores"].shape[0] == got["labels"].shape[0]
     assert got["labels"].dtype == np.int64 and np.isfinite(got["scores"]).all()
-    for k in range(min(4, ref["boxes"].shape[0])):
-        match = [j for j in range(min(8, got["boxes"].shape[0]))
-                 if got["labels"][j] == ref["labels"][k] and abs(got["scores"][j] - ref["scores"][k]) <= 2e-3
-                 and np.abs(got["boxes"][j] - ref["boxes"][k]).max() <= 0.64]
-        assert match, (name, k, ref["boxes"][k], ref["scores"][k])
+    want = [ref[k] for k in ("boxes", "scores", "labels")]
+    ours = detection_error(got["boxes"], got["scores"], got["labels"], *want)
+    torch16 = detection_error(ref["boxes_autocast"], ref["scores_autocast"], ref["labels_autocast"], *want)
+    assert ours.within(torch16, image_size=64), (name, ours, torch16)
+
+
+def test_fcos_scores_and_box_decoding_keep_fp32_in_the_default_build():
+    """FCOS: the class and centerness sigmoids, their product and its sqrt (what the threshold and the top-k read)
+    and the box decoding feeding the NMS compute in fp32; the head's convolutions in fp16."""
+    res = atc_py.build(str(DATA / "fcos.onnx"), {"ge.socVersion": "Ascend910B1", "input_shape": "images:3,64,64"})
+    kept = {n.op_type for n in res.graph.nodes if n.name in selection_region(res.graph)}
+    assert {"Sigmoid", "Mul", "Sqrt", "Sub", "Add", "Maximum", "Minimum"} <= kept
+    dtypes = {(n.op_type, n.outputs[0].desc.dtype) for n in res.graph.nodes if n.name in selection_region(res.graph)}
+    assert ("Sigmoid", "float32") in dtypes and ("Sqrt", "float32") in dtypes
+    assert all(n.outputs[0].desc.dtype == "float16" for n in res.graph.nodes if n.op_type == "Conv2D")
+
+
+def test_near_tied_scores_keep_their_order_in_the_default_build(tmp_path):
+    """Scores 5e-6 apart (FCOS's sqrt(sigmoid(class) * sigmoid(centerness))) tie in fp16, whose step is 5e-4 there:
+    computed in fp16 the top-k would order them by index. Kept in fp32 they rank as in onnxruntime."""
+    from onnx import TensorProto, helper
+    nodes = [helper.make_node("Sigmoid", ["a"], ["sa"]), helper.make_node("Sigmoid", ["b"], ["sb"]),
+             helper.make_node("Mul", ["sa", "sb"], ["p"]), helper.make_node("Sqrt", ["p"], ["s"]),
+             helper.make_node("TopK", ["s", "k"], ["v", "i"])]
+    k = helper.make_tensor("k", TensorProto.INT64, [1], [16])
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [64]) for n in "ab"],
+                          [helper.make_tensor_value_info("v", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("i", TensorProto.INT64, None)], [k])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    a = (0.2 + 2e-5 * np.arange(64)).astype(np.float32)
+    b = np.full(64, 0.3, np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"a": a, "b": b})
+    res = atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
+    p = tmp_path / "tk.om"
+    p.write_bytes(res.om)
+    got, _ = Simulation(load_model(str(p))).run([a, b])
+    assert list(got[1]) == list(want[1]) == list(range(63, 47, -1))
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)

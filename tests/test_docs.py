@@ -147,3 +147,23 @@ def test_mkdocs_builds_the_site_without_warnings(tmp_path):
     assert "WARNING" not in res.stderr, res.stderr
     assert (tmp_path / "site" / "index.html").is_file()
     assert (tmp_path / "site" / "reference" / "operators" / "index.html").is_file()
+
+
+# -- the fixture tables --------------------------------------------------------------------------------------
+def test_the_fixture_tables_list_every_fixture_of_every_directory():
+    """docs/real-models.md's tables (python -m tools.real_models.report --docs) have a row for each model file of
+    each fixture directory of tests/data, and every directory there either has a table or is named as holding no
+    models."""
+    from tools.real_models.report import BEGIN, DOCS_PAGE, END
+    from tools.real_models.sections import SECTIONS, uncovered
+    assert not uncovered(), f"fixture directories without a table in tools/real_models/sections.py: {uncovered()}"
+    text = DOCS_PAGE.read_text(encoding="utf-8")
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    tables = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    for directory, section in SECTIONS.items():
+        heading = f"### `tests/data/{directory}`"
+        assert heading in tables, f"no table for tests/data/{directory}: run python -m tools.real_models.report --docs"
+        body = tables.split(heading, 1)[1].split("### ", 1)[0]
+        rows = re.findall(r"^\| `([^`]+)` \|", body, re.MULTILINE)
+        assert rows == section.fixtures(), (f"the table of tests/data/{directory} is stale: run python -m "
+                                            "tools.real_models.report --docs")

@@ -1,13 +1,16 @@
 """Quantized models made with onnxruntime.quantization from real CNN graphs (onnx's light SqueezeNet and ShuffleNet,
-random weights) and a transformer: static QDQ (per-channel int8 weights, uint8 activations) and dynamic
-quantization (DynamicQuantizeLinear + MatMulInteger). In every precision mode the quantized arithmetic stays in its
-model dtype (passes/precision.quantized_region): the outputs equal onnx's reference and are within one quantization
-step of onnxruntime's.
+random weights) and a transformer: static QDQ (per-channel int8 weights, uint8 activations), the QOperator format
+(QLinearConv / QLinearMatMul and onnxruntime's com.microsoft contrib ops; also the committed fixtures of
+tests/data/quantized) and dynamic quantization (DynamicQuantizeLinear + MatMulInteger). In every precision mode the
+quantized arithmetic stays in its model dtype (passes/precision.quantized_region): the outputs equal onnx's
+reference and are within one quantization step of onnxruntime's.
 
 The models are quantized with reduce_range=True (7-bit weights), onnxruntime's advice for CPUs without VNNI: on
 such a CPU (this project's CI machines) its u8s8 kernels otherwise saturate int16 pair sums (VPMADDUBSW), and
 onnxruntime itself is then up to 70 % of the output scale away from onnx's reference on ShuffleNet."""
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import onnx
@@ -20,6 +23,7 @@ import atc_py
 from bench.light_models import write_all
 from runner.loader import load_model
 from runner.sim.host import Simulation
+from tools.real_models.checks import output_steps
 
 from .conftest import MODELS
 
@@ -218,3 +222,64 @@ def test_a_dynamically_quantized_kv_decoder_generates_the_reference_tokens(tmp_p
         if pos >= len(ids) - 1:
             want.append(int(np.argmax(outs["logits"][0, -1])))
     assert got == want
+
+
+QUANTIZED = MODELS.parent / "tests" / "data" / "quantized"
+
+
+def qoperator_fixture(name: str):
+    entry = json.loads((QUANTIZED / "manifest.json").read_text())[name]
+    z = np.load(QUANTIZED / f"{name}.npz")
+    return entry, [z[f"in_{k}"] for k in range(len(entry["inputs"]))], \
+        [z[f"out_{k}"] for k in range(len(entry["outputs"]))]
+
+
+@pytest.mark.parametrize("name", sorted(json.loads((QUANTIZED / "manifest.json").read_text())))
+def test_qoperator_fixtures_match_onnxruntime(name, tmp_path):
+    """torchvision CNNs and Hugging Face encoders quantized by onnxruntime in the QOperator format
+    (tools/real_models/quantized_models.py: QLinearConv, QLinearMatMul and the com.microsoft contrib ops): the fp32
+    and the default build give onnxruntime's outputs within one quantization step."""
+    entry, inputs, want = qoperator_fixture(name)
+    m = onnx.load(str(QUANTIZED / entry["file"]))
+    assert {n.op_type for n in m.graph.node if n.domain == "com.microsoft"} == set(entry["contrib_ops"])
+    steps = output_steps(m)
+    shape = ";".join(f"{n}:{','.join(map(str, x.shape))}" for n, x in zip(entry["inputs"], inputs))
+    for mode in ("must_keep_origin_dtype", "force_fp16"):
+        res = atc_py.build(str(QUANTIZED / entry["file"]), {"ge.socVersion": "Ascend910B1",
+                                                             "ge.exec.precision_mode": mode, "input_shape": shape})
+        p = tmp_path / f"{mode}.om"
+        p.write_bytes(res.om)
+        with np.errstate(all="ignore"):
+            outs, _ = Simulation(load_model(str(p))).run(inputs)
+        for k, (g, w, step) in enumerate(zip(outs, want, steps)):
+            assert g.shape == w.shape, (mode, k)
+            assert np.abs(g.astype(np.float64) - w).max() <= step * 1.001, (mode, k)
+
+
+def _static_qoperator(src, out, rng):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    inp = onnx.load(str(src)).graph.input[0]
+    shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
+    batches = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])
+
+    class Reader(CalibrationDataReader):
+        def get_next(self):
+            return next(batches, None)
+    quantize_static(str(src), str(out), Reader(), quant_format=QuantFormat.QOperator, per_channel=True,
+                    weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, reduce_range=True)
+    return onnx.load(str(out))
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
+def test_qoperator_cnns_give_onnxruntime_bits(name, tmp_path):
+    """The QDQ test's SqueezeNet and ShuffleNet quantized in the QOperator format instead (QLinearConcat,
+    QLinearAveragePool, QLinearGlobalAveragePool, QLinearSoftmax, QGemm): onnxruntime's very outputs in every
+    precision mode."""
+    src = write_all(tmp_path, (name,), signed=True)[name]
+    q = _static_qoperator(_opset13(src, tmp_path / f"{name}13.onnx"), tmp_path / f"{name}_qop.onnx",
+                          np.random.default_rng(0))
+    assert {n.op_type for n in q.graph.node if n.domain == "com.microsoft"} >= {"QLinearConcat", "QLinearSoftmax"}
+    feeds = _feeds(q, np.random.default_rng(3))
+    want = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    for mode in MODES:
+        assert np.array_equal(_run(q, feeds, mode, tmp_path)[0], want), mode

@@ -180,8 +180,9 @@ class AscendAntiQuantV2(QuantBase):
 
 @register
 class AscendRequant(QuantBase):
-    """int32 accumulators -> int8/uint8: y = saturate(rint(acc * req_scale + offset)); req_scale is one value
-    or one per channel along `axis` (x_scale * w_scale / y_scale, combined in the scales' type)."""
+    """int32 accumulators -> int8/uint8: y = saturate(rint(acc * req_scale) + offset), the product in fp32 (an
+    fp32 deq scale, as Ascend's fixpipe and onnxruntime's MLAS requantize); req_scale is one value or one per
+    channel along `axis` (x_scale * w_scale / y_scale, combined in the scales' type)."""
     op_type = "AscendRequant"
     inputs = ("x", "req_scale", "offset?")
     attrs = {"axis": 1, "block_size": 0, "dst_type": "int8"}
@@ -200,10 +201,10 @@ class AscendRequant(QuantBase):
     def compute(self, args: KernelArgs, inputs):
         x = inputs[0]
         scale, zp = self.params(args, x, inputs, 1)
-        v = x.astype(np.float64) * scale.astype(np.float64)
+        v = np.rint(x.astype(np.float32) * scale.astype(np.float32)).astype(np.int64)
         if zp is not None:
-            v = v + zp.astype(np.float64)
-        return [self.keep_covered(args, saturate_to(np.rint(v), args.outputs[0].dtype))]
+            v = v + zp.astype(np.int64)
+        return [self.keep_covered(args, saturate_to(v, args.outputs[0].dtype))]
 
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)

@@ -70,7 +70,7 @@ BUILTIN_MODULES = (
     "resize", "scan_mask", "shape_layout", "strings", "value_params",
     "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",  # issue 14b families
     "activation_more", "attention", "bitwise", "gather_scatter", "math_more", "norm_more", "recurrent_state",
-    "trig", "value_dependent", "transdata", "confusion_transpose")
+    "trig", "value_dependent", "transdata", "confusion_transpose", "qlinear", "qlinear_pool")
 
 
 def module_name(module: str) -> str:

@@ -31,6 +31,8 @@ class RowSplitOp(OpSpec):
     def keep_covered(self, args: KernelArgs, out: np.ndarray, axis: int = 0) -> np.ndarray:
         """Zero the rows (along `axis`) past what the launch's blocks cover."""
         end = self.covered_rows(args)
+        if out.ndim == 0:   # a scalar is one row (rows() counts it so)
+            return out if end >= 1 else np.zeros_like(out)
         if end < out.shape[axis]:
             index = [slice(None)] * out.ndim
             index[axis] = slice(end, None)

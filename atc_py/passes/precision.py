@@ -57,7 +57,8 @@ def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: f
         return 0, 0
     _LOW[0] = "bfloat16" if mode in BF16_MODES else "float16"
     try:
-        return _apply(graph, mode, mix or MixList(), keep | quantized_region(graph) | coordinate_region(graph))
+        return _apply(graph, mode, mix or MixList(),
+                      keep | quantized_region(graph) | coordinate_region(graph) | selection_region(graph))
     finally:
         _LOW[0] = "float16"
 
@@ -135,6 +136,44 @@ def coordinate_region(graph: Graph) -> frozenset:
                 grew = True
     samplers = {id(n) for n in graph.nodes if n.op_type in SAMPLERS}
     return frozenset(n.name for n in graph.nodes if id(n) in region or id(n) in samplers)
+
+
+# selection ops -> the inputs whose values they decide on (order, threshold, suppression)
+SELECTORS = {"TopK": (0,), "TopKV2": (0,), "TopKV3": (0,), "NonMaxSuppressionV6": (0, 1), "ArgMaxD": (0,),
+             "ArgMinD": (0,), "Greater": (0, 1), "GreaterEqual": (0, 1), "Less": (0, 1), "LessEqual": (0, 1)}
+SCORE_OPS = COORD_OPS | {"Exp", "Log", "Sqrt", "Sigmoid", "SoftmaxV2", "ClipByValue", "GatherV2D", "GatherNd",
+                         "StridedSliceV2", "Flatten", "Pow"}
+CONTROL = {"If", "Case", "While", "PartitionedCall"}
+
+
+def _selects(graph: Graph) -> bool:
+    return any(n.op_type in SELECTORS or (n.subgraphs and any(_selects(g) for g in n.subgraphs.values()))
+               for n in graph.nodes)
+
+
+def selection_region(graph: Graph) -> frozenset:
+    """The arithmetic a selection decides on keeps its dtype: the float values a top-k, a non-maximum suppression,
+    an arg-max or a threshold comparison reads (a control op's float inputs when its branches hold one: a detector's
+    batched NMS inside an If), and the elementwise ops, softmaxes and moves computing them back to the cube op that
+    feeds them — a detector's score arithmetic (sigmoid, FCOS's centerness product and sqrt, a softmax over classes)
+    and its box decoding (exp of the size codes, anchor offsets, clipping). In fp16 near-equal scores tie or swap
+    and a decoded corner moves by up to 1/32 pixel at 64; torch's autocast runs exp, softmax and anything mixed with
+    fp32 anchors in fp32 too. The heads' convolutions stay fp16."""
+    region: set[int] = set()
+    todo = []
+    for n in graph.nodes:
+        if n.op_type in SELECTORS:
+            todo += [n.inputs[i] for i in SELECTORS[n.op_type] if i < len(n.inputs)]
+        elif n.op_type in CONTROL and any(_selects(g) for g in n.subgraphs.values()):
+            todo += list(n.inputs)
+    while todo:
+        v = todo.pop()
+        p = v.producer if v is not None and v.desc.dtype == "float32" else None
+        if p is None or id(p) in region or p.op_type not in SCORE_OPS:
+            continue
+        region.add(id(p))
+        todo.extend(p.inputs)
+    return frozenset(n.name for n in graph.nodes if id(n) in region)
 
 
 def _apply(graph: Graph, mode: str, mix: MixList, keep: frozenset) -> tuple[int, int]:

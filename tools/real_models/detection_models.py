@@ -3,8 +3,9 @@ backbones, exported by the TorchScript exporter at opset 17 as torchvision's own
 
     python -m tools.real_models.detection_models [NAME ...]     # dev venv: torch 2.14.1 + torchvision 0.29.1
 
-writes tests/data/detection/<name>.onnx and <name>.npz (`images` [3, 64, 64] and torch's `boxes`, `scores`,
-`labels`). NAME: retinanet, fcos, ssd, fasterrcnn (its RPN and ROI heads keep no box for this input: the empty
+writes tests/data/detection/<name>.onnx and <name>.npz (`images` [3, 64, 64], torch's `boxes`, `scores`,
+`labels`, and the same from torch's own fp16 inference under autocast, `boxes_autocast`, ...: the framework's fp16
+error). NAME: retinanet, fcos, ssd, fasterrcnn (its RPN and ROI heads keep no box for this input: the empty
 path of every op after them)."""
 from __future__ import annotations
 
@@ -79,6 +80,8 @@ def make(name: str) -> None:
     image = torch.rand(3, 64, 64)
     with torch.no_grad():
         ref = model([image])[0]
+        with torch.autocast("cpu", dtype=torch.float16):
+            ref16 = {f"{k}_autocast": v.float() if v.is_floating_point() else v for k, v in model([image])[0].items()}
     buf = io.BytesIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
         warnings.simplefilter("ignore")
@@ -89,7 +92,7 @@ def make(name: str) -> None:
         n.doc_string = ""
     OUT.mkdir(parents=True, exist_ok=True)
     onnx.save(m, str(OUT / f"{name}.onnx"))
-    np.savez(OUT / f"{name}.npz", images=image.numpy(), **{k: v.numpy() for k, v in ref.items()})
+    np.savez(OUT / f"{name}.npz", images=image.numpy(), **{k: v.numpy() for k, v in {**ref, **ref16}.items()})
     print(name, {k: tuple(v.shape) for k, v in ref.items()})
 
 

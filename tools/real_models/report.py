@@ -1,6 +1,8 @@
-"""Compiles every real-model fixture with atc-py, runs it in om-run and compares with the framework's outputs;
-`python -m tools.real_models.report` prints the table of docs/real-models.md (needs only atc-py's own dependencies).
-tests/test_real_models.py asserts the same numbers against the tolerances below."""
+"""Compiles every model fixture of tests/data with atc-py, runs it in om-run and compares with the framework's
+outputs, a table per fixture directory (tools/real_models/sections.py); `python -m tools.real_models.report
+[--docs]` prints the tables of docs/real-models.md (or rewrites them there). Needs only atc-py's own dependencies.
+The tests assert the same measures: tests/test_real_models.py these tolerances, the other directories' tests
+theirs."""
 from __future__ import annotations
 
 import json
@@ -9,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .checks import rel_err  # noqa: F401  (tests/test_real_models.py imports it from here)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "real_models"
 FP32_TOL = 1e-3            # max |got - ref| / max |ref| of an fp32 (must_keep_origin_dtype) build
@@ -19,11 +23,6 @@ PRECISIONS = {"fp32": "must_keep_origin_dtype", "fp16": "force_fp16"}
 
 def manifest() -> dict:
     return json.loads((FIXTURES / "manifest.json").read_text())
-
-
-def rel_err(got, ref) -> float:
-    ref = np.asarray(ref, np.float64)
-    return float(np.abs(np.asarray(got, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
 
 
 def load(name: str, entry: dict):
@@ -61,23 +60,60 @@ def compile_and_run(name: str, entry: dict, precision: str):
     return outs, stats, result
 
 
-def main() -> None:
+BEGIN = "<!-- BEGIN fixture tables: python -m tools.real_models.report --docs -->"
+END = "<!-- END fixture tables -->"
+DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "real-models.md"
+
+
+def section_table(section) -> list[str]:
+    """A section's markdown: a heading, then a row per fixture (compile failures reported in the row)."""
     from atc_py.errors import AtcError
-    print("| fixture | source | exporter | compiles | max error fp32 | max error fp16 (tolerance) |")
-    print("|---|---|---|---|---|---|")
-    for name, entry in manifest().items():
-        _, ref, emu = load(name, entry)
-        cells = []
+    lines = [f"### `tests/data/{section.directory}`: {section.title}", "",
+             "| fixture | compiles | " + " | ".join(section.columns) + " |",
+             "|---|---|" + "---|" * len(section.columns)]
+    for name in section.fixtures():
         try:
-            for precision in PRECISIONS:
-                outs, _, _ = compile_and_run(name, entry, precision)
-                err = max(rel_err(g, r) for g, r in zip(outs, ref))
-                cells.append(f"{err:.1e}" if precision == "fp32" else f"{err:.1e} ({fp16_tolerance(emu, ref):.1e})")
-            ok = "yes"
+            cells, ok = section.row(name), "yes"
         except AtcError as e:
-            ok, cells = f"no: {e.code} ({str(e).split(':', 2)[-1].strip()[:60]}...)", ["-", "-"]
-        print(f"| `{name}` | {entry['source'].split(' (')[0]} | {entry['exporter']} | {ok} | {' | '.join(cells)} |",
-              flush=True)
+            cells, ok = ["-"] * len(section.columns), f"no: {e.code} ({str(e).split(':', 2)[-1].strip()[:60]}...)"
+        lines.append(f"| `{name}` | {ok} | " + " | ".join(cells) + " |")
+        print(lines[-1], file=sys.stderr, flush=True)
+    return lines + [""]
+
+
+def rewrite_docs(text: str) -> bool:
+    """Replace the marked tables of docs/real-models.md; False when its markers are missing."""
+    page = DOCS_PAGE.read_text(encoding="utf-8")
+    if BEGIN not in page or END not in page.split(BEGIN, 1)[1]:
+        return False
+    head, rest = page.split(BEGIN, 1)
+    DOCS_PAGE.write_text(head + BEGIN + "\n" + text + END + rest.split(END, 1)[1], encoding="utf-8")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from .sections import SECTIONS, uncovered
+    ap = argparse.ArgumentParser(prog="python -m tools.real_models.report")
+    ap.add_argument("--docs", action="store_true", help=f"rewrite the tables of {DOCS_PAGE.name}")
+    ap.add_argument("--only", nargs="*", help="these fixture directories only (with --docs: not allowed)")
+    args = ap.parse_args(argv)
+    if uncovered():
+        print(f"fixture directories without a table: {', '.join(uncovered())} (tools/real_models/sections.py)")
+        return 1
+    if args.docs and args.only:
+        ap.error("--docs rewrites every table: give no --only")
+    lines = []
+    for directory, section in SECTIONS.items():
+        if not args.only or directory in args.only:
+            lines += section_table(section)
+    text = "\n".join(lines)
+    print(text)
+    if args.docs and not rewrite_docs(text):
+        print(f"{DOCS_PAGE} has no {BEGIN} ... {END} section", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

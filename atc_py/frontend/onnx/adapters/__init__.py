@@ -7,7 +7,7 @@ MODULES = ("math", "elementwise", "nn", "tensor", "index", "reduce", "sequence",
            "ascend", "misc", "scan",
            "losses", "quant", "recurrent", "signal", "vision",   # issue 14b: quantized, vision, recurrent, signal, loss ops
            "gather_scatter", "math_more", "transformer",
-           "control", "optional", "sequence_map")
+           "control", "optional", "sequence_map", "quant_ms")
 
 
 def load_all() -> None:

@@ -1,0 +1,69 @@
+"""How a fixture's outputs are judged, one measure per kind of fixture; shared by the tests and the report table.
+
+Detections are compared as sets: reduced precision may swap two near-tied scores, which moves a detection to
+another rank without changing it, so a rank-by-rank comparison would measure the swap, not the error."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+FP16_UNIT = 2.0 ** -11   # fp16's rounding unit (half an ulp at 1.0): the least an fp16 run can be expected to cost
+
+
+@dataclass(frozen=True)
+class DetectionError:
+    box: float     # pixels: how far the farthest reference box is from the nearest box of its label
+    score: float   # that detection's score difference, the largest over the reference detections
+
+    def within(self, limit: "DetectionError", image_size: float, factor: float = 2.0) -> bool:
+        """At most `factor` x `limit` on both measures, each limit taken as at least fp16's own rounding of the
+        values (FP16_UNIT of the image size for boxes, of 1.0 for scores)."""
+        return self.box <= factor * max(limit.box, FP16_UNIT * image_size) and \
+            self.score <= factor * max(limit.score, FP16_UNIT)
+
+
+def detection_error(boxes, scores, labels, ref_boxes, ref_scores, ref_labels) -> DetectionError:
+    """For each reference detection the detection of the same label whose box is nearest (max-norm over its
+    corners); the largest of those distances, and the largest score difference of those pairs. No detection of a
+    label the reference has: infinite."""
+    box = score = 0.0
+    boxes, ref_boxes = np.asarray(boxes, np.float64), np.asarray(ref_boxes, np.float64)
+    for k in range(len(ref_boxes)):
+        same = np.nonzero(np.asarray(labels) == ref_labels[k])[0]
+        if not len(same):
+            return DetectionError(float("inf"), float("inf"))
+        dist = np.abs(boxes[same] - ref_boxes[k]).max(axis=1)
+        j = same[int(np.argmin(dist))]
+        box = max(box, float(dist.min()))
+        score = max(score, abs(float(scores[j]) - float(ref_scores[k])))
+    return DetectionError(box, score)
+
+
+def output_steps(model) -> list[float]:
+    """A quantized ONNX model's output steps: for each output, the scale of the last DequantizeLinear on its path
+    (float ops after it — a LayerNorm, a Tanh — move values by less than a step where the quantized values
+    agree)."""
+    from onnx import numpy_helper
+    prod = {o: n for n in model.graph.node for o in n.output}
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    steps = []
+    for out in model.graph.output:
+        todo, seen = [out.name], set()
+        while todo:
+            name = todo.pop()
+            node = prod.get(name)
+            if node is None or name in seen:
+                continue
+            seen.add(name)
+            if node.op_type == "DequantizeLinear":
+                steps.append(float(np.max(inits[node.input[1]])))
+                break
+            todo.extend(i for i in node.input if i)
+    return steps
+
+
+def rel_err(got, ref) -> float:
+    """max |got - ref| / max |ref|: the error measure of the float fixtures."""
+    ref = np.asarray(ref, np.float64)
+    return float(np.abs(np.asarray(got, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30))
