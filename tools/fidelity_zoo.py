@@ -1,6 +1,7 @@
 """Export the whole-model fidelity set (bench/fidelity/zoo.py) as ONNX skeletons: the architectures Ascend's
-ModelZoo publishes 310P3 throughput for, exported from torchvision / timm at ModelZoo's batch size, with their
-weights stripped (bench/fidelity/zoo.py fills them with seeded random values when it loads one).
+ModelZoo publishes 310P3 throughput for, exported from torchvision / timm with a dynamic batch (the build gives
+it with --input_shape, as ModelZoo's READMEs do), with their weights stripped (bench/fidelity/zoo.py fills them
+with seeded random values when it loads one).
 
 Needs torch, torchvision and timm (a dev venv, never `make test`):
     python tools/fidelity_zoo.py [--out bench/fidelity/zoo] [name ...]
@@ -48,7 +49,8 @@ def export(name: str, out: pathlib.Path) -> pathlib.Path:
     torch.backends.mha.set_fastpath_enabled(False)   # ViT's fused MHA fast path has no ONNX export
     with torch.no_grad():
         torch.onnx.export(model, x, str(tmp), input_names=["image"], output_names=["logits"], opset_version=14,
-                          do_constant_folding=True, dynamo=False)
+                          do_constant_folding=True, dynamo=False,
+                          dynamic_axes={"image": {0: "batch"}, "logits": {0: "batch"}})   # as ModelZoo exports
     m = strip_weights(onnx.load(str(tmp)))
     onnx.save(m, str(path))
     tmp.unlink()

@@ -78,8 +78,8 @@ def zoo_stats(name: str, prof: RuntimeProfile, soc: str = "Ascend310P3", batch: 
     key = ("zoo", name, soc, batch)
     if key not in _models:
         with tempfile.TemporaryDirectory() as d:
-            _models[key] = compile_model(load_zoo(name, batch=batch), soc, pathlib.Path(d), precision="",
-                                         **build_options(z, pathlib.Path(d)))
+            _models[key] = compile_model(load_zoo(name), soc, pathlib.Path(d), precision="",
+                                         **build_options(z, pathlib.Path(d), batch))
     stats = simulate(_models[key], prof, loops=2)
     if batch != z.batch:
         del _models[key]           # a batch scan compiles each model once per batch: keep only the anchors'

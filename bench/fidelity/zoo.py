@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 ZOO_DIR = pathlib.Path(__file__).resolve().parent / "zoo"
 SMALL = 64                      # float initializers up to this many elements are kept as exported
@@ -90,9 +90,10 @@ ZOO = {m.name: m for m in (
 )}
 
 
-def build_options(z: ZooModel, workdir: pathlib.Path) -> dict:
-    """The README's ATC flags as atc_py.build options (its AIPP config written into `workdir`)."""
-    opts = dict(z.options)
+def build_options(z: ZooModel, workdir: pathlib.Path, batch: int | None = None) -> dict:
+    """The README's ATC flags as atc_py.build options (its AIPP config written into `workdir`), the input at
+    the README's batch or `batch`."""
+    opts = {**z.options, "input_shape": f"image:{batch or z.batch},3,{z.size},{z.size}"}
     if z.aipp:
         cfg = workdir / f"{z.name}_aipp.cfg"
         body = [f"  src_image_size_w: {z.size}", f"  src_image_size_h: {z.size}"] + \
@@ -137,41 +138,10 @@ def fill_weights(model: onnx.ModelProto, seed: int = 0) -> onnx.ModelProto:
     return model
 
 
-def rebatch(model: onnx.ModelProto, old: int, new: int) -> onnx.ModelProto:
-    """The skeleton (exported at batch `old`) at batch `new`: its input and output dims and every Reshape target
-    (an initializer or a Constant) that starts with `old`; shapes in between are inferred again by the compiler."""
-    g = model.graph
-    for v in list(g.input) + list(g.output):
-        dims = v.type.tensor_type.shape.dim
-        if dims and dims[0].dim_value == old:
-            dims[0].dim_value = new
-    del g.value_info[:]
-    targets = {n.input[1] for n in g.node if n.op_type == "Reshape" and len(n.input) > 1}
-
-    def moved(t: onnx.TensorProto) -> onnx.TensorProto | None:
-        a = numpy_helper.to_array(t)
-        if a.ndim == 1 and len(a) and a[0] == old:
-            a = a.copy()
-            a[0] = new
-            return numpy_helper.from_array(a, t.name)
-        return None
-
-    for i, t in enumerate(g.initializer):
-        if t.name in targets and (m := moved(t)) is not None:
-            g.initializer[i].CopyFrom(m)
-    for n in g.node:
-        if n.op_type == "Constant" and n.output[0] in targets:
-            for a in n.attribute:
-                if a.name == "value" and (m := moved(a.t)) is not None:
-                    a.t.CopyFrom(m)
-    return model
-
-
-def load(name: str, seed: int = 0, batch: int | None = None) -> onnx.ModelProto:
-    """A skeleton with seeded random weights, at its README batch (or `batch`)."""
+def load(name: str, seed: int = 0) -> onnx.ModelProto:
+    """A skeleton (its batch dynamic: build_options gives it) with seeded random weights."""
     path = ZOO_DIR / f"{name}.onnx"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: export it with `python tools/fidelity_zoo.py {name}` (torch, torchvision, "
                                 "timm)")
-    model = fill_weights(onnx.load(str(path)), seed)
-    return model if batch in (None, ZOO[name].batch) else rebatch(model, ZOO[name].batch, batch)
+    return fill_weights(onnx.load(str(path)), seed)
