@@ -229,6 +229,19 @@ def test_static_cache_attention_sinks_as_incre_flash_attention(atc, om_run, tmp_
     assert "IncreFlashAttention" not in {op.type for op in load_model(str(plain)).ops.values()}
 
 
+def test_the_default_fp16_build_sinks_the_static_cache_attention_too():
+    """An fp16 build saturates the exporter's float32-lowest mask value to -65504 (fp16-safe masks): still "not
+    attended", so the attention still becomes IncreFlashAttention."""
+    import atc_py
+    shape = ";".join(["input_ids:1,1", "position_ids:1,1", "cache_position:1"] +
+                     [f"past_key_values.{k}.{io}:1,{SHAPE.heads},{SHAPE.max_cache},{SHAPE.head_dim}"
+                      for k in range(SHAPE.layers) for io in ("key", "value")])
+    res = atc_py.build(build(SHAPE, "static", seed=0), {"ge.socVersion": "Ascend910B1", "input_shape": shape,
+                                                        "ge.tiling_schedule_optimize": "1"})
+    assert res.summary["static_cache_attention"] == SHAPE.layers
+    assert sum(n.op_type == "IncreFlashAttention" for n in res.graph.nodes) == SHAPE.layers
+
+
 def test_a_mask_that_is_not_a_length_mask_is_left_alone(atc, tmp_path):
     """A mask of -1 (a bias, not "not attended") is not a prefix of filled positions: no IncreFlashAttention."""
     from onnx import numpy_helper

@@ -12,7 +12,8 @@ Matched, in the graph after folding (ONNX names in brackets):
   scores = BatchMatMulV2(Q [B,N,1,D], TransposeD(K [B,N,S,D], perm 0,1,3,2)) [MatMul(Q, Transpose(K))]
   scaled = Mul(scores, c) or Div(scores, c) or scores                               (c a scalar constant)
   probs  = SoftmaxV2(Add(scaled, mask), axes -1);  out = BatchMatMulV2(probs, V [B,N,S,D])
-  mask   = Unsqueeze / Reshape of Select(LessEqual(arange(S), P), 0, m) with m <= -1e30 (or -inf) and P the
+  mask   = Unsqueeze / Reshape of Select(LessEqual(arange(S), P), 0, m) with m <= -1e30 (or -inf, or the mask
+           dtype's lowest: fp16 builds saturate the exporter's finfo.min to -65504) and P the
            integer position [B,1,1] (or GreaterEqual(P, arange(S)))
 Q, K and V have the same heads (IncreFlashAttention takes no grouped KV heads here).
 """
@@ -42,6 +43,15 @@ def _scalar(v: Value | None) -> float | None:
     return float(data.reshape(-1)[0])
 
 
+def _lowest(dtype: str) -> float:
+    """The lowest finite value of a float mask's dtype: an fp16 build saturates finfo(float32).min to -65504
+    (passes/fp16_fold), still "not attended"."""
+    try:
+        return float(np.finfo(np.dtype(dtype)).min)
+    except (TypeError, ValueError):
+        return MASKED_BELOW
+
+
 def _flag(node: Node, *names: str) -> bool:
     return any(bool(node.attrs.get(n)) for n in names)
 
@@ -57,7 +67,7 @@ def _mask_position(mask: Value, s: int, b: int) -> Value | None:
     if select is None or _scalar(select.inputs[1]) != 0.0:
         return None
     low = _scalar(select.inputs[2])
-    if low is None or not low <= MASKED_BELOW:
+    if low is None or not (low <= MASKED_BELOW or low <= _lowest(select.outputs[0].desc.dtype)):
         return None
     cmp = _producer(select.inputs[0], "LessEqual", "GreaterEqual")
     if cmp is None:
