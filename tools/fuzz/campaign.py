@@ -22,6 +22,8 @@ SEEDS = [  # (name, model, options, om-run extra args)
     ("cnn_310p3_fp32", "models/small_cnn.onnx", {"ge.socVersion": "Ascend310P3",
                                                  "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
     ("transformer", "models/small_transformer.onnx", {"ge.socVersion": "Ascend910B1"}, []),
+    # FRACTAL_NZ matmuls and TransData on the 310P
+    ("transformer_310p", "models/small_transformer.onnx", {"ge.socVersion": "Ascend310P3"}, []),
     ("inception", "models/inception_block.onnx", {"ge.socVersion": "Ascend910B1"}, []),
     ("decoder_sink0", "models/decoder_step.onnx", {"ge.socVersion": "Ascend910B1",
                                                    "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
