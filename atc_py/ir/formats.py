@@ -26,6 +26,7 @@ FRACTAL_Z_3D = "FRACTAL_Z_3D"    # Conv3D filters
 DEVICE_FORMATS = frozenset({NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NC1HWC0_C04, FRACTAL_Z_C04, NDC1HWC0, FRACTAL_Z_3D})
 C04 = 4
 CUBE_BLOCK = 16          # the cube's fractal edge (N0, M0)
+SMALL_CHANNEL = "_small_channel"   # node attr: a convolution whose filter is FRACTAL_Z_C04 (its cube work, its tiling)
 
 
 class FormatError(ValueError):

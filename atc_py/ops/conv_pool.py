@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..ir.formats import C04, SMALL_CHANNEL
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
                    ceil_div, cores_for, covered, direct_output, split_rows)
@@ -211,9 +212,7 @@ def conv_columns(x: np.ndarray, t: dict, acc) -> np.ndarray:
     return cols.reshape(n, c, kh * kw, p)
 
 
-SMALL_CHANNEL = "_small_channel"   # attr the format pass sets on a convolution whose filter is FRACTAL_Z_C04
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
-C04 = 4                       # --enable_small_channel: a first convolution's channels padded to 4, not C0
 
 
 def group_extension(cin_g: int, cout_g: int, groups: int, c0: int, n0: int) -> tuple[int, int, int]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.formats import (C04, c0_for, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04,
-                          NDC1HWC0, device_shape, to_device)
+from ..ir.formats import (C04, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04, NDC1HWC0,
+                          SMALL_CHANNEL, c0_for, device_shape, to_device)
 from ..autofuse.schedule import reduce_axes
 from ..ir.graph import Graph, Node, TensorDesc, Value
 from ..ops import get_op
@@ -192,7 +192,7 @@ class _Pass:
             if self.anchor_slots(node.op_type) is None:
                 continue
             if c04:
-                node.attrs["_small_channel"] = True     # the cube packs taps and 4 channels along K (ops/conv_pool)
+                node.attrs[SMALL_CHANNEL] = True        # the cube packs taps and 4 channels along K (ops/conv_pool)
             for k in self.weight_slots(node.op_type):
                 w = node.inputs[k]
                 fmt = FRACTAL_Z_C04 if c04 else fam.weight

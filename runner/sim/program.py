@@ -8,7 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
-from atc_py.ir.formats import DEVICE_FORMATS, from_device
+from atc_py.ir.formats import DEVICE_FORMATS, SMALL_CHANNEL, from_device
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import kernel_of
 from atc_py.engines.args import _ITEM, parse_args
@@ -31,7 +31,7 @@ COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
 
 # compiler attributes the kernel reads: the dtype it computes in (passes/soc_kernels.py), its implementation
 # mode (ops/impl_modes.py: Gelu's fast form) and a convolution's FRACTAL_Z_C04 filter (its tiling and cube work)
-KERNEL_COMPILER_ATTRS = ("_internal_dtype", "_op_impl_mode", "_small_channel")
+KERNEL_COMPILER_ATTRS = ("_internal_dtype", "_op_impl_mode", SMALL_CHANNEL)
 
 
 def op_attrs(op) -> dict:
