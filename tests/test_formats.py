@@ -123,6 +123,12 @@ def test_a_device_desc_whose_origin_does_not_give_its_shape_is_refused(om_run, t
     code, out, err = run(om_run, tmp_path, edit(res.om, model_def=mutate))
     assert code == 1 and "E30001" in err and "origin" in err and "Traceback" not in out + err
 
+    def three_d(md):   # a 3-D origin format on a 4-D 5HD descriptor
+        conv = next(op for g in md.graph for op in g.op if op.type == "Conv2D")
+        conv.input_desc[0].attr["origin_format"].s = b"NCDHW"
+    code, out, err = run(om_run, tmp_path, edit(res.om, model_def=three_d))
+    assert code == 1 and "E30001" in err and "origin" in err and "Traceback" not in out + err
+
 
 def test_a_keras_mobilenet_stays_in_5hd_from_input_to_output(tmp_path):
     """Its NHWC residual Adds and the pads before its strided depthwise convolutions: transposes sink below them

@@ -50,7 +50,7 @@ def device_shape(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) 
         n, c, h, w = _nchw(origin_shape, origin_format)
         return (n, _ceil(c, c0), h, w, c0)
     if fmt == NDC1HWC0:
-        if len(origin_shape) != 5:
+        if len(origin_shape) != 5 or origin_format not in ("NCDHW", "ND"):
             raise FormatError(f"NDC1HWC0 takes a 5-D NCDHW tensor, not {list(origin_shape)}")
         n, c, d, h, w = origin_shape
         return (n, d, _ceil(c, c0), h, w, c0)
@@ -78,8 +78,8 @@ def device_shape(origin_shape: tuple, fmt: str, origin_format: str, dtype: str) 
 
 
 def _nchw(shape: tuple, origin_format: str) -> tuple[int, int, int, int]:
-    if len(shape) != 4:
-        raise FormatError(f"NC1HWC0 takes a 4-D tensor, not {list(shape)}")
+    if len(shape) != 4 or origin_format not in ("NCHW", "NHWC", "ND"):
+        raise FormatError(f"NC1HWC0 takes a 4-D NCHW / NHWC tensor, not {origin_format} {list(shape)}")
     if origin_format == "NHWC":
         n, h, w, c = shape
         return n, c, h, w
