@@ -21,7 +21,7 @@ from .test_formats import _om_ops
 SOC = load_soc("Ascend310P3")
 
 
-def _ctx(op, ins, outs, attrs):
+def _ctx(ins, outs, attrs):
     return TilingContext([TensorDesc(s, "float16") for s in ins], [TensorDesc(s, "float16") for s in outs], attrs,
                          SOC, {}, 1.0)
 
@@ -35,7 +35,7 @@ def test_group_extension_is_canns_fractal_z_layout_of_groups():
 
 def test_a_depthwise_convolution_does_9_k_fractals_per_16_channels():
     conv = get_op("Conv2D")
-    ctx = _ctx(conv, [(1, 64, 32, 32), (64, 1, 3, 3)], [(1, 64, 32, 32)],
+    ctx = _ctx([(1, 64, 32, 32), (64, 1, 3, 3)], [(1, 64, 32, 32)],
                {"strides": [1, 1, 1, 1], "pads": [1, 1, 1, 1], "groups": 64})
     assert conv.work(ctx).fractals == 4 * (32 * 32 // 16) * 9       # 4 blocks x M fractals x 9 taps x 1 N
 
@@ -45,8 +45,8 @@ def test_a_small_channel_convolution_packs_taps_and_4_channels_along_k():
     base = {"strides": [1, 1, 2, 2], "pads": [3, 3, 3, 3], "groups": 1}
     ins, outs = [(1, 3, 224, 224), (64, 3, 7, 7)], [(1, 64, 112, 112)]
     m = 112 * 112 // 16
-    assert conv.work(_ctx(conv, ins, outs, base)).fractals == m * 49 * 4          # 16 channels per tap
-    assert conv.work(_ctx(conv, ins, outs, {**base, "_small_channel": True})).fractals == m * 13 * 4
+    assert conv.work(_ctx(ins, outs, base)).fractals == m * 49 * 4          # 16 channels per tap
+    assert conv.work(_ctx(ins, outs, {**base, "_small_channel": True})).fractals == m * 13 * 4
 
 
 def test_the_small_channel_mark_reaches_om_run(tmp_path):
@@ -65,7 +65,7 @@ def test_a_batched_matmul_reads_each_batchs_b_for_its_own_rows():
     not by every row block of the whole batch (3 GB before)."""
     bmm = get_op("BatchMatMulV2")
     a, b, y = (384, 197, 64), (384, 64, 197), (384, 197, 197)
-    w = bmm.work(_ctx(bmm, [a, b], [y], {}))
+    w = bmm.work(_ctx([a, b], [y], {}))
     compulsory = 2 * (np.prod(a) + np.prod(b) + np.prod(y))
     assert w.bytes <= 2 * compulsory
 

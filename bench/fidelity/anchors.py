@@ -55,10 +55,13 @@ class Anchor:
 _models: dict = {}
 
 
-def _compiled(key, build, soc, precision: str):
+def _compiled(key, build, soc, precision: str, options=lambda d: {}):
+    """The model `build()` gives, compiled once per key (`options(d)`: more build options, given the folder a
+    config file may be written to)."""
     if key not in _models:
         with tempfile.TemporaryDirectory() as d:
-            _models[key] = compile_model(build(), soc, pathlib.Path(d), precision=precision)
+            _models[key] = compile_model(build(), soc, pathlib.Path(d), precision=precision,
+                                         **options(pathlib.Path(d)))
     return _models[key]
 
 
@@ -76,11 +79,8 @@ def zoo_stats(name: str, prof: RuntimeProfile, soc: str = "Ascend310P3", batch: 
     z = ZOO[name]
     batch = batch or z.batch
     key = ("zoo", name, soc, batch)
-    if key not in _models:
-        with tempfile.TemporaryDirectory() as d:
-            _models[key] = compile_model(load_zoo(name), soc, pathlib.Path(d), precision="",
-                                         **build_options(z, pathlib.Path(d), batch))
-    stats = simulate(_models[key], prof, loops=2)
+    model = _compiled(key, lambda: load_zoo(name), soc, "", lambda d: build_options(z, d, batch))
+    stats = simulate(model, prof, loops=2)
     if batch != z.batch:
         del _models[key]           # a batch scan compiles each model once per batch: keep only the anchors'
     return stats
