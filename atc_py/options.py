@@ -144,7 +144,7 @@ def check_tiling_schedule_optimize_session(value: str) -> None:
 
 OPTIMIZATION_PASSES = ("identity", "cse", "fold", "transpose_cancel", "conv_bias", "bn_conv_fold", "matmul_bias",
                        "relu_fusion", "conv_add_fusion", "dce", "autofuse", "control_flow",
-                       "loop_unroll", "formats")
+                       "loop_unroll", "formats", "aipp_conv_fusion", "aipp_conv_pool_fusion")
 
 
 def parse_optimization_switch(text: str) -> dict[str, bool]:

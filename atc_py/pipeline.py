@@ -39,6 +39,7 @@ from .autofuse.fusion import FuseStats, autofuse
 from .passes.output_type import OutputTypes, apply_output_type
 from .passes.precision import SATURATE, MixList, apply_precision, compute_in
 from .passes.aipp import feed_fp16, insert_aipp
+from .passes.aipp_fusion import aipp_conv_fusion, aipp_output
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts, fallbacks
@@ -425,6 +426,9 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
         stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
         stats["trans_data_inserted"] = st.run("formats", select_formats, graph, opts.small_channel, soc) \
             if opts.switch("formats") else 0
+        stats["aipp_outputs_folded"] = st.run("aipp_output", aipp_output, graph)
+        stats["aipp_conv_fused"] = st.run("aipp_conv_fusion", aipp_conv_fusion, graph, soc,
+                                          opts.switch("aipp_conv_pool_fusion")) if opts.switch("aipp_conv_fusion") else 0
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
                     opts.sink_nops)

@@ -27,7 +27,9 @@ FUSION_PASSES = {
                     "MatMulBiasAddFusionPass": "matmul_bias", "TransposeTransposeFusionPass": "transpose_cancel",
                     "ConstantFoldingPass": "fold", "CommonSubexpressionEliminationPass": "cse"},
     "UBFusion": {"TbeConvElemwiseReluFusion": "conv_add_fusion", "TbeConvReluFusion": "relu_fusion",
-                 "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "autofuse"},
+                 "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "autofuse",
+                 "TbeAippConvFusion": "aipp_conv_fusion", "TbeAippConvSingleInFusion": "aipp_conv_fusion",
+                 "TbeAippConvReluMaxpoolingFusion": "aipp_conv_pool_fusion"},
 }
 
 

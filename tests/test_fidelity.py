@@ -138,8 +138,8 @@ def test_published_anchors_are_met_and_the_profile_carries_the_calibration():
     prof = RuntimeProfile()
     assert calibrate.load() == {k: getattr(prof, k) for k in calibrate.load()}
     for a in anchors.ANCHORS:
-        if a.target is not None and not a.open:
-            assert a.ratio(a.predict(prof)) <= a.target, a.name
+        if a.target is not None:   # an anchor listed as open is off indeed (a fixed one leaves OPEN)
+            assert (a.ratio(a.predict(prof)) <= a.target) == (not a.open), a.name
 
 
 def test_gemm_fp32_rate_and_efficiency_are_capped_by_physics(tmp_path):

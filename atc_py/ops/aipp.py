@@ -62,6 +62,22 @@ def aipp(img: np.ndarray, a: dict, dtype) -> np.ndarray:
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(dtype)
 
 
+def aipp_shape(image: TensorDesc, a: dict) -> tuple[int, int, int, int]:
+    """The NCHW feature map AIPP makes of a uint8 NHWC image (crop, then padding)."""
+    if image.dtype != "uint8" or len(image.shape) != 4:
+        raise OpError(f"Aipp takes a uint8 NHWC image, got {image.dtype}{list(image.shape)}")
+    c = 1 if a["input_format"] == "YUV400_U8" else 3
+    y0, x0, ch, cw = a["crop"]
+    h, w = (ch, cw) if ch else tuple(a["src_image_size"])
+    top, bottom, left, right = a["padding"]
+    return image.shape[0], c, h + top + bottom, w + left + right
+
+
+def aipp_ops(a: dict) -> int:
+    """Vector ops per output element."""
+    return DTC_OPS + (CSC_OPS if a["csc_switch"] else 0)
+
+
 @register
 class Aipp(OpSpec):
     op_type = "Aipp"
@@ -75,15 +91,8 @@ class Aipp(OpSpec):
     tiling_struct = AIPP_TILING
 
     def infer(self, node: Node) -> list[TensorDesc]:
-        x = node.input_desc(0)
-        if x.dtype != "uint8" or len(x.shape) != 4:
-            raise OpError(f"Aipp takes a uint8 NHWC image, got {x.dtype}{list(x.shape)}")
         a = {k: self.attr(node, k) for k in self.attrs}
-        c = 1 if a["input_format"] == "YUV400_U8" else 3
-        y0, x0, ch, cw = a["crop"]
-        h, w = (ch, cw) if ch else tuple(a["src_image_size"])
-        top, bottom, left, right = a["padding"]
-        return [TensorDesc((x.shape[0], c, h + top + bottom, w + left + right), a["dst_type"], "NCHW", "NCHW")]
+        return [TensorDesc(aipp_shape(node.input_desc(0), a), a["dst_type"], "NCHW", "NCHW")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         n = ctx.outputs[0].shape[0]
@@ -95,5 +104,5 @@ class Aipp(OpSpec):
 
     def work(self, ctx: TilingContext) -> Work:
         out = ctx.outputs[0]
-        ops = DTC_OPS + (CSC_OPS if self.attr(ctx.attrs, "csc_switch") else 0)
+        ops = aipp_ops({"csc_switch": self.attr(ctx.attrs, "csc_switch")})
         return Work(vector_ops=ops * out.numel, bytes=ctx.inputs[0].nbytes + out.nbytes, dtype="float16")

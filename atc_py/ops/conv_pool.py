@@ -18,6 +18,7 @@ from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult
 from .gemm import grouped_matmul
 from .host_pool import cuts, run_pieces, scratch
 from .registry import register
+from .stem_fusion import aipp_attrs, conv_input, conv_input_desc, fused_vector_ops, output_shape, pooled
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),
                            ("kw", "I"), ("ho", "I"), ("wo", "I"), ("groups", "I"), ("cout_per_block", "I"),
@@ -299,9 +300,10 @@ class Conv2D(OpSpec):
                     sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pb=pb, pl=pl, pr=pr)
 
     def infer(self, node: Node) -> list[TensorDesc]:
-        x, w = node.input_desc(0), node.input_desc(1)
+        w = node.input_desc(1)
+        x = conv_input_desc(node.input_desc(0), w, node.attrs)     # a fused AIPP's map of the image
         g = self._geom(x.shape, w.shape, node.attrs)
-        shape = (g["n"], g["cout"], g["ho"], g["wo"])
+        shape = output_shape((g["n"], g["cout"], g["ho"], g["wo"]), node.attrs)   # pooled, when fused
         if (x.dtype in INT_CUBE) != (w.dtype in INT_CUBE):
             raise OpError(f"x ({x.dtype}) and filter ({w.dtype}) must both be float or both be integer")
         out = "int32" if x.dtype in INT_CUBE else x.dtype
@@ -311,8 +313,8 @@ class Conv2D(OpSpec):
         return [TensorDesc(shape, out, "NCHW", "NCHW")]
 
     def _grid(self, ctx: TilingContext) -> tuple[dict, dict]:
-        g = self._geom(ctx.inputs[0].shape, ctx.inputs[1].shape, ctx.attrs)
-        x, soc = ctx.inputs[0], ctx.soc
+        x, soc = conv_input_desc(ctx.inputs[0], ctx.inputs[1], ctx.attrs), ctx.soc
+        g = self._geom(x.shape, ctx.inputs[1].shape, ctx.attrs)
         grid = conv_grid(g["n"], g["cin"], g["w"], g["cout"], g["kh"], g["kw"], g["ho"], g["wo"], g["groups"],
                          g["sh"], g["dh"], tuple(soc.mkn_for(x.dtype)), np.dtype(x.dtype).itemsize,
                          np.dtype(ctx.outputs[0].dtype).itemsize, soc.cube_cores, soc.ddr_rate, soc.l0_c_size,
@@ -328,7 +330,8 @@ class Conv2D(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
-        x, w, bias = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
+        w, bias = inputs[1], inputs[2] if len(inputs) > 2 else None
+        x = conv_input(inputs[0], args.attrs, args.outputs[0].dtype)   # AIPP's map is in the convolution's dtype
         acc = np.float32 if x.dtype != np.float64 else np.float64
         if x.dtype.kind in "iu":   # quantized: exact integer sums
             acc = np.float64
@@ -340,7 +343,7 @@ class Conv2D(OpSpec):
         wf = w.astype(acc, copy=False).reshape(groups, og, k)
         out_dtype = np.dtype(args.outputs[0].dtype)
         dst = direct_output(args, out_dtype, inputs)     # the output's landing view, when the kernel may write it
-        final = dst if dst is not None else np.empty(args.outputs[0].shape, out_dtype)
+        final = dst if dst is not None else np.empty((n, cout, t["ho"], t["wo"]), out_dtype)
         acc_out = final if out_dtype == acc else scratch("conv_acc", final.shape, acc)
         out3, final3 = acc_out.reshape(n, cout, p), final.reshape(n, cout, p)
         bias3 = bias.astype(acc, copy=False).reshape(1, cout, 1) if bias is not None else None
@@ -374,10 +377,10 @@ class Conv2D(OpSpec):
             self.epilogue(args.attrs, out3)   # on the fp32 result, before the cast
             if acc_out is not final:
                 np.copyto(final3, out3, casting="unsafe")
-        return [final]
+        return [pooled(final, args.attrs)]
 
     def scratch_needs(self, t, attrs, inputs, outputs):
-        x = np.dtype(inputs[0].dtype)
+        x = np.dtype(inputs[1].dtype if aipp_attrs(attrs) is not None else inputs[0].dtype)
         acc = np.dtype(np.float64 if x == np.float64 or x.kind in "iu" else np.float32)
         size = acc.itemsize
         planes, p = t["n"] * t["cin"], t["ho"] * t["wo"]
@@ -396,27 +399,30 @@ class Conv2D(OpSpec):
                 per = max(hi - lo for lo, hi in ranges)
                 pieces["shifted"] = per * t["kw"] * hp * t["wo"] * size
         if np.dtype(outputs[0].dtype) != acc:
-            caller["conv_acc"] = outputs[0].numel * size
+            caller["conv_acc"] = t["n"] * t["cout"] * p * size
         return caller, pieces
 
     def work(self, ctx: TilingContext) -> Work:
         g, grid = self._grid(ctx)
         x, y = ctx.inputs[0], ctx.outputs[0]
-        fm, fk, fn = ctx.soc.mkn_for(x.dtype)
+        xc = conv_input_desc(x, ctx.inputs[1], ctx.attrs)      # what the cube reads (a fused AIPP's map)
+        fm, fk, fn = ctx.soc.mkn_for(xc.dtype)
         kdim = (g["cin"] // g["groups"]) * g["kh"] * g["kw"]
         blocks, cin_b, og = group_extension(g["cin"] // g["groups"], g["cout"] // g["groups"], g["groups"], fk, fn)
         k_cube = ceil_div(g["kh"] * g["kw"] * C04, fk) * fk if ctx.attrs.get(SMALL_CHANNEL) else \
             cin_b * g["kh"] * g["kw"]
         fractals = blocks * g["n"] * ceil_div(g["ho"] * g["wo"], fm) * ceil_div(k_cube, fk) * ceil_div(og, fn)
-        itemsize = np.dtype(x.dtype).itemsize
         bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
         residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
         # every channel block reads its rows of the input (halo included), every batch x row block the filters
-        in_bytes = g["n"] * grid["cin_blk"] * grid["in_rows"] * g["w"] * itemsize * grid["blocks_h"] * grid["blocks_c"]
+        # (a fused AIPP's: the image's bytes, each read as often)
+        in_bytes = x.nbytes * grid["in_rows"] * grid["blocks_h"] * grid["blocks_c"] * grid["cin_blk"] \
+            // (g["h"] * g["cin"])
         moved = (max(in_bytes, x.nbytes) + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
                  + (bias.nbytes if bias is not None else 0) + y.nbytes + (residual.nbytes if residual is not None else 0))
         blocks = grid["blocks_n"] * grid["blocks_h"] * grid["blocks_c"]
-        return Work(fractals=fractals, vector_ops=y.numel if residual is not None else 0, bytes=moved, dtype=x.dtype,
+        vector = (y.numel if residual is not None else 0) + fused_vector_ops(ctx.attrs, xc.numel, y.numel)
+        return Work(fractals=fractals, vector_ops=vector, bytes=moved, dtype=xc.dtype,
                     flops=2 * g["n"] * g["ho"] * g["wo"] * g["cout"] * kdim, cube_tiles=grid["tiles"] * blocks,
                     out_elems=y.numel)
 
@@ -426,9 +432,19 @@ class Conv2D(OpSpec):
         out_elems = grid["n_per"] * grid["c_per"] * grid["h_per"] * g["wo"]
         residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
         extra = out_elems * np.dtype(residual.dtype).itemsize if residual is not None else 0
-        return Work(fractals=grid["fractals"], vector_ops=out_elems if residual is not None else 0,
-                    bytes=grid["bytes"] + extra, dtype=ctx.inputs[0].dtype, flops=2 * out_elems * kdim,
-                    cube_tiles=grid["tiles"], out_elems=out_elems)
+        x, y = ctx.inputs[0], ctx.outputs[0]
+        xc = conv_input_desc(x, ctx.inputs[1], ctx.attrs)
+        vector = out_elems if residual is not None else 0
+        if xc is not x or y.numel != g["n"] * g["cout"] * g["ho"] * g["wo"]:   # AIPP / pool fused: the image in,
+            isz = np.dtype(xc.dtype).itemsize                                  # the pooled map out
+            in_part = grid["n_per"] * grid["cin_blk"] * grid["in_rows"] * g["w"] * isz
+            out_part = out_elems * np.dtype(y.dtype).itemsize
+            pooled_elems = out_elems * y.numel // (g["n"] * g["cout"] * g["ho"] * g["wo"])
+            extra += in_part * x.nbytes // xc.nbytes - in_part + pooled_elems * np.dtype(y.dtype).itemsize - out_part
+            vector += fused_vector_ops(ctx.attrs, out_elems * xc.numel // (g["n"] * g["cout"] * g["ho"] * g["wo"]),
+                                       pooled_elems)
+        return Work(fractals=grid["fractals"], vector_ops=vector, bytes=grid["bytes"] + extra, dtype=xc.dtype,
+                    flops=2 * out_elems * kdim, cube_tiles=grid["tiles"], out_elems=out_elems)
 
 
 class PoolBase(OpSpec):
