@@ -149,3 +149,35 @@ def test_what_tbe_aipp_fusion_rule_refuses_keeps_the_aipp(tmp_path, k, stride, p
     q = tmp_path / "off.om"
     q.write_bytes(off.om)
     np.testing.assert_allclose(run(model, image), run(load_model(str(q)), image), rtol=2e-3, atol=2e-3)
+
+
+def _ints(name, vals):
+    def mutate(md):
+        attr = next(op for op in md.graph[0].op if op.type == "Conv2D").attr[name]
+        del attr.list.i[:]
+        attr.list.i.extend(vals)
+    return mutate
+
+
+@pytest.fixture(scope="module")
+def stem_om(tmp_path_factory) -> bytes:
+    d = tmp_path_factory.mktemp("stem")
+    return atc_py.build(stem_only(), {"ge.socVersion": "Ascend310P3", "insert_op_conf": aipp_cfg(d),
+                                      "ge.enableSmallChannel": "1"}).om
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (_ints("aipp_crop", [0, 0, 300, 300]), "does not fit"),
+    (_ints("aipp_src_image_size", [1 << 30, 1 << 30]), "is not [1, 224, 224, 3]"),
+    (_ints("aipp_padding", [1 << 20, 0, 0, 0]), "outside 0..32"),
+    (lambda md: next(op for op in md.graph[0].op if op.type == "Conv2D").attr["aipp_input_format"].__setattr__(
+        "s", b"YUV420SP_U8"), "YUV420SP_U8 image"),
+    (_ints("fused_pool_strides", [1, 1, 0, 0]), "strides of at least 1"),
+    (_ints("fused_pool_pads", [1]), "4 pads"),
+    (_ints("fused_pool_ksize", [1, 1, 100, 100]), "is not what its inputs give"),
+])
+def test_a_fused_stem_s_attributes_are_checked_at_load(om_run, tmp_path, stem_om, mutate, expect):
+    """A sealed .om whose fused AIPP / pool attributes do not fit the image: one E30001 at load, no traceback."""
+    from tests.test_hostile_om import edit, run
+    code, _, err = run(om_run, tmp_path, edit(stem_om, mutate))
+    assert code == 1 and "E30001" in err and expect in err and "Traceback" not in err, err

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..aipp import MAX_PADDING
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, split_rows
 from .registry import register
@@ -62,14 +63,36 @@ def aipp(img: np.ndarray, a: dict, dtype) -> np.ndarray:
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2)).astype(dtype)
 
 
+IMAGE_CHANNELS = {"RGB888_U8": 3, "XRGB8888_U8": 4, "YUV400_U8": 1, "YUV420SP_U8": 1}
+
+
 def aipp_shape(image: TensorDesc, a: dict) -> tuple[int, int, int, int]:
-    """The NCHW feature map AIPP makes of a uint8 NHWC image (crop, then padding)."""
-    if image.dtype != "uint8" or len(image.shape) != 4:
-        raise OpError(f"Aipp takes a uint8 NHWC image, got {image.dtype}{list(image.shape)}")
-    c = 1 if a["input_format"] == "YUV400_U8" else 3
-    y0, x0, ch, cw = a["crop"]
-    h, w = (ch, cw) if ch else tuple(a["src_image_size"])
-    top, bottom, left, right = a["padding"]
+    """The NCHW feature map AIPP makes of a uint8 NHWC image (crop, then padding). The attributes are checked
+    against the image first (they may come from a file): its format's channels and rows, the source size, a crop
+    inside it, pads within AIPP's bound, per-channel lists long enough."""
+    fmt = a["input_format"]
+    if image.dtype != "uint8" or len(image.shape) != 4 or fmt not in IMAGE_CHANNELS:
+        raise OpError(f"Aipp takes a uint8 NHWC image in one of {', '.join(IMAGE_CHANNELS)}, got "
+                      f"{image.dtype}{list(image.shape)} as {fmt}")
+    src, crop, pads = (list(a[k]) for k in ("src_image_size", "crop", "padding"))
+    if len(src) != 2 or len(crop) != 4 or len(pads) != 4:
+        raise OpError("src_image_size needs 2 values, crop and padding 4")
+    sh, sw = (int(v) for v in src)
+    rows = sh * 3 // 2 if fmt == "YUV420SP_U8" else sh
+    if sh <= 0 or sw <= 0 or tuple(image.shape[1:]) != (rows, sw, IMAGE_CHANNELS[fmt]) or \
+            fmt == "YUV420SP_U8" and (sh % 2 or sw % 2):
+        raise OpError(f"a {fmt} image of {sh} x {sw} is not {list(image.shape)}")
+    y0, x0, ch, cw = (int(v) for v in crop)
+    if (ch or cw) and not (0 <= y0 and 0 <= x0 and 0 < ch and 0 < cw and y0 + ch <= sh and x0 + cw <= sw):
+        raise OpError(f"crop {crop} does not fit the {sh} x {sw} image")
+    if any(not 0 <= int(p) <= MAX_PADDING for p in pads):
+        raise OpError(f"padding {pads} is outside 0..{MAX_PADDING}")
+    c = 1 if fmt == "YUV400_U8" else 3
+    if any(len(a[k]) < c for k in ("mean_chn", "min_chn", "var_reci_chn")) or \
+            a["csc_switch"] and (len(a["matrix"]) != 9 or len(a["input_bias"]) != 3 or len(a["output_bias"]) != 3):
+        raise OpError("mean_chn / min_chn / var_reci_chn need a value per channel, a csc matrix 9 and its biases 3")
+    h, w = (ch, cw) if ch else (sh, sw)
+    top, bottom, left, right = (int(p) for p in pads)
     return image.shape[0], c, h + top + bottom, w + left + right
 
 

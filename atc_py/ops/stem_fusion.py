@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir.graph import TensorDesc
 from .aipp import Aipp, aipp, aipp_ops, aipp_shape
+from .base import OpError
 
 AIPP_PREFIX = "aipp_"
 POOL_KSIZE, POOL_STRIDES, POOL_PADS = "fused_pool_ksize", "fused_pool_strides", "fused_pool_pads"
@@ -41,10 +42,10 @@ def pool(attrs: dict) -> tuple | None:
     """(kh, kw, sh, sw, pt, pb, pl, pr) of the fused max pool, or None."""
     if POOL_KSIZE not in attrs:
         return None
-    kh, kw = (int(v) for v in attrs[POOL_KSIZE][-2:])
-    sh, sw = (int(v) for v in attrs[POOL_STRIDES][-2:])
-    pt, pb, pl, pr = (int(v) for v in attrs[POOL_PADS])
-    return kh, kw, sh, sw, pt, pb, pl, pr
+    k, s, p = (list(attrs.get(n) or []) for n in (POOL_KSIZE, POOL_STRIDES, POOL_PADS))
+    if len(k) < 2 or len(s) < 2 or len(p) != 4 or min(k[-2:] + s[-2:]) < 1 or min(p) < 0:
+        raise OpError(f"fused pool ksize {k}, strides {s}, pads {p}: 2 windows and strides of at least 1, 4 pads")
+    return (*(int(v) for v in k[-2:]), *(int(v) for v in s[-2:]), *(int(v) for v in p))
 
 
 def output_shape(conv_shape: tuple, attrs: dict) -> tuple:

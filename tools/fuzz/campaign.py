@@ -25,6 +25,10 @@ SEEDS = [  # (name, model, options, om-run extra args)
     # FRACTAL_NZ matmuls and TransData on the 310P
     ("transformer_310p", "models/small_transformer.onnx", {"ge.socVersion": "Ascend310P3"}, []),
     ("inception", "models/inception_block.onnx", {"ge.socVersion": "Ascend910B1"}, []),
+    # AIPP fused into the first convolution (its attributes on the Conv2D) on the 310P
+    ("vision_aipp_310p", "models/gears/vision_net.onnx", {
+        "ge.socVersion": "Ascend310P3", "input_shape": "image:1,3,224,224", "ge.enableSmallChannel": "1",
+        "insert_op_conf": str(ROOT / "models" / "gears" / "vision_aipp.cfg")}, []),
     ("decoder_sink0", "models/decoder_step.onnx", {"ge.socVersion": "Ascend910B1",
                                                    "ge.exec.precision_mode": "must_keep_origin_dtype"}, []),
     ("decoder_sink1", "models/decoder_step.onnx", {"ge.socVersion": "Ascend910B1", "ge.tiling_schedule_optimize": "1",
