@@ -222,3 +222,45 @@ def test_device_formats_change_no_number(tmp_path):
     a, _ = Simulation(on).run(x)
     b, _ = Simulation(off).run(x)
     assert all(np.array_equal(p, q) for p, q in zip(a, b))
+
+
+def test_a_device_format_tensor_is_read_back_from_the_array_its_kernel_wrote(tmp_path, monkeypatch):
+    """DeviceMemory.shadow: a 5HD tensor's reader takes the framework-layout array its producer computed instead of
+    converting the bytes back — fewer conversions, the same output bits, on every execution (memory reused)."""
+    from atc_py.ops import execute
+    from runner.sim.device_memory import DeviceMemory
+    model = compiled(tmp_path, "inception_block.onnx", **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
+    x = inputs_of(model, None)
+    calls = []
+    real = execute.from_device
+    monkeypatch.setattr(execute, "from_device", lambda *a: calls.append(1) or real(*a))
+
+    def count(shadow: bool):
+        if not shadow:
+            monkeypatch.setattr(DeviceMemory, "shadow_put", lambda self, address, desc, logical: None)
+        calls.clear()
+        sim = Simulation(model)
+        outs = [sim.run(x)[0] for _ in range(2)]
+        return len(calls), outs
+    with_shadow, a = count(True)
+    without, b = count(False)
+    assert with_shadow < without / 2
+    assert all(np.array_equal(p, q) for r, s in zip(a, b) for p, q in zip(r, s))
+
+
+def test_the_shadow_of_bytes_is_dropped_when_they_are_written():
+    from runner.sim.device_memory import DeviceMemory
+    from atc_py.ir.graph import TensorDesc
+    mem = DeviceMemory(0x1000, 4096, 0x100000, b"\0" * 64)
+    d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))
+    logical = np.ones((1, 3, 2, 2), np.float32)
+    mem.shadow_put(0x1000, d, logical)
+    assert mem.shadow_get(0x1000, d) is logical
+    assert mem.shadow_get(0x1000, TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 4, 2, 2))) is None
+    mem.write(0x1000 + d.nbytes - 4, np.zeros(1, np.float32))     # its last element rewritten
+    assert mem.shadow_get(0x1000, d) is None
+    mem.shadow_put(0x1000, d, logical)
+    mem.write(0x1000 + d.nbytes, np.zeros(4, np.float32))          # next to it: kept
+    assert mem.shadow_get(0x1000, d) is logical
+    mem.reset()
+    assert mem.shadow_get(0x1000, d) is None

@@ -25,6 +25,7 @@ from atc_py.errors import AtcError
 from atc_py.ops import get_op, host_pool
 from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
+from atc_py.ir.formats import DEVICE_FORMATS
 from atc_py.ir.graph import TensorDesc
 
 from ..model import desc_from_proto
@@ -111,7 +112,14 @@ class Stream:
 
 
 class Landing(list):
-    """A kernel's (destination, array) outputs to land at its end; on the compute lane, filled there."""
+    """A kernel's (destination, array) outputs to land at its end; on the compute lane, filled there. `shadows`:
+    (address, desc, framework-layout array) of its device-format outputs, kept for their readers once landed
+    (DeviceMemory.shadow)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ranges: list = []       # (address, bytes) its outputs land in
+        self.shadows: list = []
 
 
 class LoopLimit(Exception):
@@ -290,14 +298,17 @@ class DeviceRun:
     def land(self, task: SimTask, writes: list) -> None:
         """Outputs land (at once, or in turn on the compute lane: `writes` may still be filling there)."""
         if self.lane is None:
-            for dst, arr in writes:
-                self._land(dst, arr)
+            self._land_all(writes)
             return
+        self.lane.submit(task, lambda: self._land_all(writes))
 
-        def landing():
-            for dst, arr in writes:
-                self._land(dst, arr)
-        self.lane.submit(task, landing)
+    def _land_all(self, writes: list) -> None:
+        for address, nbytes in getattr(writes, "ranges", ()):
+            self.mem.shadow_drop(address, address + nbytes)
+        for dst, arr in writes:
+            self._land(dst, arr)
+        for address, desc, logical in getattr(writes, "shadows", ()):
+            self.mem.shadow_put(address, desc, logical)
 
     def _land(self, dst, arr) -> None:
         """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
@@ -554,8 +565,20 @@ class DeviceRun:
             values[i] = v
         for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
             values[i] = make(v)
+        in_descs, mem = plan.in_descs, self.mem
+        if mem.shadow:   # device-format inputs a kernel wrote in the framework's layout: taken as they are
+            for i, addr, desc in call.reads:
+                logical = mem.shadow_get(addr, desc) if addr is not None and desc.format in DEVICE_FORMATS else None
+                if logical is not None:
+                    if in_descs is plan.in_descs:
+                        in_descs = list(in_descs)
+                    values[i], in_descs[i] = logical, desc.logical
+        logical_outs: list = []
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,
-                      plan.in_descs)
+                      in_descs, logical_outs)
+        if direct:   # outputs written where they land now: what the memory held there is gone
+            for addr, d in zip(call.out_addrs, call.out_descs):
+                mem.shadow_drop(addr, addr + d.nbytes)
         if self.overflow is not None:
             self.overflow.check(task_id + self.id_offset, call.op.name, call.op.type, original_names(call.op),
                                 values, outs)
@@ -569,6 +592,14 @@ class DeviceRun:
                 self.direct_outputs += 1
             else:
                 writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
+        shadows = getattr(writes, "shadows", None)
+        if shadows is not None:
+            writes.ranges.extend((addr, d.nbytes) for addr, d in zip(call.out_addrs, call.out_descs))
+        for addr, d, logical in zip(call.out_addrs, call.out_descs, logical_outs):
+            if shadows is not None and d.format in DEVICE_FORMATS and logical.dtype == d.dtype and \
+                    tuple(logical.shape) == tuple(d.origin_shape or ()) and not holds(logical):
+                logical.flags.writeable = False       # its readers share it
+                shadows.append((addr, d, logical))
 
     def _aicpu_kernel(self, task: SimTask, call: Call, t: int, start: int, writes) -> None:
         """An AICPU kernel: one AICPU core for its launch plus its data touched (aicpu_launch_ns,

@@ -54,6 +54,10 @@ class WidenBudget:
         return True
 
 
+def _key(d: TensorDesc) -> tuple:
+    return tuple(d.shape), d.dtype, d.format, d.origin_format, tuple(d.origin_shape or ())
+
+
 class DeviceMemory:
     def __init__(self, fm_base: int, fm_size: int, weight_base: int, weights, widened: dict | None = None,
                  budget: WidenBudget | None = None):
@@ -70,11 +74,31 @@ class DeviceMemory:
         self.weight_base, self.weight_end = weight_base, weight_base + len(weights)
         self.widened = {} if widened is None else widened
         self.budget = WidenBudget() if budget is None else budget
+        # address -> (end, desc, array): the framework-layout array of a device-format tensor a kernel wrote
+        # there, while those bytes stay as written (every write drops what it overlaps): its reader takes it
+        # instead of converting the bytes back (ir/formats.from_device) — the same values, one copy fewer
+        self.shadow: dict[int, tuple[int, tuple, np.ndarray]] = {}
 
     def reset(self) -> None:
         """A new execution on the same loaded model: the feature map zeroed again (its pages stay mapped; a fresh
         arena per execution cost a page fault per 4 KiB written), the weights kept."""
         self.regions[0][2].fill(0)
+        self.shadow.clear()
+
+    def shadow_drop(self, lo: int, hi: int) -> None:
+        """Bytes [lo, hi) are being rewritten: the logical arrays of what they held no longer describe them."""
+        if self.shadow:
+            for a in [a for a, (end, _, _) in self.shadow.items() if a < hi and lo < end]:
+                del self.shadow[a]
+
+    def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray) -> None:
+        """`logical` is what the device-format tensor just written at `address` holds, in the framework's layout."""
+        self.shadow_drop(address, address + desc.nbytes)
+        self.shadow[address] = (address + desc.nbytes, _key(desc), logical)
+
+    def shadow_get(self, address: int, desc: TensorDesc) -> np.ndarray | None:
+        hit = self.shadow.get(address)
+        return hit[2] if hit is not None and hit[1] == _key(desc) else None
 
     def out_view(self, address: int, desc: TensorDesc) -> np.ndarray:
         """A writable view of the bytes an output lands in (bounds checked now, once per planned kernel)."""
@@ -140,4 +164,5 @@ class DeviceMemory:
     def write(self, address: int, array: np.ndarray) -> None:
         raw = np.asarray(array, order="C").reshape(-1).view(np.uint8)
         buf, off = self._locate(address, raw.size)
+        self.shadow_drop(address, address + raw.size)
         buf[off:off + raw.size] = raw
