@@ -32,13 +32,15 @@ docs: $(VENV)/.docs-stamp
 
 # compile and run speed next to onnxruntime, the simulator's rate, memory plans, fidelity, fusion, and last the
 # speed table (om-run / onnxruntime ratios, compile, threads, simulation rate, memory plans): docs/benchmarks.md;
-# then --threads 2 vs 1 on ResNet-50 and ShuffleNet and the first execution vs the later ones (bench/threads_scaling.py);
+# then the device formats' host cost (bench/format_overhead.py), --threads 2 vs 1 on ResNet-50 and ShuffleNet and the
+# first execution vs the later ones (bench/threads_scaling.py);
 # `make bench BENCH_ARGS=--quick` runs two light models only, for iterating
 BENCH_ARGS ?=
 bench: venv
 	$(PY) bench/bench.py
 	$(PY) -m bench.fidelity
 	$(PY) -m bench.speed_table $(BENCH_ARGS)
+	$(PY) -m bench.format_overhead
 	$(PY) -m bench.threads_scaling $(BENCH_ARGS)
 	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
 	$(PY) -m bench.llm_decode

@@ -45,19 +45,17 @@ def to_device_outputs(outs: list, out_descs) -> list:
 
 def launch(spec: OpSpec, tiling: TilingResult, attrs: dict[str, Any], out_descs: list[TensorDesc],
            inputs: list[np.ndarray | None], out: list | None = None, in_descs=None,
-           logical: list | None = None) -> list[np.ndarray]:
+           keep_logical: bool = False) -> list[np.ndarray]:
     """Run the kernel with the tiling it is launched with (it does not re-tile). `out`: the views the outputs
     land in, which a kernel may compute into (KernelArgs.out). BLAS is held to one thread first (host_pool.py): a
     kernel's result must not depend on how many threads numpy's BLAS would use. Operands in a device format
     (`in_descs` / `out_descs` NC1HWC0, FRACTAL_Z, ...) are converted to the framework's layout and back around
-    the kernel, which computes in that layout: the padding never changes a number. `logical`, if given, receives
-    the outputs in that layout too (the simulator keeps them for the kernels that read them next)."""
+    the kernel, which computes in that layout: the padding never changes a number. keep_logical: the outputs are
+    returned in that layout (the simulator converts them when their bytes are needed: DeviceMemory.shadow)."""
     if any(d.format in DEVICE_FORMATS for d in out_descs) or \
             any(d is not None and d.format in DEVICE_FORMATS for d in in_descs or []):
         outs = launch(spec, tiling, attrs, [d.logical for d in out_descs], to_logical(inputs, in_descs))
-        if logical is not None:
-            logical.extend(outs)
-        return to_device_outputs(outs, out_descs)
+        return outs if keep_logical else to_device_outputs(outs, out_descs)
     hold_blas_single()
     decoded = spec.decode_tiling(tiling.tiling_data, attrs)
     inside = attrs.get("_internal_dtype")

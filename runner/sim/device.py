@@ -25,7 +25,7 @@ from atc_py.errors import AtcError
 from atc_py.ops import get_op, host_pool
 from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
-from atc_py.ir.formats import DEVICE_FORMATS
+from atc_py.ir.formats import DEVICE_FORMATS, to_device
 from atc_py.ir.graph import TensorDesc
 
 from ..model import desc_from_proto
@@ -138,6 +138,7 @@ class RunResult:
 class DeviceRun:
     inline_kernels = True   # kick's inline path (off: every kernel through the event queue, as tests compare)
     use_lane = True         # numerics on the compute lane with two host threads (off: inline, as tests compare)
+    shadow_outputs = True   # device-format outputs kept in the framework's layout (DeviceMemory.shadow); off: bytes now
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
@@ -308,7 +309,7 @@ class DeviceRun:
         for dst, arr in writes:
             self._land(dst, arr)
         for address, desc, logical in getattr(writes, "shadows", ()):
-            self.mem.shadow_put(address, desc, logical)
+            self.mem.shadow_put(address, desc, logical, pending=True)
 
     def _land(self, dst, arr) -> None:
         """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
@@ -568,17 +569,21 @@ class DeviceRun:
         in_descs, mem = plan.in_descs, self.mem
         if mem.shadow:   # device-format inputs a kernel wrote in the framework's layout: taken as they are
             for i, addr, desc in call.reads:
-                logical = mem.shadow_get(addr, desc) if addr is not None and desc.format in DEVICE_FORMATS else None
+                if addr is None:
+                    continue
+                logical = mem.shadow_get(addr, desc) if desc.format in DEVICE_FORMATS else None
                 if logical is not None:
                     if in_descs is plan.in_descs:
                         in_descs = list(in_descs)
                     values[i], in_descs[i] = logical, desc.logical
-        logical_outs: list = []
-        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,
-                      in_descs, logical_outs)
-        if direct:   # outputs written where they land now: what the memory held there is gone
+                elif mem.pending:          # read as bytes: a pending tensor there gets them first
+                    mem.materialize(addr, addr + desc.nbytes)
+        shadows = getattr(writes, "shadows", None) if self.shadow_outputs else None
+        if direct:   # outputs written where they land, now: what the memory held there goes first
             for addr, d in zip(call.out_addrs, call.out_descs):
                 mem.shadow_drop(addr, addr + d.nbytes)
+        outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,
+                      in_descs, keep_logical=shadows is not None)
         if self.overflow is not None:
             self.overflow.check(task_id + self.id_offset, call.op.name, call.op.type, original_names(call.op),
                                 values, outs)
@@ -586,20 +591,20 @@ class DeviceRun:
             self.dumper.dump(call.op.type, call.op.name, task_id + self.id_offset, stream, start // 1000,
                              original_names(call.op), values, outs, call.out_descs, call.in_descs)
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
-        holds = self.mem.holds
-        for dst, arr, d in zip(plan.outs, outs, call.out_descs):
-            if arr is dst:
-                self.direct_outputs += 1
-            else:
-                writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
-        shadows = getattr(writes, "shadows", None)
+        holds = mem.holds
         if shadows is not None:
             writes.ranges.extend((addr, d.nbytes) for addr, d in zip(call.out_addrs, call.out_descs))
-        for addr, d, logical in zip(call.out_addrs, call.out_descs, logical_outs):
-            if shadows is not None and d.format in DEVICE_FORMATS and logical.dtype == d.dtype and \
-                    tuple(logical.shape) == tuple(d.origin_shape or ()) and not holds(logical):
-                logical.flags.writeable = False       # its readers share it
-                shadows.append((addr, d, logical))
+        for dst, arr, d, addr in zip(plan.outs, outs, call.out_descs, call.out_addrs):
+            if arr is dst:
+                self.direct_outputs += 1
+                continue
+            if shadows is not None and d.format in DEVICE_FORMATS:   # returned in the framework's layout
+                if arr.dtype == d.dtype and tuple(arr.shape) == tuple(d.origin_shape or ()) and not holds(arr):
+                    arr.flags.writeable = False       # its readers share it; its bytes wait until needed
+                    shadows.append((addr, d, arr))
+                    continue
+                arr = to_device(np.asarray(arr), d.format, d.origin_format)
+            writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
 
     def _aicpu_kernel(self, task: SimTask, call: Call, t: int, start: int, writes) -> None:
         """An AICPU kernel: one AICPU core for its launch plus its data touched (aicpu_launch_ns,

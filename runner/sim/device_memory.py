@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from atc_py.ir.formats import to_device
 from atc_py.ir.graph import TensorDesc
 
 
@@ -74,27 +75,58 @@ class DeviceMemory:
         self.weight_base, self.weight_end = weight_base, weight_base + len(weights)
         self.widened = {} if widened is None else widened
         self.budget = WidenBudget() if budget is None else budget
-        # address -> (end, desc, array): the framework-layout array of a device-format tensor a kernel wrote
-        # there, while those bytes stay as written (every write drops what it overlaps): its reader takes it
-        # instead of converting the bytes back (ir/formats.from_device) — the same values, one copy fewer
-        self.shadow: dict[int, tuple[int, tuple, np.ndarray]] = {}
+        # address -> [end, desc key, array, desc, pending]: the framework-layout array of a device-format tensor a
+        # kernel wrote there, while those bytes stay as written (every write drops what it overlaps): its reader
+        # takes it instead of converting the bytes back (ir/formats.from_device). `pending`: the device bytes are
+        # not written yet — made from the array (to_device) the moment anything reads or partly overwrites them
+        # (materialize), so a tensor only kernels read is never converted at all
+        self.shadow: dict[int, list] = {}
+        self.pending = 0
 
     def reset(self) -> None:
         """A new execution on the same loaded model: the feature map zeroed again (its pages stay mapped; a fresh
         arena per execution cost a page fault per 4 KiB written), the weights kept."""
         self.regions[0][2].fill(0)
         self.shadow.clear()
+        self.pending = 0
+
+    def _overlapping(self, lo: int, hi: int) -> list[int]:
+        return [a for a, e in self.shadow.items() if a < hi and lo < e[0]]
+
+    def _store(self, entry: list, address: int) -> None:
+        """A pending tensor's device bytes, made from its array now."""
+        desc = entry[3]
+        buf, off = self._locate(address, desc.nbytes)
+        dev = to_device(entry[2], desc.format, desc.origin_format).astype(desc.dtype, copy=False)
+        buf[off:off + desc.nbytes] = np.ascontiguousarray(dev).reshape(-1).view(np.uint8)
+        entry[4] = False
+        self.pending -= 1
+
+    def materialize(self, lo: int, hi: int) -> None:
+        """Every pending tensor overlapping [lo, hi) gets its device bytes: something reads them."""
+        if self.pending:
+            for a in self._overlapping(lo, hi):
+                if self.shadow[a][4]:
+                    self._store(self.shadow[a], a)
 
     def shadow_drop(self, lo: int, hi: int) -> None:
-        """Bytes [lo, hi) are being rewritten: the logical arrays of what they held no longer describe them."""
+        """Bytes [lo, hi) are being rewritten: the arrays of what they held no longer describe them (a pending
+        tensor the write covers only in part gets its bytes first: the rest of it must stay readable)."""
         if self.shadow:
-            for a in [a for a, (end, _, _) in self.shadow.items() if a < hi and lo < end]:
-                del self.shadow[a]
+            for a in self._overlapping(lo, hi):
+                entry = self.shadow.pop(a)
+                if entry[4]:
+                    if lo <= a and entry[0] <= hi:
+                        self.pending -= 1
+                    else:
+                        self._store(entry, a)
 
-    def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray) -> None:
-        """`logical` is what the device-format tensor just written at `address` holds, in the framework's layout."""
+    def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray, pending: bool = False) -> None:
+        """`logical` is what the device-format tensor at `address` holds, in the framework's layout; `pending`:
+        its bytes are not written (materialize writes them when they are needed)."""
         self.shadow_drop(address, address + desc.nbytes)
-        self.shadow[address] = (address + desc.nbytes, _key(desc), logical)
+        self.shadow[address] = [address + desc.nbytes, _key(desc), logical, desc, pending]
+        self.pending += pending
 
     def shadow_get(self, address: int, desc: TensorDesc) -> np.ndarray | None:
         hit = self.shadow.get(address)
@@ -145,6 +177,7 @@ class DeviceMemory:
 
     def read(self, address: int, desc: TensorDesc) -> np.ndarray:
         """A copy: what the host gets back (D2H)."""
+        self.materialize(address, address + desc.nbytes)
         return self.view(address, desc).copy()
 
     def view(self, address: int, desc: TensorDesc) -> np.ndarray:
