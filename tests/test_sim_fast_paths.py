@@ -282,3 +282,40 @@ def test_the_shadow_of_bytes_is_dropped_when_they_are_written_and_a_pending_one_
     mem.shadow_put(0x1000, d, logical, pending=True)
     mem.write(0x1000, np.full(d.nbytes // 4, 5, np.float32))
     assert mem.pending == 0 and np.all(mem.read(0x1000, d) == 5)
+
+
+def test_a_pending_tensor_written_over_in_part_keeps_its_other_bytes_until_read(monkeypatch):
+    """Memory reuse writes over part of a pending tensor: no kernel takes it any more, its other bytes are made
+    only if something reads them; written over whole in two parts, none are made; past REMNANT_BYTES the oldest
+    are made at once."""
+    from runner.sim import device_memory
+    from runner.sim.device_memory import DeviceMemory
+    from atc_py.ir.formats import to_device
+    from atc_py.ir.graph import TensorDesc
+    made = []
+    real = device_memory.to_device
+    monkeypatch.setattr(device_memory, "to_device", lambda *a: made.append(1) or real(*a))
+    mem = DeviceMemory(0x1000, 8192, 0x100000, b"\0" * 64)
+    d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))
+    logical = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2) + 1
+    mem.shadow_put(0x1000, d, logical, pending=True)
+    mem.write(0x1000 + 64, np.full(4, 9, np.float32))
+    assert mem.shadow_get(0x1000, d) is None and not made and mem.pending == 1
+    want = to_device(logical, "NC1HWC0", "NCHW").reshape(-1).copy()
+    want[16:20] = 9
+    assert np.array_equal(mem.read(0x1000, d).reshape(-1), want) and mem.pending == 0
+    mem.reset()
+    made.clear()
+    mem.shadow_put(0x1000, d, logical, pending=True)
+    half = d.nbytes // 2
+    mem.write(0x1000, np.full(half // 4, 1, np.float32))
+    mem.write(0x1000 + half, np.full(half // 4, 2, np.float32))
+    assert mem.pending == 0 and not mem.remnants and not made
+    mem.reset()
+    monkeypatch.setattr(device_memory, "REMNANT_BYTES", logical.nbytes)
+    mem.shadow_put(0x1000, d, logical, pending=True)
+    mem.shadow_put(0x1000 + d.nbytes, d, logical, pending=True)
+    mem.write(0x1000, np.zeros(1, np.float32))
+    assert not made
+    mem.write(0x1000 + d.nbytes, np.zeros(1, np.float32))      # a second remnant: over the budget, the first made
+    assert len(made) == 1 and len(mem.remnants) == 1

@@ -55,8 +55,23 @@ class WidenBudget:
         return True
 
 
+def _covers(ranges: list, lo: int, hi: int) -> bool:
+    """Whether the union of `ranges` covers [lo, hi)."""
+    at = lo
+    for a, b in sorted(ranges):
+        if a > at:
+            return False
+        at = max(at, b)
+        if at >= hi:
+            return True
+    return at >= hi
+
+
 def _key(d: TensorDesc) -> tuple:
     return tuple(d.shape), d.dtype, d.format, d.origin_format, tuple(d.origin_shape or ())
+
+
+REMNANT_BYTES = 256 << 20   # partly overwritten pending tensors kept unconverted, at most
 
 
 class DeviceMemory:
@@ -78,9 +93,14 @@ class DeviceMemory:
         # address -> [end, desc key, array, desc, pending]: the framework-layout array of a device-format tensor a
         # kernel wrote there, while those bytes stay as written (every write drops what it overlaps): its reader
         # takes it instead of converting the bytes back (ir/formats.from_device). `pending`: the device bytes are
-        # not written yet — made from the array (to_device) the moment anything reads or partly overwrites them
-        # (materialize), so a tensor only kernels read is never converted at all
+        # not written yet — made from the array (to_device) the moment anything reads them (materialize), so a
+        # tensor only kernels read is never converted at all
         self.shadow: dict[int, list] = {}
+        # pending tensors written over in part (memory reused): [address, end, desc, array, overwritten ranges];
+        # no kernel takes them any more, but their other bytes are made if something reads them, until REMNANT_BYTES
+        # of them are held (then the oldest are made at once)
+        self.remnants: list[list] = []
+        self.remnant_bytes = 0
         self.pending = 0
 
     def reset(self) -> None:
@@ -88,38 +108,59 @@ class DeviceMemory:
         arena per execution cost a page fault per 4 KiB written), the weights kept."""
         self.regions[0][2].fill(0)
         self.shadow.clear()
-        self.pending = 0
+        self.remnants.clear()
+        self.remnant_bytes = self.pending = 0
 
-    def _overlapping(self, lo: int, hi: int) -> list[int]:
-        return [a for a, e in self.shadow.items() if a < hi and lo < e[0]]
-
-    def _store(self, entry: list, address: int) -> None:
-        """A pending tensor's device bytes, made from its array now."""
-        desc = entry[3]
+    def _store(self, address: int, desc: TensorDesc, logical: np.ndarray, skip=()) -> None:
+        """A pending tensor's device bytes, made from its array now (but the ranges in `skip`, written since)."""
         buf, off = self._locate(address, desc.nbytes)
-        dev = to_device(entry[2], desc.format, desc.origin_format).astype(desc.dtype, copy=False)
-        buf[off:off + desc.nbytes] = np.ascontiguousarray(dev).reshape(-1).view(np.uint8)
-        entry[4] = False
+        raw = np.ascontiguousarray(to_device(logical, desc.format, desc.origin_format).astype(desc.dtype, copy=False))
+        raw = raw.reshape(-1).view(np.uint8)
+        keep = [(address, address + desc.nbytes)]
+        for lo, hi in skip:
+            keep = [r for a, b in keep for r in ((a, min(b, lo)), (max(a, hi), b)) if r[0] < r[1]]
+        for a, b in keep:
+            buf[off + a - address:off + b - address] = raw[a - address:b - address]
         self.pending -= 1
 
     def materialize(self, lo: int, hi: int) -> None:
         """Every pending tensor overlapping [lo, hi) gets its device bytes: something reads them."""
-        if self.pending:
-            for a in self._overlapping(lo, hi):
-                if self.shadow[a][4]:
-                    self._store(self.shadow[a], a)
+        if not self.pending:
+            return
+        for a in [a for a, e in self.shadow.items() if e[4] and a < hi and lo < e[0]]:
+            e = self.shadow[a]
+            self._store(a, e[3], e[2])
+            e[4] = False
+        for r in [r for r in self.remnants if r[0] < hi and lo < r[1]]:
+            self._drop_remnant(r, store=True)
+
+    def _drop_remnant(self, r: list, store: bool) -> None:
+        self.remnants.remove(r)
+        self.remnant_bytes -= r[3].nbytes
+        if store:
+            self._store(r[0], r[2], r[3], r[4])
+        else:
+            self.pending -= 1
 
     def shadow_drop(self, lo: int, hi: int) -> None:
-        """Bytes [lo, hi) are being rewritten: the arrays of what they held no longer describe them (a pending
-        tensor the write covers only in part gets its bytes first: the rest of it must stay readable)."""
+        """Bytes [lo, hi) are being rewritten: the arrays of what they held no longer describe them. A pending
+        tensor written over only in part becomes a remnant (its other bytes are made if something reads them)."""
         if self.shadow:
-            for a in self._overlapping(lo, hi):
-                entry = self.shadow.pop(a)
-                if entry[4]:
-                    if lo <= a and entry[0] <= hi:
-                        self.pending -= 1
-                    else:
-                        self._store(entry, a)
+            for a in [a for a, e in self.shadow.items() if a < hi and lo < e[0]]:
+                end, _, logical, desc, pending = self.shadow.pop(a)
+                if not pending:
+                    continue
+                if lo <= a and end <= hi:
+                    self.pending -= 1
+                else:
+                    self.remnants.append([a, end, desc, logical, []])
+                    self.remnant_bytes += logical.nbytes
+        for r in [r for r in self.remnants if r[0] < hi and lo < r[1]]:
+            r[4].append((lo, hi))
+            if _covers(r[4], r[0], r[1]):
+                self._drop_remnant(r, store=False)
+        while self.remnant_bytes > REMNANT_BYTES:
+            self._drop_remnant(self.remnants[0], store=True)
 
     def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray, pending: bool = False) -> None:
         """`logical` is what the device-format tensor at `address` holds, in the framework's layout; `pending`:
