@@ -3,10 +3,11 @@
 A kernel computes in the framework's layout. With DeviceMemory.shadow (the default) a 5HD output stays in that
 layout and its next kernel takes it as it is; its NC1HWC0 bytes are made only when something reads the bytes (a
 model output, a dump, a kernel the shadow cannot serve). Without it, every 5HD tensor is converted to NC1HWC0
-when it lands and back when it is read. Three builds / settings of the random-weight light ResNet-50 and ShuffleNet (fp32, Ascend910B1, numerics
-inline on one thread), run in interleaved rounds (the machine is shared): the default 5HD build, the same with the
-shadow switched off, and `--optimization_switch formats:off` (NCHW throughout); each the best of 4 executions per
-round, the best round kept, and the output bits compared. `python -m bench.format_overhead [--rounds N]`."""
+when it lands and back when it is read. Three builds / settings of the random-weight light ResNet-50 and
+ShuffleNet (fp32, Ascend910B1, one host thread: --threads 1), run in interleaved rounds (the machine is shared):
+the default 5HD build, the same with the shadow switched off, and `--optimization_switch formats:off` (NCHW
+throughout); each the best of 4 executions per round, the best round kept, and the output bits compared.
+`python -m bench.format_overhead [--rounds N]`."""
 from __future__ import annotations
 
 import argparse
@@ -26,6 +27,7 @@ from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim import device as device_run  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402
+from runner.threads import thread_budget  # noqa: E402
 
 FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 MODELS = ("resnet50", "shufflenet")
@@ -63,8 +65,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args(argv)
-    device_run.DeviceRun.use_lane = False       # one thread: the conversions' own cost, no overlap
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, thread_budget(1), np.errstate(all="ignore"):   # one host thread
         paths = write_all(pathlib.Path(d), MODELS)
         print("| model (fp32, one thread) | " + " | ".join(SETTINGS) + " | outputs |")
         print("|---" * (len(SETTINGS) + 2) + "|")
