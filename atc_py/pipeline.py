@@ -424,11 +424,7 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
         mark_implementations(graph, soc)
         fuse_model(graph, autofuse_on, st, fused)
         stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
-        stats["trans_data_inserted"] = st.run("formats", select_formats, graph, opts.small_channel, soc) \
-            if opts.switch("formats") else 0
-        stats["aipp_outputs_folded"] = st.run("aipp_output", aipp_output, graph)
-        stats["aipp_conv_fused"] = st.run("aipp_conv_fusion", aipp_conv_fusion, graph, soc,
-                                          opts.switch("aipp_conv_pool_fusion")) if opts.switch("aipp_conv_fusion") else 0
+        stats.update(_device_formats(graph, opts, st))
         engines = engine_counts(graph)
         sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
                     opts.sink_nops)
@@ -487,6 +483,17 @@ def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> No
         total.fused_asc_backend += s.fused_asc_backend
 
 
+def _device_formats(graph: Graph, opts: BuildOptions, st: _Stages, label: str = "") -> dict[str, int]:
+    """Formats and TransData (passes/formats.py), then AIPP writing the first convolution's input or fused into it
+    (passes/aipp_fusion.py), on a static graph."""
+    soc = opts.soc
+    return {"trans_data_inserted": st.run(f"formats{label}", select_formats, graph, opts.small_channel, soc)
+            if opts.switch("formats") else 0,
+            "aipp_outputs_folded": st.run(f"aipp_output{label}", aipp_output, graph),
+            "aipp_conv_fused": st.run(f"aipp_conv_fusion{label}", aipp_conv_fusion, graph, soc,
+                                      opts.switch("aipp_conv_pool_fusion")) if opts.switch("aipp_conv_fusion") else 0}
+
+
 def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st: _Stages,
                        fused: FuseStats, autofuse_on: bool):
     root_plan = MemoryPlan()
@@ -502,9 +509,7 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
         fuse_model(sub.graph, autofuse_on, st, fused)
         mark_internal_dtypes(sub.graph, opts.soc)
         if sub.known:
-            if opts.switch("formats"):
-                st.run(f"formats {sub.name}", select_formats, sub.graph, opts.small_channel,
-                       opts.soc)
+            _device_formats(sub.graph, opts, st, f" {sub.name}")
             sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
                         opts.single_stream, opts.reuse_memory, opts.sink_nops)
             statics.append(sm)
