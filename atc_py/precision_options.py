@@ -28,7 +28,8 @@ FUSION_PASSES = {
                     "ConstantFoldingPass": "fold", "CommonSubexpressionEliminationPass": "cse"},
     "UBFusion": {"TbeConvElemwiseReluFusion": "conv_add_fusion", "TbeConvReluFusion": "relu_fusion",
                  "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "autofuse",
-                 "TbeAippConvFusion": "aipp_conv_fusion", "TbeAippConvSingleInFusion": "aipp_conv_fusion",
+                 "TbeAippConvFusion": "aipp_conv_fusion", "TbeAippConvZ": "aipp_conv_fusion",   # (its registered name)
+                 "TbeAippConvSingleInFusion": "aipp_conv_fusion",
                  "TbeAippConvReluMaxpoolingFusion": "aipp_conv_pool_fusion"},
 }
 
