@@ -319,3 +319,27 @@ def test_a_pending_tensor_written_over_in_part_keeps_its_other_bytes_until_read(
     assert not made
     mem.write(0x1000 + d.nbytes, np.zeros(1, np.float32))      # a second remnant: over the budget, the first made
     assert len(made) == 1 and len(mem.remnants) == 1
+
+
+def test_a_landing_over_a_remnant_is_recorded_even_when_no_tensor_is_shadowed():
+    """The only pending tensor became a remnant (the shadow itself is empty): an output landing over the rest of it
+    must still count as written there, or reading that range later would bring the stale tensor's bytes back."""
+    from types import SimpleNamespace
+    from runner.sim.device import Landing
+    from runner.sim.device_memory import DeviceMemory
+    from atc_py.ir.graph import TensorDesc
+    mem = DeviceMemory(0x1000, 8192, 0x100000, b"\0" * 64)
+    d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))
+    mem.shadow_put(0x1000, d, np.ones((1, 3, 2, 2), np.float32), pending=True)
+    half = d.nbytes // 2
+    mem.write(0x1000, np.full(half // 4, 2, np.float32))               # first half: now a remnant
+    assert not mem.shadow and len(mem.remnants) == 1
+    out = TensorDesc((half // 4,), "float32")
+    view = mem.out_view(0x1000 + half, out)
+    writes = Landing()
+    writes.append((view, np.full(half // 4, 3, np.float32)))
+    writes.ranges = [(0x1000 + half, out, None)]
+    DeviceRun._land_all(SimpleNamespace(mem=mem, _land=lambda dst, arr: np.copyto(dst, arr)), writes)
+    assert not mem.remnants and mem.pending == 0
+    got = mem.read(0x1000, TensorDesc((d.nbytes // 4,), "float32"))
+    assert np.all(got[:half // 4] == 2) and np.all(got[half // 4:] == 3)

@@ -113,12 +113,12 @@ class Stream:
 
 class Landing(list):
     """A kernel's (destination, array) outputs to land at its end; on the compute lane, filled there. `shadows`:
-    (address, desc, framework-layout array) of its device-format outputs, kept for their readers once landed
-    (DeviceMemory.shadow)."""
+    (address, desc, framework-layout array, shadow key) of its device-format outputs, kept for their readers once
+    landed (DeviceMemory.shadow)."""
 
     def __init__(self):
         super().__init__()
-        self.ranges: list = []       # (address, bytes) its outputs land in
+        self.ranges: list = []       # (address, desc, shadow key) of the outputs: the bytes they land in
         self.shadows: list = []
 
 
@@ -304,12 +304,14 @@ class DeviceRun:
         self.lane.submit(task, lambda: self._land_all(writes))
 
     def _land_all(self, writes: list) -> None:
-        for address, nbytes in getattr(writes, "ranges", ()):
-            self.mem.shadow_drop(address, address + nbytes)
+        mem = self.mem
+        if mem is not None and (mem.shadow or mem.remnants):
+            for address, desc, _ in getattr(writes, "ranges", ()):
+                mem.shadow_drop(address, address + desc.nbytes)
         for dst, arr in writes:
             self._land(dst, arr)
-        for address, desc, logical in getattr(writes, "shadows", ()):
-            self.mem.shadow_put(address, desc, logical, pending=True)
+        for address, desc, logical, key in getattr(writes, "shadows", ()):
+            mem.shadow_put(address, desc, logical, pending=True, key=key)
 
     def _land(self, dst, arr) -> None:
         """An output lands: `dst` is an address, or a planned output view (same bytes as a write there)."""
@@ -567,11 +569,9 @@ class DeviceRun:
         for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
             values[i] = make(v)
         in_descs, mem = plan.in_descs, self.mem
-        if mem.shadow:   # device-format inputs a kernel wrote in the framework's layout: taken as they are
-            for i, addr, desc in call.reads:
-                if addr is None:
-                    continue
-                logical = mem.shadow_get(addr, desc) if desc.format in DEVICE_FORMATS else None
+        if mem.shadow or mem.remnants:   # device-format inputs a kernel computed: taken as they are
+            for i, addr, desc, key, device in plan.fm_reads:
+                logical = mem.shadow_get(addr, desc, key) if device else None
                 if logical is not None:
                     if in_descs is plan.in_descs:
                         in_descs = list(in_descs)
@@ -579,8 +579,8 @@ class DeviceRun:
                 elif mem.pending:          # read as bytes: a pending tensor there gets them first
                     mem.materialize(addr, addr + desc.nbytes)
         shadows = getattr(writes, "shadows", None) if self.shadow_outputs else None
-        if direct:   # outputs written where they land, now: what the memory held there goes first
-            for addr, d in zip(call.out_addrs, call.out_descs):
+        if direct and (mem.shadow or mem.remnants):   # outputs written where they land, now: what was there goes
+            for addr, d, _ in plan.out_keys:
                 mem.shadow_drop(addr, addr + d.nbytes)
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,
                       in_descs, keep_logical=shadows is not None)
@@ -593,15 +593,15 @@ class DeviceRun:
         # an output that is a view of device memory is copied now: memory may change before the kernel ends
         holds = mem.holds
         if shadows is not None:
-            writes.ranges.extend((addr, d.nbytes) for addr, d in zip(call.out_addrs, call.out_descs))
-        for dst, arr, d, addr in zip(plan.outs, outs, call.out_descs, call.out_addrs):
+            writes.ranges = plan.out_keys
+        for dst, arr, (addr, d, key) in zip(plan.outs, outs, plan.out_keys):
             if arr is dst:
                 self.direct_outputs += 1
                 continue
             if shadows is not None and d.format in DEVICE_FORMATS:   # returned in the framework's layout
                 if arr.dtype == d.dtype and tuple(arr.shape) == tuple(d.origin_shape or ()) and not holds(arr):
                     arr.flags.writeable = False       # its readers share it; its bytes wait until needed
-                    shadows.append((addr, d, arr))
+                    shadows.append((addr, d, arr, key))
                     continue
                 arr = to_device(np.asarray(arr), d.format, d.origin_format)
             writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))

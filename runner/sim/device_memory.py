@@ -2,6 +2,8 @@
 of the om (l2.py models the time those bytes take to move, not their values)."""
 from __future__ import annotations
 
+from bisect import bisect_left, insort
+
 import numpy as np
 
 from atc_py.ir.formats import to_device
@@ -67,7 +69,8 @@ def _covers(ranges: list, lo: int, hi: int) -> bool:
     return at >= hi
 
 
-def _key(d: TensorDesc) -> tuple:
+def shadow_key(d: TensorDesc) -> tuple:
+    """What tells two descs of one tensor apart for the shadow (a plan computes it once per operand)."""
     return tuple(d.shape), d.dtype, d.format, d.origin_format, tuple(d.origin_shape or ())
 
 
@@ -96,6 +99,7 @@ class DeviceMemory:
         # not written yet — made from the array (to_device) the moment anything reads them (materialize), so a
         # tensor only kernels read is never converted at all
         self.shadow: dict[int, list] = {}
+        self.starts: list[int] = []      # the shadow's addresses, sorted (its entries never overlap each other)
         # pending tensors written over in part (memory reused): [address, end, desc, array, overwritten ranges];
         # no kernel takes them any more, but their other bytes are made if something reads them, until REMNANT_BYTES
         # of them are held (then the oldest are made at once)
@@ -108,6 +112,7 @@ class DeviceMemory:
         arena per execution cost a page fault per 4 KiB written), the weights kept."""
         self.regions[0][2].fill(0)
         self.shadow.clear()
+        self.starts.clear()
         self.remnants.clear()
         self.remnant_bytes = self.pending = 0
 
@@ -127,10 +132,11 @@ class DeviceMemory:
         """Every pending tensor overlapping [lo, hi) gets its device bytes: something reads them."""
         if not self.pending:
             return
-        for a in [a for a, e in self.shadow.items() if e[4] and a < hi and lo < e[0]]:
+        for a in self._shadowed(lo, hi):
             e = self.shadow[a]
-            self._store(a, e[3], e[2])
-            e[4] = False
+            if e[4]:
+                self._store(a, e[3], e[2])
+                e[4] = False
         for r in [r for r in self.remnants if r[0] < hi and lo < r[1]]:
             self._drop_remnant(r, store=True)
 
@@ -146,8 +152,9 @@ class DeviceMemory:
         """Bytes [lo, hi) are being rewritten: the arrays of what they held no longer describe them. A pending
         tensor written over only in part becomes a remnant (its other bytes are made if something reads them)."""
         if self.shadow:
-            for a in [a for a, e in self.shadow.items() if a < hi and lo < e[0]]:
+            for a in self._shadowed(lo, hi):
                 end, _, logical, desc, pending = self.shadow.pop(a)
+                del self.starts[bisect_left(self.starts, a)]
                 if not pending:
                     continue
                 if lo <= a and end <= hi:
@@ -162,16 +169,30 @@ class DeviceMemory:
         while self.remnant_bytes > REMNANT_BYTES:
             self._drop_remnant(self.remnants[0], store=True)
 
-    def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray, pending: bool = False) -> None:
+    def shadow_put(self, address: int, desc: TensorDesc, logical: np.ndarray, pending: bool = False,
+                   key: tuple | None = None) -> None:
         """`logical` is what the device-format tensor at `address` holds, in the framework's layout; `pending`:
         its bytes are not written (materialize writes them when they are needed)."""
         self.shadow_drop(address, address + desc.nbytes)
-        self.shadow[address] = [address + desc.nbytes, _key(desc), logical, desc, pending]
+        self.shadow[address] = [address + desc.nbytes, key or shadow_key(desc), logical, desc, pending]
+        insort(self.starts, address)
         self.pending += pending
 
-    def shadow_get(self, address: int, desc: TensorDesc) -> np.ndarray | None:
+    def shadow_get(self, address: int, desc: TensorDesc, key: tuple | None = None) -> np.ndarray | None:
+        """The array of the tensor at `address` if it is the one `desc` describes (`key`: shadow_key(desc))."""
         hit = self.shadow.get(address)
-        return hit[2] if hit is not None and hit[1] == _key(desc) else None
+        return hit[2] if hit is not None and hit[1] == (key or shadow_key(desc)) else None
+
+    def _shadowed(self, lo: int, hi: int) -> list[int]:
+        """The shadow's addresses whose tensors overlap [lo, hi): a bisection, the entries being disjoint."""
+        starts, out = self.starts, []
+        k = bisect_left(starts, hi)
+        while k:
+            k -= 1
+            if self.shadow[starts[k]][0] <= lo:
+                break
+            out.append(starts[k])
+        return out
 
     def out_view(self, address: int, desc: TensorDesc) -> np.ndarray:
         """A writable view of the bytes an output lands in (bounds checked now, once per planned kernel)."""

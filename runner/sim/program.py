@@ -21,7 +21,7 @@ from atc_py.ops.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
 from ..model import DeviceModel, desc_from_proto
-from .device_memory import aligned, widen
+from .device_memory import aligned, shadow_key, widen
 from .hazards import Access, Deps, analyse
 from .l2 import merge
 from .profile import RuntimeProfile
@@ -107,6 +107,10 @@ class KernelPlan:
     outs: list           # writable views the outputs land in
     later: list = field(default_factory=list)   # (input index, make, weight view): values[i] = make(view) per launch
     in_descs: list = field(default_factory=list)  # the kernel's input descs (a weight converted here: its logical)
+    # (input index, address, desc, shadow key, device format?) of its feature-map reads and (address, desc, shadow
+    # key) of its outputs: what DeviceMemory.shadow is asked and told each launch, worked out once
+    fm_reads: list = field(default_factory=list)
+    out_keys: list = field(default_factory=list)
 
 
 def plan_call(call: Call, mem) -> KernelPlan:
@@ -137,7 +141,10 @@ def plan_call(call: Call, mem) -> KernelPlan:
                 continue
         reads.append((i, view))
     outs = [mem.out_view(addr, d) for addr, d in zip(call.out_addrs, call.out_descs)]
-    return KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs, later, in_descs)
+    fm_reads = [(i, addr, desc, shadow_key(desc), desc.format in DEVICE_FORMATS) for i, addr, desc in call.reads
+                if addr is not None and not mem.is_weight(addr)]
+    out_keys = [(addr, d, shadow_key(d)) for addr, d in zip(call.out_addrs, call.out_descs)]
+    return KernelPlan(mem, get_op(call.op.type), reads, len(call.op.input), outs, later, in_descs, fm_reads, out_keys)
 
 
 def _logical_weight(desc, wide: bool):
