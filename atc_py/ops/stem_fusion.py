@@ -48,30 +48,30 @@ def pool(attrs: dict) -> tuple | None:
     return (*(int(v) for v in k[-2:]), *(int(v) for v in s[-2:]), *(int(v) for v in p))
 
 
+def _max_pool(attrs: dict):
+    """The fused pool as MaxPoolV3 and its attributes: its geometry and its reduction are that op's."""
+    from .conv_pool import MaxPoolV3    # conv_pool imports this module
+    kh, kw, sh, sw, *pads = pool(attrs)
+    return MaxPoolV3(), {"ksize": [1, 1, kh, kw], "strides": [1, 1, sh, sw], "pads": pads}
+
+
 def output_shape(conv_shape: tuple, attrs: dict) -> tuple:
     """The kernel's output: the convolution's, or its pooled map."""
-    p = pool(attrs)
-    if p is None:
+    if pool(attrs) is None:
         return tuple(conv_shape)
-    from .conv_pool import out_dim    # conv_pool imports this module
-    kh, kw, sh, sw, pt, pb, pl, pr = p
-    n, c, h, w = conv_shape
-    return n, c, out_dim(h, kh, sh, 1, pt, pb), out_dim(w, kw, sw, 1, pl, pr)
+    op, pool_attrs = _max_pool(attrs)
+    g = op._geom(conv_shape, pool_attrs)
+    return g["n"], g["c"], g["ho"], g["wo"]
 
 
 def pooled(y: np.ndarray, attrs: dict) -> np.ndarray:
-    """The max over each window of the (rounded) convolution output; padding never wins."""
-    p = pool(attrs)
-    if p is None:
+    """The max over each window of the (rounded) convolution output, as MaxPoolV3 takes it; padding never wins."""
+    if pool(attrs) is None:
         return y
-    from .conv_pool import pad_planes, reduce_windows
-    kh, kw, sh, sw, pt, pb, pl, pr = p
-    n, c, ho, wo = output_shape(y.shape, attrs)
-    work = np.float32 if y.dtype == np.float16 else y.dtype
-    planes = pad_planes(y.reshape(n * c, y.shape[2], y.shape[3]), pt, pb, pl, pr, -np.inf, work)
-    out = np.empty((n * c, ho, wo), work)
-    reduce_windows(planes, np.maximum, out, kh, kw, sh, sw, 1, 1, ho, wo)
-    return out.astype(y.dtype, copy=False).reshape(n, c, ho, wo)
+    op, pool_attrs = _max_pool(attrs)
+    t = op._geom(y.shape, pool_attrs)
+    out = op.reduce(t, y.reshape(-1, t["h"], t["w"]), pool_attrs)
+    return out.astype(y.dtype, copy=False).reshape(t["n"], t["c"], t["ho"], t["wo"])
 
 
 def fused_vector_ops(attrs: dict, in_elems: int, out_elems: int) -> int:

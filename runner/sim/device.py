@@ -305,7 +305,7 @@ class DeviceRun:
 
     def _land_all(self, writes: list) -> None:
         mem = self.mem
-        if mem is not None and (mem.shadow or mem.remnants):
+        if mem is not None and mem.tracking:
             for address, desc, _ in getattr(writes, "ranges", ()):
                 mem.shadow_drop(address, address + desc.nbytes)
         for dst, arr in writes:
@@ -569,7 +569,7 @@ class DeviceRun:
         for i, make, v in plan.later:   # weights past the cache's budget: made ready for this launch only
             values[i] = make(v)
         in_descs, mem = plan.in_descs, self.mem
-        if mem.shadow or mem.remnants:   # device-format inputs a kernel computed: taken as they are
+        if mem.tracking:   # device-format inputs a kernel computed: taken as they are
             for i, addr, desc, key, device in plan.fm_reads:
                 logical = mem.shadow_get(addr, desc, key) if device else None
                 if logical is not None:
@@ -579,7 +579,7 @@ class DeviceRun:
                 elif mem.pending:          # read as bytes: a pending tensor there gets them first
                     mem.materialize(addr, addr + desc.nbytes)
         shadows = getattr(writes, "shadows", None) if self.shadow_outputs else None
-        if direct and (mem.shadow or mem.remnants):   # outputs written where they land, now: what was there goes
+        if direct and mem.tracking:   # outputs written where they land, now: what was there goes
             for addr, d, _ in plan.out_keys:
                 mem.shadow_drop(addr, addr + d.nbytes)
         outs = launch(plan.spec, tiling, call.attrs, call.out_descs, values, plan.outs if direct else None,

@@ -116,6 +116,11 @@ class DeviceMemory:
         self.remnants.clear()
         self.remnant_bytes = self.pending = 0
 
+    @property
+    def tracking(self) -> bool:
+        """Whether any write must be told to the shadow (something is shadowed, or a remnant waits)."""
+        return bool(self.shadow or self.remnants)
+
     def _store(self, address: int, desc: TensorDesc, logical: np.ndarray, skip=()) -> None:
         """A pending tensor's device bytes, made from its array now (but the ranges in `skip`, written since)."""
         buf, off = self._locate(address, desc.nbytes)
