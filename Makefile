@@ -33,7 +33,8 @@ docs: $(VENV)/.docs-stamp
 # compile and run speed next to onnxruntime, the simulator's rate, memory plans, fidelity, fusion, and last the
 # speed table (om-run / onnxruntime ratios, compile, threads, simulation rate, memory plans): docs/benchmarks.md;
 # then the device formats' host cost (bench/format_overhead.py), --threads 2 vs 1 on ResNet-50 and ShuffleNet and the
-# first execution vs the later ones (bench/threads_scaling.py);
+# first execution vs the later ones (bench/threads_scaling.py), om-run's host heap against glibc's default
+# (bench/host_heap.py);
 # `make bench BENCH_ARGS=--quick` runs two light models only, for iterating
 BENCH_ARGS ?=
 bench: venv
@@ -42,6 +43,7 @@ bench: venv
 	$(PY) -m bench.speed_table $(BENCH_ARGS)
 	$(PY) -m bench.format_overhead
 	$(PY) -m bench.threads_scaling $(BENCH_ARGS)
+	$(PY) -m bench.host_heap
 	$(PY) -m bench.llm_scale $(LLM_SCALE_ARGS)
 	$(PY) -m bench.llm_decode
 

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 import atc_py  # noqa: E402
 from bench import compile_speed, fusion_bench  # noqa: E402  (bench/compile_speed.py, this folder)
 from bench.numpy_floor import SmallCnnNumpy  # noqa: E402
+from runner.host_heap import keep_freed_memory  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402
@@ -210,6 +211,7 @@ def memory_planning() -> None:
 
 
 def main() -> None:
+    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
     with tempfile.TemporaryDirectory() as d:
         compile_and_run(d)
         numpy_floor(d)

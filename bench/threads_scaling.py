@@ -7,7 +7,9 @@ bit-identical outputs; the first execution within 1.3x of the later ones.
 The machine is shared: every sample is tagged with the CPU other processes used while it ran (/proc/stat less
 this process's own CPU time, as runner/threads.LoadProbe judges it), and the table gives the best sample of each
 setting among those taken while others used at most CLEAN_CORES of a core — and, beside it, the best of all.
-Settings run round robin (1 thread, 2 threads, 1, 2...), so drifting load hits both alike. The ceiling column is
+Settings run round robin (1 thread, 2 threads, 1, 2...), so drifting load hits both alike; after each switch one
+execution runs unsampled (om-run --loop keeps one thread count: on the VM, the first execution after a run on one
+thread paid for waking the idle second core, 2 threads measured 125-155 ms against 103-118 ms unswitched). The ceiling column is
 what two cores give these kernels with no splitting at all: two independent executions at once (`ceiling`).
 `python -m bench.threads_scaling [--quick]`.
 """
@@ -27,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.light_models import write_all  # noqa: E402
+from runner.host_heap import keep_freed_memory  # noqa: E402
 from runner.io import random_inputs  # noqa: E402
 from runner.loader import load_model  # noqa: E402
 from runner.sim.host import Simulation  # noqa: E402
@@ -82,6 +85,7 @@ def scaling(om: pathlib.Path, rounds: int) -> dict:
     for _ in range(rounds):
         for n in (1, 2):
             with thread_budget(n), np.errstate(all="ignore"):
+                sims[n].run(x)     # settling, not sampled: the first execution after a switch wakes idle cores
                 s = Sample(lambda: sims[n].run(x), repeat)
                 samples[n].append(s)
                 repeat = max(1, min(5, int(0.15 / max(s.wall, 1e-4))))   # samples of ~0.15 s: jiffies are 10 ms
@@ -122,7 +126,10 @@ def ceiling(om: pathlib.Path, rounds: int) -> float:
 
 
 def first_vs_later(om: pathlib.Path, threads: int, tries: int, later: int = 4) -> tuple[float, float]:
-    """Best first execution of `tries` fresh loads (each warmed as om-run does), and the best later one."""
+    """Best first execution of `tries` fresh loads (each warmed as om-run does), and the best of their last
+    executions (the `later`-th after the first): as many samples of each, since the best of many noisy samples is
+    lower than the best of few (best of 4 firsts against best of 16 later ones read 1.2-1.5x on an idle VM where
+    the profile of the two executions differed by 5 %)."""
     model = load_model(str(om))
     x = random_inputs(model, 0)
     firsts, laters = [], []
@@ -131,12 +138,15 @@ def first_vs_later(om: pathlib.Path, threads: int, tries: int, later: int = 4) -
             sim = Simulation(model)
             warm(sim)
             firsts.append(Sample(lambda: sim.run(x)).wall)
-            laters += [Sample(lambda: sim.run(x)).wall for _ in range(later)]
+            for _ in range(later - 1):
+                sim.run(x)
+            laters.append(Sample(lambda: sim.run(x)).wall)
     return min(firsts), min(laters)
 
 
 def main(argv=None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
     rounds, tries = (6, 2) if quick else (20, 4)
     print(f"threads scaling: {usable_cores()} usable cores, load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start", flush=True)

@@ -30,6 +30,7 @@ from .sim.report import (ais_bench_lines, ais_bench_summary, console, msame_line
                          write_profile)
 from .cli_errors import guarded
 from .simulate import simulate
+from .host_heap import keep_freed_memory
 from .threads import LoadProbe
 
 
@@ -77,6 +78,7 @@ class OmRunCommand(click.Command):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         quiet_ieee_warnings()    # the simulated device computes inf/NaN silently, as an AI Core does
+        keep_freed_memory()      # kernels' temporaries reuse freed heap instead of faulting fresh pages (host_heap)
         argv = list(sys.argv[1:] if args is None else args)
         command = super()
         if argv[:1] == ["compare"]:   # om-run compare ...: msit debug compare's command line

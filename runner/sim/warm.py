@@ -2,13 +2,15 @@
 first loop): each static model's program (tasks decoded, costs priced), every kernel's tiling decoded once (an
 AscBackend kernel decodes and checks its graphs then), the host pool's threads started, and the scratch buffers
 the kernels compute in (im2col columns, padded planes, fp32 accumulators: ops/host_pool.scratch) grown to the
-largest launch and their pages touched — on the calling thread and on each pool thread."""
+largest launch and their pages touched — on the calling thread and on each pool thread — and, where om-run keeps
+freed memory in its heap (runner/host_heap.py), a block of that heap touched on each thread the kernels run on."""
 from __future__ import annotations
 
 from atc_py.errors import AtcError
 from atc_py.ops import get_op, host_pool
 from atc_py.ops.base import OpError
 
+from ..host_heap import prefault
 from ..model import DeviceModel
 from .compute_lane import LaneFailure, lane
 from .program import _in_descs
@@ -47,9 +49,15 @@ def warm(sim) -> None:
                     for name, nbytes in need.items():
                         into[name] = max(into.get(name, 0), int(nbytes))
     host_pool.warm(caller, pieces)
+    heap = prefault if sim.compute else (lambda: None)
+    heap()
     if host_pool.HOST_THREADS >= 2:   # the kernels will launch on the compute lane's thread: its scratch too
+
+        def on_lane():
+            host_pool.warm(caller, pieces)
+            heap()
         work = lane()
-        work.submit("warm", lambda: host_pool.warm(caller, pieces))
+        work.submit("warm", on_lane)
         try:
             work.drain()
         except LaneFailure:
