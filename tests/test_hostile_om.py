@@ -246,6 +246,9 @@ def _matmul_k(md, k: int):
     (lambda md: op_named(md, "Conv2D").input_desc[0].shape.dim.append(1), "input 0: a NC1HWC0 tensor"),  # 5HD
     (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.append(1), "2-D"),
     (lambda md: _zero_list(op_named(md, "Conv2D").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
+    # fuzz seed 37: a bias descriptor of no elements reached the kernel's reshape (E30004 ValueError)
+    (lambda md: op_named(md, "Conv2D").input_desc[2].shape.dim.__setitem__(0, 0), "bias [0] has 0 elements"),
+    (lambda md: op_named(md, "MatMulV2").input_desc[2].shape.dim.append(2), "elements; the output has"),
     (lambda md: _zero_list(op_named(md, "MaxPoolV3").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
     (lambda md: md.attr["memory_size"].__setattr__("i", 2**32 - 1), "memory_size 4294967295 is far beyond"),
     (lambda md: md.attr["memory_size"].__setattr__("i", 20 << 30), "memory_size 21474836480 is far beyond"),

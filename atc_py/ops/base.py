@@ -289,6 +289,18 @@ REQUIRED: Any = _Required()
 
 
 # -- helpers shared by tiling functions ----------------------------------------------------------
+def check_bias(node, index: int, channels: int) -> None:
+    """A cube kernel's optional bias (input `index`) adds one value per output channel: it must hold `channels`
+    elements (the frontends and fusions make it a vector of that length). A file giving it another shape would
+    reach the kernel's reshape or broadcast."""
+    if index < len(node.inputs) and node.inputs[index] is not None:
+        b = node.input_desc(index)
+        if any(d < 0 for d in b.shape) or channels < 0:
+            return                 # unknown until run time: the kernel's shapes are checked when they are known
+        if prod(b.shape) != channels:
+            raise OpError(f"bias {list(b.shape)} has {prod(b.shape)} elements; the output has {channels} channels")
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

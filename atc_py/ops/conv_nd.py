@@ -10,7 +10,8 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, cores_for, prod, split_rows
+from .base import (AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, check_bias, cores_for,
+                   prod, split_rows)
 from .conv_pool import out_dim
 from .registry import register
 from .window_ops import conv_transpose_nd
@@ -70,6 +71,7 @@ class Conv3D(OpSpec):
     def infer(self, node: Node) -> list[TensorDesc]:
         x, w = node.input_desc(0), node.input_desc(1)
         out = self._geom(x.shape, w.shape, node.attrs)[5]
+        check_bias(node, 2, w.shape[0])
         return [TensorDesc((x.shape[0], w.shape[0], *out), x.dtype, "NCDHW", "NCDHW")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
@@ -136,6 +138,7 @@ class Conv2DTransposeD(OpSpec):
     def infer(self, node: Node) -> list[TensorDesc]:
         x, w = node.input_desc(0), node.input_desc(1)
         g, *_, out = self._geom(x.shape, w.shape, node.attrs)
+        check_bias(node, 2, w.shape[1] * g)
         return [TensorDesc((x.shape[0], w.shape[1] * g, *out), x.dtype, "NCHW", "NCHW")]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:

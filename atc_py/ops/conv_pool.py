@@ -14,7 +14,7 @@ import numpy as np
 from ..ir.formats import C04, SMALL_CHANNEL
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, cores_for, covered, direct_output, split_rows)
+                   ceil_div, check_bias, cores_for, covered, direct_output, split_rows)
 from .gemm import grouped_matmul
 from .host_pool import cuts, run_pieces, scratch
 from .registry import register
@@ -307,6 +307,7 @@ class Conv2D(OpSpec):
         if (x.dtype in INT_CUBE) != (w.dtype in INT_CUBE):
             raise OpError(f"x ({x.dtype}) and filter ({w.dtype}) must both be float or both be integer")
         out = "int32" if x.dtype in INT_CUBE else x.dtype
+        check_bias(node, 2, g["cout"])
         res = node.inputs[3] if len(node.inputs) > 3 else None
         if res is not None and (tuple(res.desc.shape) != shape or res.desc.dtype != out):
             raise OpError(f"residual {res.desc.dtype}{list(res.desc.shape)} is not the output's {out}{list(shape)}")

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
-                   prod)
+                   check_bias, prod)
 from .conv_pool import INT_CUBE, int_operands, scratch
 from .gemm import grouped_matmul
 from .registry import register
@@ -139,6 +139,7 @@ class MatMulBase(OpSpec):
         if (a.dtype in INT_CUBE) != (b.dtype in INT_CUBE):
             raise OpError(f"x1 ({a.dtype}) and x2 ({b.dtype}) must both be float or both be integer")
         out = "int32" if a.dtype in INT_CUBE else a.dtype
+        check_bias(node, 2, n)
         return [TensorDesc(batch + (m, n), out, a.format, a.origin_format)]
 
     def _grid(self, ctx: TilingContext) -> tuple[Grid, tuple, int, int, int, int]:

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, prod
+from .base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, check_bias, prod
 from .conv_pool import out_dim
 from .registry import register
 from .row_split import RowSplitOp, ints
@@ -203,6 +203,7 @@ class Conv3DTransposeD(RowSplitOp):
     def infer(self, node: Node) -> list[TensorDesc]:
         x, w = node.input_desc(0), node.input_desc(1)
         g, *_, out = self._geom(x.shape, w.shape, node.attrs)
+        check_bias(node, 2, w.shape[1] * g)
         return [TensorDesc((x.shape[0], w.shape[1] * g, *out), x.dtype, "NCDHW", "NCDHW")]
 
     def rows(self, ctx: TilingContext) -> int:
