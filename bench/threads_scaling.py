@@ -128,8 +128,8 @@ def ceiling(om: pathlib.Path, rounds: int) -> float:
 def first_vs_later(om: pathlib.Path, threads: int, tries: int, later: int = 4) -> tuple[float, float]:
     """Best first execution of `tries` fresh loads (each warmed as om-run does), and the best of their last
     executions (the `later`-th after the first): as many samples of each, since the best of many noisy samples is
-    lower than the best of few (best of 4 firsts against best of 16 later ones read 1.2-1.5x on an idle VM where
-    the profile of the two executions differed by 5 %)."""
+    lower than the best of few (ShuffleNet: the best of 3 firsts against the best of 24 later ones read 1.23-1.57x,
+    while under cProfile its first and third executions differed by 7 %)."""
     model = load_model(str(om))
     x = random_inputs(model, 0)
     firsts, laters = [], []
