@@ -313,3 +313,15 @@ def test_validated_models_still_run_and_keep_their_memory_size(om_run, tmp_path,
     code, out, err = run(om_run, tmp_path, edit(cnn_om, lambda md: md.attr["memory_size"].__setattr__(
         "i", md.attr["memory_size"].i + 4096)))
     assert code == 0 and "finished successfully" in out, err
+
+
+def test_an_attention_of_empty_batch_is_refused_at_load(om_run, tmp_path, sk_om):
+    """Fuzz seed 38: IncreFlashAttention's descriptors all given batch 0 (consistent with each other) reached its
+    device tiling, whose longest-sequence search had nothing to search (E30004 ValueError)."""
+    def mutate(md):
+        op = op_named(md, "IncreFlashAttention")
+        for d in list(op.input_desc) + list(op.output_desc):
+            d.shape.dim[0] = 0
+    code, _, err = run(om_run, tmp_path, edit(sk_om, mutate), "--no-compute")
+    assert code == 1 and err.startswith("[ERROR] E30001") and "empty dimension" in err, err
+    assert not re.search(r"\b\w+Error\b", err), err

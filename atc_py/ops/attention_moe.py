@@ -71,6 +71,8 @@ class IncreFlashAttention(OpSpec):
             raise OpError(f"shapes query {list(q)}, key {list(k)}, value {list(v)} are not [B,N,1,D], [B,N,S,D]")
         if int(self.attr(attrs, "num_heads")) != q[1]:
             raise OpError(f"num_heads {self.attr(attrs, 'num_heads')} != N = {q[1]}")
+        if 0 in (q[0], q[1], k[2], q[3]):   # no sequence to attend over: its tiling has nothing to split
+            raise OpError(f"shapes query {list(q)}, key {list(k)} have an empty dimension (B, N, S and D must be >= 1)")
         return q[0], q[1], k[2], q[3]
 
     def infer(self, node: Node) -> list[TensorDesc]:
