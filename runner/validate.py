@@ -189,6 +189,7 @@ class ModelValidator:
                           f"{len(src.output_desc)}")
             if self.order[src.name] >= self.order[op.name]:
                 self.fail(f"op {op.name!r} ({op.type}) input {i} comes from {ref[0]!r}, which runs after it")
+            self.same_as_source(op, i, present.index(i), src, ref[1])
         if spec.inputs and not any(n.endswith("*") for n in spec.inputs):
             if len(op.input) > len(spec.inputs):
                 self.fail(f"op {op.name!r} ({op.type}) has {len(op.input)} inputs; {op.type} takes {len(spec.inputs)}")
@@ -224,6 +225,16 @@ class ModelValidator:
                           f"{len(self.m.weights)} B of weights")
         if op.type == "PartitionedCall" and len(op.subgraph_name) != 1:
             self.fail(f"PartitionedCall {op.name!r} names {len(op.subgraph_name)} subgraphs; it calls one")
+
+    def same_as_source(self, op, i: int, slot: int, src, k: int) -> None:
+        """An input is its producer's output: the descriptor the kernel reads it by (its shape sizes views of
+        device memory) must be the one its producer writes it by."""
+        if slot >= len(op.input_desc):
+            return
+        a, b = op.input_desc[slot], src.output_desc[k]
+        if list(a.shape.dim) != list(b.shape.dim) or a.dtype != b.dtype or (a.layout or "ND") != (b.layout or "ND"):
+            self.fail(f"op {op.name!r} ({op.type}) input {i} is described as {_show(a)}, but {src.name!r} "
+                      f"({src.type}) output {k} is {_show(b)}")
 
     def shape_range(self, op) -> None:
         """A dynamic input's `_shape_range`: (low, high) per dim, 0 <= low <= high (or high -1), matching its dims."""
@@ -732,6 +743,11 @@ def desc_from_proto_checked(td) -> TensorDesc:
         return desc_from_proto(td)
     dt = dtype_from_proto(td.dtype)
     return TensorDesc(tuple(td.shape.dim), dt.name, td.layout or "ND", td.layout or "ND")
+
+
+def _show(td) -> str:
+    dt = dtype_from_proto(td.dtype)
+    return f"{dt.name if dt else td.dtype}{list(td.shape.dim)} {td.layout or 'ND'}"
 
 
 def _desc_key(td) -> tuple:

@@ -228,15 +228,25 @@ def _zero_list(attr):
         attr.list.i[j] = 0
 
 
+def _both_ends(md, op_type: str, i: int, change):
+    """The op's input i and the output of the op it reads, changed alike (the Const keeps its weight bytes)."""
+    op = op_named(md, op_type)
+    name, k = op.input[i].rsplit(":", 1)
+    src = next(o for o in md.graph[0].op if o.name == name)
+    change(op.input_desc[i])
+    change(src.output_desc[int(k)])
+
+
 def _matmul_k(md, k: int):
-    """K of the MatMul set in both inputs: descriptors that agree with each other, not with the tiling."""
-    op = op_named(md, "MatMulV2")
-    op.input_desc[0].shape.dim[1] = k
-    op.input_desc[1].shape.dim[1] = k
+    """K of the MatMul set in both inputs (and their producers' outputs): descriptors that agree with each other,
+    not with the tiling."""
+    for i in (0, 1):
+        _both_ends(md, "MatMulV2", i, lambda d: d.shape.dim.__setitem__(1, k))
 
 
 @pytest.mark.parametrize("mutate,expect", [
-    (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.__setitem__(1, 0), "inner dimensions differ"),
+    (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.__setitem__(1, 0), "input 0 is described as"),
+    (lambda md: _both_ends(md, "MatMulV2", 0, lambda d: d.shape.dim.__setitem__(1, 0)), "inner dimensions differ"),
     (lambda md: _matmul_k(md, 0), "field k is 32; its descriptors give 0"),
     (lambda md: op_named(md, "MatMulV2").output_desc[0].shape.dim.__setitem__(1, 0), "output 0 descriptor"),
     (lambda md: op_named(md, "SoftmaxV2").output_desc[0].shape.dim.__setitem__(1, 2), "output 0 descriptor"),
@@ -244,11 +254,14 @@ def _matmul_k(md, k: int):
     (lambda md: op_named(md, "Conv2D").output_desc[0].shape.dim.__setitem__(2, 2), "output 0: a NC1HWC0 tensor"),
     (lambda md: op_named(md, "SoftmaxV2").output_desc[0].shape.dim.append(1), "output 0 descriptor"),
     (lambda md: op_named(md, "Conv2D").input_desc[0].shape.dim.append(1), "input 0: a NC1HWC0 tensor"),  # 5HD
-    (lambda md: op_named(md, "MatMulV2").input_desc[0].shape.dim.append(1), "2-D"),
+    (lambda md: _both_ends(md, "MatMulV2", 0, lambda d: d.shape.dim.append(1)), "2-D"),
     (lambda md: _zero_list(op_named(md, "Conv2D").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
-    # fuzz seed 37: a bias descriptor of no elements reached the kernel's reshape (E30004 ValueError)
-    (lambda md: op_named(md, "Conv2D").input_desc[2].shape.dim.__setitem__(0, 0), "bias [0] has 0 elements"),
-    (lambda md: op_named(md, "MatMulV2").input_desc[2].shape.dim.append(2), "elements; the output has"),
+    # fuzz seed 37: a bias descriptor of no elements reached the kernel's reshape (E30004 ValueError): the input
+    # no longer its producer's output...
+    (lambda md: op_named(md, "Conv2D").input_desc[2].shape.dim.__setitem__(0, 0), "input 2 is described as"),
+    # ...and both changed alike: the kernel's bias must still hold one value per output channel
+    (lambda md: _both_ends(md, "Conv2D", 2, lambda d: d.shape.dim.__setitem__(0, 0)), "bias [0] has 0 elements"),
+    (lambda md: _both_ends(md, "MatMulV2", 2, lambda d: d.shape.dim.append(2)), "elements; the output has"),
     (lambda md: _zero_list(op_named(md, "MaxPoolV3").attr["strides"]), "attribute strides [0, 0, 0, 0]"),
     (lambda md: md.attr["memory_size"].__setattr__("i", 2**32 - 1), "memory_size 4294967295 is far beyond"),
     (lambda md: md.attr["memory_size"].__setattr__("i", 20 << 30), "memory_size 21474836480 is far beyond"),
@@ -323,5 +336,20 @@ def test_an_attention_of_empty_batch_is_refused_at_load(om_run, tmp_path, sk_om)
         for d in list(op.input_desc) + list(op.output_desc):
             d.shape.dim[0] = 0
     code, _, err = run(om_run, tmp_path, edit(sk_om, mutate), "--no-compute")
-    assert code == 1 and err.startswith("[ERROR] E30001") and "empty dimension" in err, err
+    assert code == 1 and err.startswith("[ERROR] E30001") and "op 'ifa' (IncreFlashAttention)" in err, err
     assert not re.search(r"\b\w+Error\b", err), err
+
+
+def test_the_attention_kernels_inference_refuses_an_empty_dimension():
+    """What the load check above relies on once the descriptors agree with their producers: IncreFlashAttention's
+    inference (its device tiling searches the sequence lengths of B >= 1 batches)."""
+    from atc_py.ir.graph import Node, TensorDesc, Value
+    from atc_py.ops import get_op
+    from atc_py.ops.base import OpError
+    spec = get_op("IncreFlashAttention")
+    node = Node("ifa", "IncreFlashAttention", {"num_heads": 2, "input_layout": "BNSD"})
+    descs = [TensorDesc((0, 2, 1, 16), "float16"), TensorDesc((0, 2, 32, 16), "float16"),
+             TensorDesc((0, 2, 32, 16), "float16"), TensorDesc((0,), "int64")]
+    node.inputs = [Value(f"in{i}", d, None) for i, d in enumerate(descs)]
+    with pytest.raises(OpError, match="empty dimension"):
+        spec.infer(node)
