@@ -46,6 +46,12 @@ def impl(md):
     return asc(md).attr["ascgraph_impl"].g
 
 
+def _producer(md, op, i: int):
+    """The output descriptor op's input i reads (changed with it: the inputs agree with their producers)."""
+    name, k = op.input[i].rsplit(":", 1)
+    return next(o for o in md.graph[0].op if o.name == name).output_desc[int(k)]
+
+
 @pytest.mark.parametrize("mutate,expect", [
     (lambda md: node(hint(md), "exp0").attr["sched.axis"].list.i.append(9), ["'exp0'", "sched.axis"]),
     (lambda md: node(impl(md), "sum0").output_desc[0].attr["axis"].list.i.__setitem__(0, 99), ["'sum0'", "axis"]),
@@ -61,7 +67,9 @@ def impl(md):
     (lambda md: hint(md).attr["axis_size"].list.s.__setitem__(0, b"s0*s0*s0*s0"), ["repeats"]),
     (lambda md: asc(md).attr["ascgraph"].__setattr__("s", b"not a graph"), ["must be graphs"]),
     (lambda md: asc(md).output_desc[0].shape.dim.__setitem__(2, 31), ["not what its graph computes"]),
-    (lambda md: asc(md).input_desc[0].shape.dim.__setitem__(0, 5), ["not what its graph computes"]),
+    (lambda md: asc(md).input_desc[0].shape.dim.__setitem__(0, 5), ["input 0 is described as", "'x' (Data)"]),
+    (lambda md: [d.shape.dim.__setitem__(0, 5) for d in (asc(md).input_desc[0], _producer(md, asc(md), 0))],
+     ["not what its graph computes"]),
     (lambda md: impl(md).attr["axis_type"].list.s.__setitem__(4, b"TILE_IN"), ["TILE_IN"]),
     (lambda md: node(impl(md), "exp0").attr["sched.axis"].list.i.__setitem__(1, 0), ["'exp0'", "sched.axis"]),
 ])

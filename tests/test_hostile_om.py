@@ -353,3 +353,24 @@ def test_the_attention_kernels_inference_refuses_an_empty_dimension():
     node.inputs = [Value(f"in{i}", d, None) for i, d in enumerate(descs)]
     with pytest.raises(OpError, match="empty dimension"):
         spec.infer(node)
+
+
+def test_value_dependent_kernels_check_the_shapes_their_file_tiling_gives():
+    """Fuzz seed 39: a static Cumsum's tiling data (its tiling reads the axis value, so the load cannot recompute
+    it) claimed 4095 rows of a 4-element input and reached numpy's reshape (E30004 ValueError). The kernels whose
+    tiling depends on values check the shapes in it against their operands."""
+    import numpy as np
+
+    from atc_py.ir.graph import TensorDesc
+    from atc_py.ops import get_op
+    from atc_py.ops.base import OpError, TilingResult
+    from atc_py.ops.execute import launch
+    from atc_py.ops.scan_mask import CUMSUM_TILING
+    x = np.arange(4, dtype=np.float32)
+    bad = CUMSUM_TILING.pack(outer=4095, axis_len=4, inner=1, rows_per_block=1, axis=0, exclusive=0, reverse=0)
+    good = CUMSUM_TILING.pack(outer=1, axis_len=4, inner=1, rows_per_block=1, axis=0, exclusive=0, reverse=0)
+    spec, out = get_op("Cumsum"), [TensorDesc((4,), "float32")]
+    with pytest.raises(OpError, match=r"describes x as \[16380\], but it is \[4\]"):
+        launch(spec, TilingResult(1, 0, bad), {}, out, [x, np.array([0], np.int64)])
+    (y,) = launch(spec, TilingResult(1, 0, good), {}, out, [x, np.array([0], np.int64)])
+    assert y.tolist() == [0, 1, 3, 6]

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, HOST, MIX, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work,
-                   ceil_div, cores_for)
+                   ceil_div, check_tiling_shape, cores_for)
 from .registry import register
 
 KV_SPLIT_LEN = 256   # IFA tiling: KV positions per split when a sequence is long (flash-decoding key 1)
@@ -108,6 +108,11 @@ class IncreFlashAttention(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
+        for name, arr, want in (("query", inputs[0], (t["b"], t["n"], 1, t["d"])),
+                                ("key", inputs[1], (t["b"], t["n"], t["s"], t["d"])),
+                                ("value", inputs[2], (t["b"], t["n"], t["s"], t["d"])),
+                                ("the sequence lengths", t["lengths"], (t["b"],))):
+            check_tiling_shape(name, arr, want)
         q, k, v = (x.astype(np.float32) for x in inputs[:3])
         b, n, d, splits = t["b"], t["n"], t["d"], t["splits"]
         lens = t["lengths"]
@@ -198,6 +203,9 @@ class GroupedMatmul(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
+        for name, arr, want in (("x", inputs[0], (t["m"], t["k"])), ("weight", inputs[1], (t["g"], t["k"], t["n"])),
+                                ("group_list", t["ends"], (t["g"],))):
+            check_tiling_shape(name, arr, want)
         x, w = inputs[0].astype(np.float32), inputs[1].astype(np.float32)
         ends = t["ends"]
         starts = np.concatenate([[0], ends[:-1]])

@@ -289,6 +289,13 @@ REQUIRED: Any = _Required()
 
 
 # -- helpers shared by tiling functions ----------------------------------------------------------
+def check_tiling_shape(name: str, arr, want: tuple) -> None:
+    """A kernel whose tiling depends on input values (tiling_depend) keeps the tiling data of the file: nothing at
+    load can recompute it. The shapes it gives must be the operand's before the kernel indexes with them."""
+    if arr is not None and tuple(np.shape(arr)) != tuple(int(d) for d in want):
+        raise OpError(f"its tiling data describes {name} as {[int(d) for d in want]}, but it is {list(np.shape(arr))}")
+
+
 def check_bias(node, index: int, channels: int) -> None:
     """A cube kernel's optional bias (input `index`) adds one value per output channel: it must hold `channels`
     elements (the frontends and fusions make it a vector of that length). A file giving it another shape would

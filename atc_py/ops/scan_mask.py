@@ -9,7 +9,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   cores_for, covered, prod, split_rows)
+                   check_tiling_shape, cores_for, covered, prod, split_rows)
 from .registry import register
 
 TRILU_TILING = TilingStruct(("batch", "Q"), ("rows", "Q"), ("cols", "Q"), ("mats_per_block", "Q"), ("k", "q"),
@@ -54,6 +54,7 @@ class Trilu(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
+        check_tiling_shape("x", np.reshape(inputs[0], -1), (t["batch"] * t["rows"] * t["cols"],))
         x = inputs[0].reshape(t["batch"], t["rows"], t["cols"])
         keep = np.triu(np.ones((t["rows"], t["cols"]), bool), t["k"]) if t["upper"] else \
             np.tril(np.ones((t["rows"], t["cols"]), bool), t["k"])
@@ -100,6 +101,7 @@ class Cumsum(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         t = args.tiling
+        check_tiling_shape("x", np.reshape(inputs[0], -1), (t["outer"] * t["axis_len"] * t["inner"],))
         x = inputs[0].reshape(t["outer"], t["axis_len"], t["inner"])
         rows = x.transpose(0, 2, 1).reshape(-1, t["axis_len"])
         out = np.zeros_like(rows)
