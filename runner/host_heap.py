@@ -5,7 +5,8 @@ glibc's malloc serves blocks that large with mmap, or trims them off the heap's 
 gets fresh pages and faults on each one: a light ShuffleNet took ~1,900 minor page faults per execution, each a
 trap to the kernel plus a page zeroed, and faults of threads in one process queue on the address space's lock.
 `keep_freed_memory` raises both thresholds (mallopt) so freed blocks stay in the heap for reuse: measured on the
-2-core VM, ShuffleNet went to 12-20 faults per execution and 10-20 % less time (`python -m bench.host_heap`).
+2-core VM, ShuffleNet went to 11-20 faults per execution and mostly 7-20 % less time; ResNet-50's time was mixed
+(`python -m bench.host_heap`, docs/benchmarks.md).
 `prefault` touches a block of heap at load and frees it, so the first execution finds its pages too.
 
 glibc only, through ctypes (no compiled code of ours); elsewhere both are no-ops. Process-wide: om-run calls it at
