@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from bench.threads_scaling import build  # noqa: E402
 
 CHILD = r"""
-import json, resource, sys, time
+import hashlib, json, resource, sys, time
 sys.path.insert(0, {root!r})
 from runner import host_heap
 if {keep}:
@@ -33,14 +33,14 @@ from runner.loader import load_model
 from runner.sim.host import Simulation
 from runner.sim.warm import warm
 from runner.threads import thread_budget
-model = load_model({om!r})
+model = load_model({om!r})    # built by another process: compiling here would move glibc's sliding thresholds
 x = random_inputs(model, 0)
 faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 with thread_budget({threads}), np.errstate(all="ignore"):
     sim = Simulation(model)
     warm(sim)
     f0, t0 = faults(), time.perf_counter()
-    sim.run(x)
+    outs = sim.run(x)[0]
     first, f1 = time.perf_counter() - t0, faults()
     walls = []
     for _ in range({later}):
@@ -49,14 +49,19 @@ with thread_budget({threads}), np.errstate(all="ignore"):
         walls.append(time.perf_counter() - t0)
     f2 = faults()
 print(json.dumps({{"first_faults": f1 - f0, "faults": (f2 - f1) / {later}, "first": first, "wall": min(walls),
-                  "last": walls[-1],
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+                  "last": walls[-1], "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "kept": host_heap.heap_kept(),
+                  "digest": hashlib.sha256(b"".join(np.ascontiguousarray(o).tobytes() for o in outs)).hexdigest()}}))
 """
 
 
 def child(om: pathlib.Path, keep: bool, threads: int, later: int = 8) -> dict:
+    """One process: the model loaded and warmed with glibc's heap or om-run's (`keep`), one first execution and
+    `later` more; their page faults, wall times, peak RSS, and a digest of the first execution's outputs."""
     code = CHILD.format(root=str(ROOT), keep=keep, om=str(om), threads=threads, later=later)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"host_heap child failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

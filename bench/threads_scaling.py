@@ -9,8 +9,9 @@ this process's own CPU time, as runner/threads.LoadProbe judges it), and the tab
 setting among those taken while others used at most CLEAN_CORES of a core — and, beside it, the best of all.
 Settings run round robin (1 thread, 2 threads, 1, 2...), so drifting load hits both alike; after each switch one
 execution runs unsampled (om-run --loop keeps one thread count: on the VM, the first execution after a run on one
-thread paid for waking the idle second core, 2 threads measured 125-155 ms against 103-118 ms unswitched). The ceiling column is
-what two cores give these kernels with no splitting at all: two independent executions at once (`ceiling`).
+thread paid for waking the idle second core, 2 threads measured 125-155 ms against 103-118 ms unswitched). The
+ceiling column is what two cores give these kernels with no splitting at all: two independent executions at once
+(`ceiling`).
 `python -m bench.threads_scaling [--quick]`.
 """
 from __future__ import annotations

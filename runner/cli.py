@@ -29,8 +29,8 @@ from .sim.execute import check_inputs
 from .sim.report import (ais_bench_lines, ais_bench_summary, console, msame_lines, overflow_lines, summary_json,
                          write_profile)
 from .cli_errors import guarded
-from .simulate import simulate
 from .host_heap import keep_freed_memory
+from .simulate import simulate
 from .threads import LoadProbe
 
 
