@@ -49,6 +49,23 @@ def test_a_small_channel_convolution_packs_taps_and_4_channels_along_k():
     assert conv.work(_ctx(ins, outs, {**base, "_small_channel": True})).fractals == m * 13 * 4
 
 
+def test_a_strided_one_row_filter_reads_only_the_rows_it_uses():
+    """CANN's strideh_opti: a 1x1 stride-2 convolution without padding loads every other input row, so a
+    ResNet downsample reads half its input; with padding, a 3-row filter or C04 it reads all of it."""
+    conv = get_op("Conv2D")
+    x, w, y = (64, 256, 56, 56), (512, 256, 1, 1), (64, 512, 28, 28)
+    base = {"strides": [1, 1, 2, 2], "pads": [0, 0, 0, 0], "groups": 1}
+    x_bytes, rest = int(np.prod(x)) * 2, (int(np.prod(w)) + int(np.prod(y))) * 2
+    skipping = conv.work(_ctx([x, w], [y], base)).bytes - rest
+    assert x_bytes // 2 <= skipping < x_bytes * 0.55            # half the rows, the filter reread per block aside
+    padded = conv.work(_ctx([x, w], [(64, 512, 29, 29)], {**base, "pads": [1, 1, 1, 1]})).bytes
+    assert padded - (int(np.prod(w)) + 64 * 512 * 29 * 29) * 2 >= x_bytes
+    three = conv.work(_ctx([x, (512, 256, 3, 3)], [(64, 512, 27, 27)], base)).bytes
+    assert three >= x_bytes
+    small = conv.work(_ctx([x, w], [y], {**base, "_small_channel": True})).bytes
+    assert small - rest >= x_bytes
+
+
 def test_the_small_channel_mark_reaches_om_run(tmp_path):
     w = numpy_helper.from_array(np.ones((16, 3, 3, 3), np.float32), "w")
     g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 4)], "g",

@@ -229,13 +229,21 @@ def group_extension(cin_g: int, cout_g: int, groups: int, c0: int, n0: int) -> t
     return ceil_div(groups, e), ceil_div(e * cin_g, c0) * c0, ceil_div(e * cout_g, n0) * n0
 
 
+def strided_row_read(g: dict, c04: bool) -> bool:
+    """CANN's Conv2D loads only the input rows a 1-row filter uses when it strides over rows without padding
+    (its `strideh_opti_flag`: k_h == 1, stride_h > 1, all pads 0, not in C04 mode; the feature map goes to L1
+    with (H - 1) // stride_h + 1 rows): a ResNet downsample convolution reads half its input, not all of it."""
+    return g["kh"] == 1 and g["sh"] > 1 and not (g["pt"] or g["pb"] or g["pl"] or g["pr"] or c04)
+
+
 @functools.lru_cache(maxsize=4096)
 def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo: int, groups: int, sh: int,
               dh: int, mkn: tuple, itemsize: int, out_itemsize: int, cores: int, ddr_rate: int, l0c: int,
-              c04: bool = False) -> dict:
+              c04: bool = False, row_skip: bool = False) -> dict:
     """The batch x rows x channels grid whose largest block is cheapest (cube fractals against bytes at the
     core's DDR port rate, plus a head) and that block's work. The cube works on the filter's FRACTAL_Z: channels
-    padded to C0 per kernel tap (C04: the taps and 4 channels packed along K), groups in extended blocks."""
+    padded to C0 per kernel tap (C04: the taps and 4 channels packed along K), groups in extended blocks.
+    `row_skip` (strided_row_read): a block loads one input row per output row."""
     fm, fk, fn = mkn
     blocks, cin_b, og = group_extension(cin // groups, cout // groups, groups, fk, fn)
     kdim = ceil_div(kh * kw * C04, fk) * fk if c04 else cin_b * kh * kw
@@ -256,7 +264,8 @@ def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo
                 m_rows = h_per * wo
                 g_blk = c_per // og if blocks > 1 else 1
                 fractals = n_per * ceil_div(m_rows, fm) * ceil_div(kdim, fk) * ceil_div(min(c_per, og), fn) * g_blk
-                in_rows = min((h_per - 1) * sh + (kh - 1) * dh + 1, (ho - 1) * sh + (kh - 1) * dh + 1)
+                in_rows = h_per if row_skip else \
+                    min((h_per - 1) * sh + (kh - 1) * dh + 1, (ho - 1) * sh + (kh - 1) * dh + 1)
                 cin_blk = cin if blocks == 1 else min(cin, g_blk * cin_b)
                 moved = (n_per * cin_blk * in_rows * w + c_per * kdim) * itemsize + n_per * c_per * m_rows * out_itemsize
                 cost = (max(fractals, moved / max(1, ddr_rate)) + HEAD_ESTIMATE_CYCLES, blocks_n * blocks_h * blocks_c)
@@ -316,10 +325,11 @@ class Conv2D(OpSpec):
     def _grid(self, ctx: TilingContext) -> tuple[dict, dict]:
         x, soc = conv_input_desc(ctx.inputs[0], ctx.inputs[1], ctx.attrs), ctx.soc
         g = self._geom(x.shape, ctx.inputs[1].shape, ctx.attrs)
+        c04 = bool(ctx.attrs.get(SMALL_CHANNEL))
         grid = conv_grid(g["n"], g["cin"], g["w"], g["cout"], g["kh"], g["kw"], g["ho"], g["wo"], g["groups"],
                          g["sh"], g["dh"], tuple(soc.mkn_for(x.dtype)), np.dtype(x.dtype).itemsize,
                          np.dtype(ctx.outputs[0].dtype).itemsize, soc.cube_cores, soc.ddr_rate, soc.l0_c_size,
-                         bool(ctx.attrs.get(SMALL_CHANNEL)))
+                         c04, strided_row_read(g, c04))
         return g, grid
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
@@ -416,10 +426,13 @@ class Conv2D(OpSpec):
         bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
         residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
         # every channel block reads its rows of the input (halo included), every batch x row block the filters
-        # (a fused AIPP's: the image's bytes, each read as often)
+        # (a fused AIPP's: the image's bytes, each read as often); all of the input at least, but the rows a
+        # strided 1-row filter skips
         in_bytes = x.nbytes * grid["in_rows"] * grid["blocks_h"] * grid["blocks_c"] * grid["cin_blk"] \
             // (g["h"] * g["cin"])
-        moved = (max(in_bytes, x.nbytes) + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
+        skip = strided_row_read(g, bool(ctx.attrs.get(SMALL_CHANNEL)))
+        least = x.nbytes * ceil_div(g["h"], g["sh"]) // g["h"] if skip else x.nbytes
+        moved = (max(in_bytes, least) + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
                  + (bias.nbytes if bias is not None else 0) + y.nbytes + (residual.nbytes if residual is not None else 0))
         blocks = grid["blocks_n"] * grid["blocks_h"] * grid["blocks_c"]
         vector = (y.numel if residual is not None else 0) + fused_vector_ops(ctx.attrs, xc.numel, y.numel)

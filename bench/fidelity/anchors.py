@@ -25,10 +25,6 @@ GEMM_REF = "[torch-performance-test-data #109](https://github.com/zzc0721/torch-
 ZOO_TARGET = 1.3                # issue 30: every ModelZoo figure within 1.3x
 # the figures not met yet, and what carries the difference (docs/fidelity.md); the test holds the others
 OPEN = {
-    "resnet50": "DRAM-bound at batch 64: the kernels move 3.0 GB through DRAM (2.3 GB of it compulsory), 16.3 ms at "
-                "the 184 GB/s the profile sustains, more than the 15.1 ms the device takes per batch: the device "
-                "moves less than the L2 model lets it (GE's default l2_optimize runs the closed libgraph_tuner's L2 "
-                "fusion, whose kernels keep L2 sections not written back to DRAM: not modelled, docs/fidelity.md)",
     "inception_v3": "1.27x before the AIPP + convolution fusion CANN also does removed the AIPP's Cast and TransData "
                     "kernels (1.36x after): the same missing cost as the batch scan shows at batch 8 and 16",
     "resnest50": "230 kernels at batch 4, most under 20 us: the simulation is short by about 3 us per kernel",
