@@ -142,6 +142,23 @@ def test_published_anchors_are_met_and_the_profile_carries_the_calibration():
             assert (a.ratio(a.predict(prof)) <= a.target) == (not a.open), a.name
 
 
+def test_the_zoo_figures_are_compared_with_the_simulated_ais_bench_throughput():
+    """The ModelZoo tables publish ais_bench's 1000 * batch / mean NPU_compute_time: the synchronous execute on
+    the host, so the prediction counts the execute's launch and sync and the dispatch between kernels, not only
+    the kernels' spans on the device."""
+    from bench.fidelity.zoo import ZOO
+    from runner.sim.report import ais_bench_summary
+    prof = RuntimeProfile()
+    z = ZOO["squeezenet1_1"]
+    stats = anchors.zoo_stats("squeezenet1_1", prof)
+    predicted = anchors.zoo_throughput("squeezenet1_1")(prof)
+    assert predicted == pytest.approx(ais_bench_summary([stats], z.batch)["throughput"])
+    npu_ns = stats.e2e_ns - stats.h2d_ns - stats.d2h_ns
+    kernel_gaps = len(kernels(stats)) * (prof.sqe_dispatch_ns + prof.kernel_start_ns)
+    assert npu_ns >= stats.device_ns + prof.model_execute_launch_ns + prof.stream_sync_ns + kernel_gaps // 2
+    assert predicted < z.batch / (stats.device_ns / 1e9)
+
+
 def test_gemm_fp32_rate_and_efficiency_are_capped_by_physics(tmp_path):
     """Even at the largest values --sim-config accepts, a GEMM does not beat the cube's peak."""
     prof = RuntimeProfile(cube_efficiency=1.0, fp32_cube_rate=0.25)
