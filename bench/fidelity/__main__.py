@@ -21,6 +21,7 @@ from bench.fidelity.models import light_model  # noqa: E402
 from bench.fidelity.zoo import BATCHES, ZOO  # noqa: E402
 from bench.fidelity.sweep import DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, run_case, simulate  # noqa: E402
 from runner.sim.profile import RuntimeProfile  # noqa: E402
+from runner.sim.report import ais_bench_summary  # noqa: E402
 
 BEGIN, END = "<!-- fidelity:begin (python -m bench.fidelity --docs) -->", "<!-- fidelity:end -->"
 DOCS_PAGE = ROOT / "docs" / "fidelity.md"
@@ -43,8 +44,8 @@ def sweep(prof: RuntimeProfile) -> list[tuple]:
 
 def _model_row(rows: list, label: str, soc: str, stats, batch: int) -> None:
     roof = sum(k.roofline_ns for k in kernels(stats))
-    npu = stats.e2e_ns - stats.h2d_ns - stats.d2h_ns
-    ips = ais_bench_throughput(stats, batch)
+    summary = ais_bench_summary([stats], batch)
+    npu, ips = summary["NPU_compute_time_ms"]["mean"] * 1e6, summary["throughput"]
     rows.append((label, soc, stats.device_ns, roof, npu, ips))
     print(f"{label:<30} {soc:<12} {stats.device_ns / 1e3:>10.1f} {roof / 1e3:>12.1f} {stats.device_ns / roof:>11.2f} "
           f"{npu / 1e3:>10.1f} {ips:>9.0f}")
