@@ -120,6 +120,24 @@ def test_a_channel_concat_and_a_batch_norm_stay_5hd_when_the_channels_fill_c0_bl
     assert sum(op.type == "TransData" for op in ragged) > 2
 
 
+def test_a_batch_1_concat_splits_each_inputs_columns_over_every_core():
+    """CANN's ConcatD (concat_tik) gives every AI Core its share of each input's columns in every row: a DenseNet
+    concatenation at batch 1 runs on all 8 cores of a 310P3, not on one per batch row."""
+    concat = get_op("ConcatD")
+    attrs = {"concat_dim": 1}
+
+    def blocks(n: int, c1: int, c2: int, hw: int = 28) -> int:
+        ins, outs = [(n, c1, hw, hw), (n, c2, hw, hw)], [(n, c1 + c2, hw, hw)]
+        return concat.tiling(_ctx(ins, outs, attrs)).block_dim
+
+    assert blocks(1, 64, 32) == SOC.cube_cores                      # batch 1: columns over every core
+    assert blocks(4, 64, 32) == SOC.cube_cores
+    assert blocks(16, 64, 32) == SOC.cube_cores                     # rows enough: rows over the cores
+    assert blocks(1, 2, 2, hw=4) == 1                               # 32 columns: less than a block per core
+    whole = concat.block_work(_ctx([(1, 64, 28, 28), (1, 32, 28, 28)], [(1, 96, 28, 28)], attrs), 8)
+    assert whole.bytes <= 2 * 96 * 28 * 28 * 2 // 8 + 64
+
+
 def test_5hd_concat_and_batch_norm_change_no_number(tmp_path):
     import onnxruntime as ort
     from runner.loader import load_model

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, cores_for, covered,
-                   direct_output, prod, split_rows)
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
+                   cores_for, covered, direct_output, prod, split_rows)
 from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
 from .host_pool import cuts, run_pieces
 from .registry import register
@@ -154,10 +154,19 @@ class ConcatD(OpSpec):
         return [TensorDesc(tuple(shape), first.dtype, first.format, first.origin_format)]
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
+        """Blocks take rows of the dims before the axis; with fewer rows than cores (a batch-1 concat), every core
+        takes its share of each input's columns in every row, as CANN's ConcatD does (concat_tik: each input's
+        elements along the flattened axis split over all AI Cores when each share is at least one 32-byte block;
+        rows_per_block is then all the rows)."""
         out = ctx.outputs[0]
         axis = self._axis(ctx.attrs, len(out.shape))
         outer = prod(out.shape[:axis])
-        block_dim, per = split_rows(outer, cores_for(self, ctx.soc))
+        cores = cores_for(self, ctx.soc)
+        narrowest = min((prod(d.shape[axis:]) for d in ctx.inputs if d is not None), default=0)
+        if 0 < outer < cores and narrowest >= cores * block_align_elems(ctx.soc, out.dtype):
+            block_dim, per = cores, outer
+        else:
+            block_dim, per = split_rows(outer, cores)
         return TilingResult(block_dim, 0, CONCAT_TILING.pack(outer=outer, out_inner=prod(out.shape[axis:]),
                                                              rows_per_block=per, num_inputs=len(ctx.inputs),
                                                              axis=axis))
