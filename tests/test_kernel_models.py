@@ -10,7 +10,7 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.base import TilingContext
+from atc_py.ops.base import TilingContext, cores_for
 from atc_py.ops.conv_pool import group_extension
 from atc_py.platform.soc import load_soc
 from bench.fidelity import zoo
@@ -126,16 +126,19 @@ def test_a_batch_1_concat_splits_each_inputs_columns_over_every_core():
     concat = get_op("ConcatD")
     attrs = {"concat_dim": 1}
 
-    def blocks(n: int, c1: int, c2: int, hw: int = 28) -> int:
+    def tiling(n: int, c1: int, c2: int, hw: int = 28, soc=SOC):
         ins, outs = [(n, c1, hw, hw), (n, c2, hw, hw)], [(n, c1 + c2, hw, hw)]
-        return concat.tiling(_ctx(ins, outs, attrs)).block_dim
+        ctx = TilingContext([TensorDesc(s, "float16") for s in ins], [TensorDesc(s, "float16") for s in outs],
+                            attrs, soc, {}, 1.0)
+        res = concat.tiling(ctx)
+        return res.block_dim, concat.decode_tiling(res.tiling_data, attrs)["rows_per_block"]
 
-    assert blocks(1, 64, 32) == SOC.cube_cores                      # batch 1: columns over every core
-    assert blocks(4, 64, 32) == SOC.cube_cores
-    assert blocks(16, 64, 32) == SOC.cube_cores                     # rows enough: rows over the cores
-    assert blocks(1, 2, 2, hw=4) == 1                               # 32 columns: less than a block per core
-    whole = concat.block_work(_ctx([(1, 64, 28, 28), (1, 32, 28, 28)], [(1, 96, 28, 28)], attrs), 8)
-    assert whole.bytes <= 2 * 96 * 28 * 28 * 2 // 8 + 64
+    cores = cores_for(concat, SOC)
+    assert tiling(1, 64, 32) == (cores, 1)                          # batch 1: columns over every core
+    assert tiling(4, 64, 32) == (cores, 4)                          # every block takes all 4 rows
+    assert tiling(1, 2, 2, hw=4) == (1, 1)                          # 32 columns: less than a block per core
+    b1 = load_soc("Ascend910B1")
+    assert tiling(1, 64, 32, soc=b1)[0] == cores_for(concat, b1) == b1.vector_cores
 
 
 def test_5hd_concat_and_batch_norm_change_no_number(tmp_path):

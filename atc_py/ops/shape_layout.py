@@ -155,9 +155,10 @@ class ConcatD(OpSpec):
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
         """Blocks take rows of the dims before the axis; with fewer rows than cores (a batch-1 concat), every core
-        takes its share of each input's columns in every row, as CANN's ConcatD does (concat_tik: each input's
-        elements along the flattened axis split over all AI Cores when each share is at least one 32-byte block;
-        rows_per_block is then all the rows)."""
+        takes its share of each input's columns in every row, as CANN's ConcatD does (concat_tik splits each
+        input's elements along the flattened axis over all AI Cores, each core looping over the rows);
+        rows_per_block is then all the rows. CANN decides per input (one that does not split evenly is copied
+        whole by every core); one rule here: split when the narrowest input has a 32-byte block per core."""
         out = ctx.outputs[0]
         axis = self._axis(ctx.attrs, len(out.shape))
         outer = prod(out.shape[:axis])
