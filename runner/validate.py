@@ -414,9 +414,11 @@ class StaticValidator(ModelValidator):
                       f"tasks address (at most {self.fm_used + room})")
 
     def in_memory(self, addr: int, nbytes: int) -> bool:
+        """[addr, addr + nbytes) lies in the feature map or the weights; an empty tensor may sit at a region's end
+        (atc-py places a 0-byte constant or output where the next tensor would go)."""
         m = self.m
         for base, size in ((m.fm_base, m.memory_size), (m.weight_base, len(m.weights))):
-            if base <= addr and addr + nbytes <= base + size and (nbytes > 0 or addr < base + size or addr == base):
+            if base <= addr and addr + nbytes <= base + size:
                 if base == m.fm_base:
                     self.fm_used = max(self.fm_used, addr + nbytes - base)
                 return True

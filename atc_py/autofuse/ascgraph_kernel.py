@@ -110,7 +110,8 @@ class AscKernel:
                 raise OpError(f"tiling variables {nest.tile_var} = {tile}, {nest.block_var} = {per_block} for "
                               f"{rows} rows")
             tiles = ceil_div(rows, tile)
-            if not (block_dim - 1) * per_block < tiles <= block_dim * per_block:
+            empty = tiles == 0 and block_dim == 1     # no rows (batch 0): one block with nothing to do
+            if not empty and not (block_dim - 1) * per_block < tiles <= block_dim * per_block:
                 raise OpError(f"block_dim {block_dim} x {per_block} tiles does not cover the {tiles} tiles")
             tile_env = {**env, nest.tile_var: tile, nest.block_var: per_block}
         ub, _ = footprint(self.impls[key], tile_env)
@@ -485,7 +486,8 @@ class _Run:
         def reduce(v, lo, hi):
             a = v[x]
             keep = [d for d in range(a.ndim) if d not in axes]
-            flat = np.ascontiguousarray(a.transpose(keep + axes)).reshape([a.shape[d] for d in keep] + [-1])
+            flat = np.ascontiguousarray(a.transpose(keep + axes)).reshape(
+                [a.shape[d] for d in keep] + [math.prod(a.shape[d] for d in axes)])   # -1 fails on 0 rows
             y = fn(flat, (flat.ndim - 1,), True)
             v[dst] = np.asarray(y).astype(dt, copy=False).reshape(
                 all_rows if all_rows is not None else ((hi - lo) if lead else 1,) + rest)

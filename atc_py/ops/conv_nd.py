@@ -92,7 +92,7 @@ class Conv3D(OpSpec):
         covered = min(cout, args.block_dim * args.tiling["rows_per_block"])
         for gi in range(ceil_div(covered, og)):
             c0, c1 = gi * og, min(covered, (gi + 1) * og)
-            xg = cols[:, gi * cin_g:(gi + 1) * cin_g].reshape(n, -1, prod(out))
+            xg = cols[:, gi * cin_g:(gi + 1) * cin_g].reshape(n, cin_g * prod(kernel), prod(out))
             res[:, c0:c1] = np.einsum("ok,nkp->nop", wf[c0:c1], xg)
         if bias is not None:
             res += bias.astype(acc).reshape(1, -1, 1)

@@ -245,6 +245,9 @@ def conv_grid(n: int, cin: int, w: int, cout: int, kh: int, kw: int, ho: int, wo
     padded to C0 per kernel tap (C04: the taps and 4 channels packed along K), groups in extended blocks.
     `row_skip` (strided_row_read): a block loads one input row per output row."""
     fm, fk, fn = mkn
+    if min(n, cout, ho, wo) <= 0:    # an empty output (batch 0): one block with nothing to do
+        return dict(n_per=max(n, 0), h_per=max(ho, 0), c_per=max(cout, 0), blocks_n=1, blocks_h=1, blocks_c=1,
+                    fractals=0, bytes=0, tiles=0, in_rows=0, cin_blk=cin)
     blocks, cin_b, og = group_extension(cin // groups, cout // groups, groups, fk, fn)
     kdim = ceil_div(kh * kw * C04, fk) * fk if c04 else cin_b * kh * kw
     cout = blocks * og                        # the extended output channels the cube computes
@@ -613,7 +616,8 @@ class GlobalAveragePool(OpSpec):
         x = inputs[0].reshape(t["planes"], t["plane_size"])
         out = np.zeros(t["planes"], dtype=x.dtype)
         end = covered(t["planes"], t["planes_per_block"], args.block_dim)   # planes are independent: one call
-        out[:end] = x[:end].mean(axis=1, dtype=np.float32)
+        if end:
+            out[:end] = x[:end].mean(axis=1, dtype=np.float32)
         return [out.reshape(args.outputs[0].shape)]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -104,7 +104,8 @@ def plan_weights(graph: Graph, plan: MemoryPlan) -> None:
             blob.append(data)
         offset = align(offset + max(len(data), 1))
         del data
-    plan.weights = Chunks([bytes(WEIGHTS_START_OFFSET)] + blob.parts) if len(blob) else b""
+    # a model whose only constants are empty still addresses them at WEIGHTS_START_OFFSET: keep that much
+    plan.weights = Chunks([bytes(WEIGHTS_START_OFFSET)] + blob.parts) if len(blob) or plan.weight_offset else b""
     plan.weight_size = len(plan.weights)
     if plan.weights and not plan.weights.streamed:
         plan.weights.start_digest()   # the .om checksum's biggest part, hashed while compiling goes on

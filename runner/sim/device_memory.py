@@ -234,7 +234,7 @@ class DeviceMemory:
 
     def _locate(self, address: int, nbytes: int) -> tuple[np.ndarray, int]:
         for name, base, buf in self.regions:
-            if base <= address < base + len(buf) or (nbytes == 0 and address == base):
+            if base <= address < base + len(buf) or (nbytes == 0 and base <= address <= base + len(buf)):
                 off = address - base
                 if off + nbytes > len(buf):
                     raise MemoryFault(f"{nbytes} bytes at 0x{address:X} run past the end of the {name} "
