@@ -142,7 +142,8 @@ class GroupNorm(OpSpec):
         t = args.tiling
         x, gamma, beta = inputs
         acc = _acc(x.dtype)
-        units = x.reshape(t["n"] * t["groups"], -1).astype(acc)
+        rows = t["n"] * t["groups"]
+        units = x.reshape(rows, x.size // rows if rows else 0).astype(acc)   # -1 fails on a batch of 0
         mean = np.zeros((units.shape[0], 1), acc)
         var = np.zeros((units.shape[0], 1), acc)
         out = np.zeros_like(units)

@@ -74,7 +74,7 @@ class QLinearGlobalAveragePool(QLinearWindow):
         sx, zx = param(inputs[1], "x_scale"), param(_get(inputs, 2), "x_zero_point", ZP)
         sy, zy = param(inputs[3], "y_scale"), param(_get(inputs, 4), "y_zero_point", ZP)
         size = int(np.prod(x.shape[2:]))
-        sums = x.reshape(x.shape[0], x.shape[1], -1).astype(np.int64).sum(-1) - zx * size
+        sums = x.reshape(x.shape[0], x.shape[1], size).astype(np.int64).sum(-1) - zx * size
         scale = F32(sx / F32(sy * F32(size)))
         v = (sums.astype(np.int32).astype(F32) * scale).astype(F32)
         lo, hi = INT_RANGES[dtype]

@@ -232,7 +232,7 @@ class DynamicQuantizeLinear(QuantBase):
 
     def compute(self, args: KernelArgs, inputs):
         x = inputs[0]
-        rows = x.reshape(x.shape[0], -1) if x.ndim else x.reshape(1, 1)
+        rows = x.reshape(x.shape[0], int(np.prod(x.shape[1:]))) if x.ndim else x.reshape(1, 1)
         seen = rows[:self.covered_rows(args)]
         hi = np.float32(max(0.0, float(seen.max()))) if seen.size else np.float32(0)
         lo = np.float32(min(0.0, float(seen.min()))) if seen.size else np.float32(0)

@@ -177,7 +177,7 @@ class CausalConv1d(OpSpec):
         dt = args.outputs[0].dtype
         past = np.zeros((b, c, k - 1), x.dtype) if state is None else state
         padded = np.concatenate([past, x], axis=2)                                # [B, C, K-1+L]
-        rows = padded.reshape(b * c, -1).astype(np.float32)
+        rows = padded.reshape(b * c, padded.shape[2]).astype(np.float32)
         taps = np.broadcast_to(w.reshape(c, k).astype(np.float32), (b, c, k)).reshape(b * c, k)
         end = covered(b * c, s["rows_per_block"], args.block_dim)                 # rows are independent
         y = np.zeros((b * c, length), np.float32)
