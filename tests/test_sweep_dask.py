@@ -173,8 +173,11 @@ def _scheduler(tmp_path):
     proc = _start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
                    str(sched_file)])
     deadline = time.monotonic() + 60
-    while not sched_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while time.monotonic() < deadline:     # the file appears before the scheduler has written its JSON
+        try:
+            return proc, json.loads(sched_file.read_text())["address"], sched_file
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
     return proc, json.loads(sched_file.read_text())["address"], sched_file
 
 
