@@ -118,10 +118,7 @@ def test_separate_scheduler_and_worker_processes(tmp_path):
     procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
                      "--scheduler-file", str(sched_file)])]
     try:
-        deadline = time.monotonic() + 60
-        while not sched_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(sched_file.read_text())["address"]
+        address = _address(sched_file)
         worker_args = ["worker", "--scheduler-file", str(sched_file), "--nthreads", "1", "--nworkers", "1",
                        "--no-dashboard"]
         procs.append(_start(worker_args))
@@ -167,18 +164,23 @@ def test_a_job_whose_workers_died_is_a_row(tmp_path, cluster, monkeypatch):
     assert dead["error_message"] == "The job's process died in each of 4 attempt(s): its Dask worker died each time"
 
 
+def _address(sched_file) -> str:
+    """The scheduler's address from its --scheduler-file, once written (the file appears before its JSON)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            return json.loads(sched_file.read_text())["address"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
+    return json.loads(sched_file.read_text())["address"]
+
+
 def _scheduler(tmp_path):
     """A `dask scheduler` process and its address."""
     sched_file = tmp_path / "scheduler.json"
     proc = _start(["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard", "--scheduler-file",
                    str(sched_file)])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:     # the file appears before the scheduler has written its JSON
-        try:
-            return proc, json.loads(sched_file.read_text())["address"], sched_file
-        except (OSError, ValueError, KeyError):
-            time.sleep(0.1)
-    return proc, json.loads(sched_file.read_text())["address"], sched_file
+    return proc, _address(sched_file), sched_file
 
 
 def _kill_when(predicate, proc, timeout: float = 120):
