@@ -47,6 +47,14 @@ ONE_PASS = True             # a launch's tiles as one pass over all rows; False:
                             # the schedule writes it (the reference tests hold the one pass equal to)
 
 
+def launch_covers(block_dim: int, per_block: int, tiles: int) -> bool:
+    """block_dim blocks of per_block tiles cover `tiles` with no idle block; an empty launch (no rows: a batch of
+    0) is one block with nothing to do. Checked at load and again at run time."""
+    if tiles == 0:
+        return block_dim == 1
+    return block_dim >= 1 and (block_dim - 1) * per_block < tiles <= block_dim * per_block
+
+
 class AscKernel:
     """One AscBackend's graphs, checked once, with what its tiling, kernel and cost need."""
 
@@ -110,8 +118,7 @@ class AscKernel:
                 raise OpError(f"tiling variables {nest.tile_var} = {tile}, {nest.block_var} = {per_block} for "
                               f"{rows} rows")
             tiles = ceil_div(rows, tile)
-            empty = tiles == 0 and block_dim == 1     # no rows (batch 0): one block with nothing to do
-            if not empty and not (block_dim - 1) * per_block < tiles <= block_dim * per_block:
+            if not launch_covers(block_dim, per_block, tiles):
                 raise OpError(f"block_dim {block_dim} x {per_block} tiles does not cover the {tiles} tiles")
             tile_env = {**env, nest.tile_var: tile, nest.block_var: per_block}
         ub, _ = footprint(self.impls[key], tile_env)
@@ -230,9 +237,7 @@ class _Run:
         else:
             tile, per_block = 1, 1
         tiles = ceil_div(self.rows, tile)
-        if tiles == 0 and block_dim == 1:   # an empty launch (no rows): one block with nothing to do
-            pass
-        elif block_dim < 1 or (block_dim - 1) * per_block >= tiles or block_dim * per_block < tiles:
+        if not launch_covers(block_dim, per_block, tiles):
             raise OpError(f"block_dim {block_dim} x {per_block} tiles per block does not cover the {tiles} tiles "
                           "of the launch")
         self.tile, self.per_block, self.block_dim = tile, per_block, block_dim

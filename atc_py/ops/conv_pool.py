@@ -429,13 +429,13 @@ class Conv2D(OpSpec):
         bias = ctx.inputs[2] if len(ctx.inputs) > 2 else None
         residual = ctx.inputs[3] if len(ctx.inputs) > 3 else None
         # every channel block reads its rows of the input (halo included), every batch x row block the filters
-        # (a fused AIPP's: the image's bytes, each read as often); all of the input at least, but the rows a
-        # strided 1-row filter skips
+        # (a fused AIPP's: the image's bytes, each read as often); all of the input at least, unless a strided
+        # 1-row filter skips rows (its grid's in_rows count only the rows read)
         in_bytes = x.nbytes * grid["in_rows"] * grid["blocks_h"] * grid["blocks_c"] * grid["cin_blk"] \
             // (g["h"] * g["cin"])
-        skip = strided_row_read(g, bool(ctx.attrs.get(SMALL_CHANNEL)))
-        least = x.nbytes * ceil_div(g["h"], g["sh"]) // g["h"] if skip else x.nbytes
-        moved = (max(in_bytes, least) + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
+        if not strided_row_read(g, bool(ctx.attrs.get(SMALL_CHANNEL))):
+            in_bytes = max(in_bytes, x.nbytes)
+        moved = (in_bytes + ctx.inputs[1].nbytes * grid["blocks_n"] * grid["blocks_h"]
                  + (bias.nbytes if bias is not None else 0) + y.nbytes + (residual.nbytes if residual is not None else 0))
         blocks = grid["blocks_n"] * grid["blocks_h"] * grid["blocks_c"]
         vector = (y.numel if residual is not None else 0) + fused_vector_ops(ctx.attrs, xc.numel, y.numel)
