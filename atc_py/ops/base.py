@@ -126,13 +126,16 @@ class Work:
     reuse_window: int = 0           # bytes the L2 must hold for re-reads (bytes beyond inputs + outputs) to hit;
     #                                 0: the inputs and outputs themselves
     pipelined: bool = True          # MTE overlaps compute (double-buffered); False: one after the other
+    mte_moves: int = 0              # MTE instructions that cost more than their bytes: a kernel moving rows or
+    #                                 channels one instruction each (ops/move_plans.py); 0 for bulk movers
 
     def share(self, blocks: int) -> "Work":
         """The largest of `blocks` even parts of this work (each count rounded up)."""
         b = max(1, blocks)
         return replace(self, fractals=ceil_div(self.fractals, b), vector_ops=ceil_div(self.vector_ops, b),
                        bytes=ceil_div(self.bytes, b), flops=ceil_div(self.flops, b),
-                       cube_tiles=ceil_div(self.cube_tiles, b), out_elems=ceil_div(self.out_elems, b))
+                       cube_tiles=ceil_div(self.cube_tiles, b), out_elems=ceil_div(self.out_elems, b),
+                       mte_moves=ceil_div(self.mte_moves, b))
 
 
 class OpSpec:

@@ -3,7 +3,8 @@
 block cycles = max(cube, vector, MTE) + head, where
 * cube   = fractals / (fractal rate x dtype rate x cube efficiency) + one fixpipe drain per L0C output tile;
 * vector = vector ops / (vec_calc_size elements per cycle x the op class's vector efficiency);
-* MTE    = the block's bytes through the core's port to the L2, `l2_rate` bytes per cycle ([AICoreMemoryRates]):
+* MTE    = the block's bytes through the core's port to the L2, `l2_rate` bytes per cycle ([AICoreMemoryRates]),
+           plus `move_cycles` for each of the MTE instructions a row- or channel-wise mover issues (Work.mte_moves):
            every byte crosses the L2. The ini's `ddr_rate` is not a port of its own: it is each core's share of
            the chip's DRAM bandwidth when all cores stream (ddr_rate x cores x clock: 910B1 AI Cores 1.42 TB/s of
            the HBM's 1.6, 310P3 AI Cores 144 GB/s + vector cores 63 of the 204 published,
@@ -34,6 +35,7 @@ class CostParams:
     fp32_cube_rate: float = 0.5
     vector_efficiency: dict = field(default_factory=dict)   # op class -> fraction of peak (missing: 1.0)
     sync_cycles: int = 0
+    move_cycles: int = 0          # per MTE instruction counted in Work.mte_moves
 
 
 @dataclass
@@ -69,7 +71,7 @@ def work_cost(spec: OpSpec, w: Work, soc: SocSpec, params: CostParams | None = N
     vec_per_cycle = max(1.0, soc.vec_calc_size * VEC_REF_ITEMSIZE / itemsize)
     eff = float(p.vector_efficiency.get(w.vector_class, p.vector_efficiency.get("default", 1.0)))
     vector = int(w.vector_ops / (vec_per_cycle * eff))
-    mte = int(w.bytes / max(1, soc.l2_rate))
+    mte = int(w.bytes / max(1, soc.l2_rate)) + w.mte_moves * p.move_cycles
     return BlockCost(cube, vector, mte, p.head_cycles + w.syncs * p.sync_cycles, w.bytes, not w.pipelined)
 
 

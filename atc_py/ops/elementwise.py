@@ -17,11 +17,13 @@ from .registry import register
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
 
 
-def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadcast: bool) -> TilingResult:
+def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadcast: bool,
+                       cores: int | None = None) -> TilingResult:
+    """Blocks of consecutive output elements over the op's cores (or the `cores` its kernel's own split uses)."""
     out = ctx.outputs[0]
     total = out.numel
     align = block_align_elems(ctx.soc, out.dtype)
-    block_dim, block_len = split_rows(total, cores_for(spec, ctx.soc), align)
+    block_dim, block_len = split_rows(total, cores or cores_for(spec, ctx.soc), align)
     # UB holds n_buffers tensors, double-buffered
     ub_factor = max(align, (ctx.soc.ub_size // (2 * n_buffers * np.dtype(out.dtype).itemsize)) // align * align)
     data = ELEMWISE_TILING.pack(total=total, block_len=block_len, ub_factor=ub_factor, broadcast=int(broadcast))

@@ -46,6 +46,12 @@ class RuntimeProfile:
         "default": 0.9})
     cross_core_sync_cycles: int = 1000     # ASSUMED: one SyncAll barrier across a kernel's blocks (the combine
     #                                        step of a split reduction)
+    mte_move_cycles: int = 20              # MEASURED on Atlas A2, ASSUMED the same in cycles on the others: one
+    #                                        MTE instruction issued and retired. CANN's asc-devkit DataCopy best
+    #                                        practice: 48 AIV cores each moving 6.29 MB GM -> UB as 49,152
+    #                                        one-burst 128-byte DataCopyPad instructions took 548.161 us of MTE2
+    #                                        at 1.816 GHz (20.3 cycles an instruction; 64 bursts an instruction:
+    #                                        bandwidth-bound). Priced only where ops/move_plans.py counts moves
     dram_efficiency: float = 0.9           # ASSUMED: sustained share of the SoC's DRAM bandwidth for streams
     # -- task scheduler (ns) --
     sqe_dispatch_ns: int = 300             # fetch + dispatch of one SQE by the task scheduler
@@ -97,7 +103,7 @@ class RuntimeProfile:
         """The parameters atc_py.ops.cost prices a block with."""
         return CostParams(self.block_head_cycles, self.cube_fractals_per_cycle, self.cube_efficiency,
                           self.cube_tile_overhead_cycles, self.fp32_cube_rate, dict(self.vector_efficiency),
-                          self.cross_core_sync_cycles)
+                          self.cross_core_sync_cycles, self.mte_move_cycles)
 
     @classmethod
     def load(cls, path: str | None) -> "RuntimeProfile":
