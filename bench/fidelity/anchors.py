@@ -26,10 +26,10 @@ GEMM_REF = "[torch-performance-test-data #109](https://github.com/zzc0721/torch-
 ZOO_TARGET = 1.3                # every ModelZoo figure within 1.3x
 # the figures not met yet, and what carries the difference (docs/fidelity.md); the test holds the others
 OPEN = {
-    "shufflenet_v2": "the simulation is short by about 13 us per kernel at batch 32 and too slow at batch 1: a cost "
-                     "that grows with the data; the unaligned-channel (58 / 116 / 232) slices, shuffles and TransData "
-                     "between ND and 5HD are the suspects (one data-movement efficiency for all of them fits batch 32 "
-                     "but breaks DenseNet and SqueezeNet at batch 1: docs/fidelity.md)",
+    "shufflenet_v2": "1.3-2.0x too fast from batch 4 up with CANN's row-by-row transposes and channel-by-channel "
+                     "TransData priced at the MTE instruction cost measured on Atlas A2 (mte_move_cycles 20); twice "
+                     "that cost would meet batch 32 but not batch 16 (1.84x), and no 310P figure for it is public: "
+                     "the rest needs a per-kernel profile of the device (docs/fidelity.md)",
 }
 
 
