@@ -49,6 +49,12 @@ def test_a_transpose_that_moves_its_last_axis_has_no_plan():
     assert transpose_plan((64, 64), (1, 0), 2, CORES, UB) is None
 
 
+def test_an_empty_tensor_has_no_plan():
+    assert transpose_plan((0, 2, 58, 784), SHUFFLE, 2, CORES, UB) is None
+    assert to_5hd_plan(0, 58, 784, C0, CORES, 2, UB) is None
+    assert from_5hd_plan(2, 58, 0, C0, CORES, 2, UB) is None
+
+
 def test_nchw_to_5hd_reads_a_ragged_plane_channel_by_channel():
     """trans_data_positive_source_ntc: H*W of 196 or 49 is not a multiple of C0, so every channel is its own
     move in (464 and 928 a core at batch 32); 784 reads a C1 block in one strided move."""

@@ -72,9 +72,9 @@ def transpose_plan(shape, perm, itemsize: int, cores: int, ub_bytes: int) -> Mov
     * shorter unaligned rows (scenario 5, "borrow axis"): tiles through vnchwconv, each element widened to a
       block (1/16 of the UB used), two UB-to-UB reorders of the widened tile and a second vnchwconv back; five
       moves a tile of about a sixteenth of the UB.
-    None when the last axis moves (not modelled: the default streaming cost applies)."""
+    None when the last axis moves (not modelled: the default streaming cost applies) or nothing moves."""
     dims, p = _merge(list(shape), list(perm))
-    if len(dims) < 2 or p[-1] != len(dims) - 1:
+    if len(dims) < 2 or p[-1] != len(dims) - 1 or 0 in dims:
         return None
     row = dims[-1] * itemsize
     rows = prod(dims[:-1])
@@ -106,10 +106,13 @@ def _hw_loops(hw: int, c0: int, itemsize: int, ub_bytes: int) -> int:
     return ceil_div(hw * c0 * itemsize, ub_bytes // 2)
 
 
-def to_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int, ub_bytes: int) -> MovePlan:
+def to_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int, ub_bytes: int) -> MovePlan | None:
     """NCHW -> NC1HWC0 (trans_data_positive_source_ntc, one vnchwconv a C1 block): CANN splits the best-scoring
     of the N, C1 and H*W loops over the cores; each (image, C1 block, H*W loop) is read in, turned and written
-    out. An H*W that is not a multiple of C0 cannot be read as C0 strided bursts: one move per channel instead."""
+    out. An H*W that is not a multiple of C0 cannot be read as C0 strided bursts: one move per channel instead.
+    None for an empty tensor."""
+    if min(n, c, hw) <= 0:
+        return None
     c1, hwl = ceil_div(c, c0), _hw_loops(hw, c0, itemsize, ub_bytes)
     axis, per, used = _split({"n": n, "c1": c1, "hw": hwl}, cores)
     ragged = hw % c0 != 0
@@ -120,12 +123,15 @@ def to_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int, ub_
     return MovePlan(used, images * (image_reads + c1))
 
 
-def from_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int, ub_bytes: int) -> MovePlan:
+def from_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int,
+                  ub_bytes: int) -> MovePlan | None:
     """NC1HWC0 -> NCHW (trans_data_negative_target_ntc). From H*W of the gate up, one vnchwconv pass per image
     and H*W loop (a move in, a move out; the images or the H*W loops are split over the cores). Below it 16 images share the UB lines
     of a pass: each image is read in one move, each channel of the pass's C1 blocks reordered by a UB-to-UB move
     of one-block bursts, and the pass written out in one strided move; the C1 blocks a pass takes are what one
-    UB line holds of them (H*W padded to C0)."""
+    UB line holds of them (H*W padded to C0). None for an empty tensor."""
+    if min(n, c, hw) <= 0:
+        return None
     c1 = ceil_div(c, c0)
     gate = CR_GATE_ALIGNED if hw % c0 == 0 else CR_GATE_RAGGED
     if hw >= gate:
