@@ -33,10 +33,10 @@ class MovePlan:
     vector_ops: int = 0
 
 
-def _score(loops: int, cores: int, exact_bonus: bool = True) -> int:
+def _score(loops: int, cores: int) -> int:
     """CANN's multi-core axis score (_get_mc_info_*): a full round of cores, the remainder, a bonus when even."""
-    s = (cores if loops >= cores else 0) + loops % cores
-    return s + (cores if exact_bonus and loops % cores == 0 and loops >= cores else 0)
+    full = loops >= cores
+    return (cores if full else 0) + loops % cores + (cores if full and loops % cores == 0 else 0)
 
 
 def _split(loops: dict[str, int], cores: int) -> tuple[str, int, int]:
@@ -126,10 +126,10 @@ def to_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int, ub_
 def from_5hd_plan(n: int, c: int, hw: int, c0: int, cores: int, itemsize: int,
                   ub_bytes: int) -> MovePlan | None:
     """NC1HWC0 -> NCHW (trans_data_negative_target_ntc). From H*W of the gate up, one vnchwconv pass per image
-    and H*W loop (a move in, a move out; the images or the H*W loops are split over the cores). Below it 16 images share the UB lines
-    of a pass: each image is read in one move, each channel of the pass's C1 blocks reordered by a UB-to-UB move
-    of one-block bursts, and the pass written out in one strided move; the C1 blocks a pass takes are what one
-    UB line holds of them (H*W padded to C0). None for an empty tensor."""
+    and H*W loop (a move in, a move out; the images or the H*W loops are split over the cores). Below it 16
+    images share the UB lines of a pass: each image is read in one move, each channel of the pass's C1 blocks
+    reordered by a UB-to-UB move of one-block bursts, and the pass written out in one strided move; the C1
+    blocks a pass takes are what one UB line holds of them (H*W padded to C0). None for an empty tensor."""
     if min(n, c, hw) <= 0:
         return None
     c1 = ceil_div(c, c0)
