@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ceil_div, prod
+from .base import TilingContext, TilingResult, Work, ceil_div, prod
+from .elementwise import elementwise_tiling
 
 BLOCK = 32                 # bytes in one UB block: the granule every move and burst is counted in
 VNC_LANES = 16             # vnchwconv transposes 16 x 16 blocks: an element-as-block pass writes 16 slots a value
@@ -31,6 +32,28 @@ class MovePlan:
     cores: int
     moves: int
     vector_ops: int = 0
+
+
+class PlannedMove:
+    """Mixin of a data-movement op (before OpSpec in its bases) whose launch follows its `plan`: the cores it
+    names, and the busiest block's MTE instructions and vector passes on top of the even share of its bytes."""
+
+    def plan(self, ctx: TilingContext) -> MovePlan | None:
+        raise NotImplementedError
+
+    def planned_tiling(self, ctx: TilingContext) -> TilingResult:
+        """Blocks of consecutive elements over the plan's cores (all the op's cores without a plan)."""
+        plan = self.plan(ctx)
+        res = elementwise_tiling(self, ctx, 2, False, plan.cores if plan else None)
+        res.tiling_key = 0
+        return res
+
+    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
+        w = super().block_work(ctx, block_dim)
+        plan = self.plan(ctx)
+        if plan:
+            w.mte_moves, w.vector_ops = plan.moves, w.vector_ops + plan.vector_ops
+        return w
 
 
 def _score(loops: int, cores: int) -> int:

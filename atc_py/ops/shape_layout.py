@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
+from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
                    cores_for, covered, direct_output, prod, split_rows)
 from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
 from .host_pool import cuts, run_pieces
-from .move_plans import transpose_plan
+from .move_plans import PlannedMove, transpose_plan
 from .registry import register
 
 
@@ -83,7 +83,7 @@ class Flatten(ViewOp):
 
 
 @register
-class TransposeD(OpSpec):
+class TransposeD(PlannedMove, OpSpec):
     op_type = "TransposeD"
     inputs = ("x",)
     attrs = {"perm": None}
@@ -102,25 +102,14 @@ class TransposeD(OpSpec):
         perm = self._perm(node.attrs, len(x.shape))
         return [TensorDesc(tuple(x.shape[p] for p in perm), x.dtype, "ND", x.origin_format)]
 
-    def _plan(self, ctx: TilingContext):
+    def plan(self, ctx: TilingContext):
         """CANN's data-movement plan for this transpose (None where the last axis moves: not modelled)."""
         x = ctx.inputs[0]
         return transpose_plan(x.shape, self._perm(ctx.attrs, len(x.shape)), np.dtype(x.dtype).itemsize,
                               cores_for(self, ctx.soc), ctx.soc.ub_size)
 
     def tiling(self, ctx: TilingContext) -> TilingResult:
-        plan = self._plan(ctx)
-        res = elementwise_tiling(self, ctx, 2, False, plan.cores if plan else None)
-        res.tiling_key = 0
-        return res
-
-    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
-        """The even share of the streaming work plus the busiest core's MTE instructions and vnchwconv passes."""
-        w = super().block_work(ctx, block_dim)
-        plan = self._plan(ctx)
-        if plan:
-            w.mte_moves, w.vector_ops = plan.moves, w.vector_ops + plan.vector_ops
-        return w
+        return self.planned_tiling(ctx)
 
     def compute(self, args: KernelArgs, inputs):
         x = inputs[0]

@@ -10,14 +10,14 @@ import numpy as np
 
 from ..ir.formats import DEVICE_FORMATS, NC1HWC0, c0_for, device_shape
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work, cores_for
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
-from .move_plans import from_5hd_plan, to_5hd_plan
+from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, cores_for
+from .elementwise import ELEMWISE_TILING, MOVE_TYPES, run_blocks
+from .move_plans import PlannedMove, from_5hd_plan, to_5hd_plan
 from .registry import register
 
 
 @register
-class TransData(OpSpec):
+class TransData(PlannedMove, OpSpec):
     op_type = "TransData"
     inputs = ("src",)
     outputs = ("dst",)
@@ -37,7 +37,7 @@ class TransData(OpSpec):
             shape = (shape[0], shape[2], shape[3], shape[1])
         return [TensorDesc(shape, x.dtype, dst, dst)]
 
-    def _plan(self, ctx: TilingContext):
+    def plan(self, ctx: TilingContext):
         """CANN's plan for an NCHW <-> NC1HWC0 conversion (ops/move_plans.py); None for the other formats and for
         H = W = 1, which CANN converts as a 2-D tensor (check_whether_2d): their cost stays the streaming one."""
         x, src, dst = ctx.inputs[0], ctx.attrs.get("src_format", "NCHW"), ctx.attrs.get("dst_format", "NC1HWC0")
@@ -52,18 +52,7 @@ class TransData(OpSpec):
         x, y = ctx.inputs[0], ctx.outputs[0]
         if x is None or x.numel != y.numel or sorted(x.shape) != sorted(y.shape):
             raise OpError(f"TransData converts a tensor, not {x} into {y}")
-        plan = self._plan(ctx)
-        res = elementwise_tiling(self, ctx, 2, False, plan.cores if plan else None)
-        res.tiling_key = 0
-        return res
-
-    def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
-        """The even share of the streaming work plus the busiest core's MTE instructions and UB reorders."""
-        w = super().block_work(ctx, block_dim)
-        plan = self._plan(ctx)
-        if plan:
-            w.mte_moves, w.vector_ops = plan.moves, w.vector_ops + plan.vector_ops
-        return w
+        return self.planned_tiling(ctx)
 
     def compute(self, args: KernelArgs, inputs):
         """In the framework's layout: a copy, or NHWC <-> NCHW where a channels-last tensor enters or leaves 5HD
