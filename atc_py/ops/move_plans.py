@@ -5,7 +5,10 @@ whose rows are short or not 32-byte aligned issues an instruction per row or per
 not the bytes, set its time (Work.mte_moves, priced at RuntimeProfile.mte_move_cycles each). The plans below
 follow the public CANN op sources (the canndev tree: op_tiling/transpose.cc with tbe/impl/dynamic/transpose.py,
 tbe/impl/trans_data_positive_source_ntc.py and trans_data_negative_target_ntc.py), simplified where the exact
-figure changes a count by a few instructions; each function says what it keeps.
+figure changes a count by a few instructions; each function says what it keeps. A static ONNX Transpose runs the
+dynamic kernel: ConstToAttrPass makes it TransposeD, TransposedUpdateFusionPass turns it back into Transpose when
+that kernel supports the shape (on 310P its op info has dynamicCompileStatic), so the static transpose_d.py is not
+what is modelled.
 """
 from __future__ import annotations
 
