@@ -83,9 +83,9 @@ def _merge(shape, perm) -> tuple[list[int], list[int]]:
             runs[-1].append(a)
         else:
             runs.append([a])
-    starts = sorted(r[0] for r in runs)
-    dims = [prod(shape[keep[a]] for a in next(r for r in runs if r[0] == s)) for s in starts]
-    return dims, [starts.index(r[0]) for r in runs]
+    in_order = sorted(runs)                                      # the merged axes as the input lays them out
+    dims = [prod(shape[keep[a]] for a in r) for r in in_order]
+    return dims, [in_order.index(r) for r in runs]
 
 
 def transpose_plan(shape, perm, itemsize: int, cores: int, ub_bytes: int) -> MovePlan | None:
