@@ -57,7 +57,7 @@ class AtcBackendRep(BackendRep):
         self._compiled: dict[str, object] = {}
 
     def _load(self, flat: list[tuple[str, np.ndarray]]):
-        from runner.loader import load_model
+        from om_run.load.loader import load_model
         shapes = ";".join(f"{n}:{','.join(map(str, x.shape)) if x is not None else ''}" for n, x in flat)
         key = shapes + "|" + ",".join(x.dtype.str for _, x in flat if x is not None)
         if key not in self._compiled:
@@ -75,7 +75,7 @@ class AtcBackendRep(BackendRep):
         return self._compiled[key]
 
     def run(self, inputs, **kwargs):
-        from runner.sim.host import Simulation
+        from om_run.sim.host import Simulation
         if isinstance(inputs, dict):
             inputs = [inputs[n] for n in self.names]
         elif not isinstance(inputs, (list, tuple)):

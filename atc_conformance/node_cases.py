@@ -7,6 +7,7 @@ failing case with its reason."""
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import warnings
@@ -120,7 +121,8 @@ def run_all(names: list[str], engine: str = "atc", jobs: int = 1) -> list[NodeRe
     if jobs <= 1:
         return [run_one(n, engine) for n in names]
     chunks = [(names[k::jobs], engine) for k in range(jobs)]
-    with ProcessPoolExecutor(jobs) as pool:
+    # forkserver: a fork of a process with threads (a test runner's, a simulation's) can inherit a held lock
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("forkserver")) as pool:
         parts = list(pool.map(_run_chunk, chunks))
     by_name = {r.name: r for part in parts for r in part}
     return [by_name[n] for n in names]

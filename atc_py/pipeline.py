@@ -2,7 +2,7 @@
 
 Options use GE's names (ge.socVersion, ge.frameworkType, input_shape, ge.outputNodeName,
 ge.tiling_schedule_optimize, ge.buildGraphMode, ge.exec.static_model_ops_lower_limit, ...); they are parsed
-once into a BuildOptions (atc_py/build_options.py), which is what every stage below reads.
+once into a BuildOptions (atc_py/options/build_options.py), which is what every stage below reads.
 """
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ from typing import Callable, Mapping
 from .frontend.onnx import onnx_lite as onnx
 
 from .version import __version__
-from .atomic_write import write_atomic
-from .progress import NoProgress, Progress
+from .common.atomic_write import write_atomic
+from .common.progress import NoProgress, Progress
 from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
-from .errors import AtcError
+from .common.errors import AtcError
 from .frontend.onnx import convert_onnx, load_onnx_lazy
 from .ir.dtypes import dtype_by_name
 from .ir.graph import Graph, all_graphs, all_nodes
@@ -31,13 +31,15 @@ from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout, gear_blocks
 from .engines.modeldef import model_def
 from .ops import get_op
-from .limits import DEFAULT_FOLD_SIZE_LIMIT
-from .build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
-from .options import InputShapes
+from .common.limits import DEFAULT_FOLD_SIZE_LIMIT
+from .options.build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
+from .options.shapes import InputShapes
 from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
 from .autofuse.fusion import FuseStats, autofuse
-from .passes.output_type import OutputTypes, apply_output_type
-from .passes.precision import SATURATE, MixList, apply_precision, compute_in
+from .options.output_type import OutputTypes
+from .passes.output_type import apply_output_type
+from .options.precision import MixList
+from .passes.precision import SATURATE, apply_precision, compute_in
 from .passes.aipp import feed_fp16, insert_aipp
 from .passes.aipp_fusion import aipp_conv_fusion, aipp_output
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs

@@ -13,7 +13,7 @@ import os
 import pathlib
 import sys
 
-from .errors import AtcError
+from .common.errors import AtcError
 from .ops import registry
 
 ENV = "ASCEND_CUSTOM_OPP_PATH"

@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 import atc_py  # noqa: E402
 from bench import compile_speed, fusion_bench  # noqa: E402  (bench/compile_speed.py, this folder)
 from bench.numpy_floor import SmallCnnNumpy  # noqa: E402
-from runner.host_heap import keep_freed_memory  # noqa: E402
-from runner.io import random_inputs  # noqa: E402
-from runner.loader import load_model  # noqa: E402
-from runner.sim.host import Simulation  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
+from om_run.load.loader import load_model  # noqa: E402
+from om_run.sim.host import Simulation  # noqa: E402
 
 REPEAT = 15
 SOC = "Ascend910B1"
@@ -165,7 +165,7 @@ def decoder_sink(d: str) -> None:
             _, s = Simulation(model).run([feeds[io.name] for io in model.inputs])
             print(f"{soc:<14} {sink:>4} {s.e2e_ns / 1e3:>9.1f} {s.host_ns / 1e3:>9.1f} {s.device_ns / 1e3:>10.1f} "
                   f"{s.syncs:>6} {s.tasks:>6}")
-    print("simulated time with the runtime profile's assumed defaults (runner/sim/profile.py)")
+    print("simulated time with the runtime profile's assumed defaults (om_run/sim/profile.py)")
 
 
 def memory_planning() -> None:
@@ -211,7 +211,7 @@ def memory_planning() -> None:
 
 
 def main() -> None:
-    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
+    keep_freed_memory()     # the host heap as om-run keeps it (om_run/sim/host_heap.py)
     with tempfile.TemporaryDirectory() as d:
         compile_and_run(d)
         numpy_floor(d)

@@ -23,12 +23,12 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.light_models import write_all  # noqa: E402
-from runner.host_heap import keep_freed_memory  # noqa: E402
-from runner.io import random_inputs  # noqa: E402
-from runner.loader import load_model  # noqa: E402
-from runner.sim import device as device_run  # noqa: E402
-from runner.sim.host import Simulation  # noqa: E402
-from runner.threads import thread_budget  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
+from om_run.load.loader import load_model  # noqa: E402
+from om_run.sim import device as device_run  # noqa: E402
+from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.threads import thread_budget  # noqa: E402
 
 FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 MODELS = ("resnet50", "shufflenet")
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
     args = ap.parse_args(argv)
-    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
+    keep_freed_memory()     # the host heap as om-run keeps it (om_run/sim/host_heap.py)
     with tempfile.TemporaryDirectory() as d, thread_budget(1), np.errstate(all="ignore"):   # one host thread
         paths = write_all(pathlib.Path(d), MODELS)
         print("| model (fp32, one thread) | " + " | ".join(SETTINGS) + " | outputs |")

@@ -1,4 +1,4 @@
-"""What om-run's host heap setting (runner/host_heap.py) does: page faults and time per execution, kept against
+"""What om-run's host heap setting (om_run/sim/host_heap.py) does: page faults and time per execution, kept against
 glibc's default, for the light ResNet-50 and ShuffleNet (fp32, random weights) on 1 and 2 threads.
 
 The setting is process-wide, so each sample is a child process; children alternate (default, kept, default...) so
@@ -24,15 +24,15 @@ from bench.threads_scaling import build  # noqa: E402
 CHILD = r"""
 import hashlib, json, resource, sys, time
 sys.path.insert(0, {root!r})
-from runner import host_heap
+from om_run.sim import host_heap
 if {keep}:
     host_heap.keep_freed_memory()
 import numpy as np
-from runner.io import random_inputs
-from runner.loader import load_model
-from runner.sim.host import Simulation
-from runner.sim.warm import warm
-from runner.threads import thread_budget
+from om_run.run.io import random_inputs
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+from om_run.sim.warm import warm
+from om_run.sim.threads import thread_budget
 model = load_model({om!r})    # built by another process: compiling here would move glibc's sliding thresholds
 x = random_inputs(model, 0)
 faults = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_minflt

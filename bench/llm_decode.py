@@ -6,11 +6,11 @@ sink off and on and ATB's host caches (setup reuse + kernel cache) on and off â€
 
 What each knob touches:
   * growing cache: every step has new shapes, so the model runs on the host executor node by node (InferShape,
-    tiling, launch per operator): ATB's caches (runner/sim/atb.py) decide its host time; sink has nothing to sink;
+    tiling, launch per operator): ATB's caches (om_run/sim/atb.py) decide its host time; sink has nothing to sink;
   * static cache: all shapes static, one ModelExecute a step; with sink, the decode attention is IncreFlashAttention
     whose tiling runs on the AICPU from the actual length (seed 000); ATB's host caches have no per-operator host
     work to save there.
-The figures come from the runtime profile's named parameters (runner/sim/profile.py: host_infershape_ns,
+The figures come from the runtime profile's named parameters (om_run/sim/profile.py: host_infershape_ns,
 host_tiling_ns(_by_op), host_tiling_cache_hit_ns, atb_setup_ns, atb_runner_create_ns, host_alloc_ns,
 host_launch_ns, kernel_launch_latency_ns, aicpu_launch_ns, aicpu_tiling_ns, update_ns...) and the SoCs' platform
 data. Nothing here is asserted.
@@ -28,12 +28,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
-from runner.generate import Decoder, decoder_io, generate  # noqa: E402
-from runner.loader import load_model  # noqa: E402
-from runner.sim.atb import AtbSettings  # noqa: E402
-from runner.sim.host import Simulation  # noqa: E402
-from runner.sim.warm import warm  # noqa: E402
-from runner.threads import thread_budget  # noqa: E402
+from om_run.generate.decode import Decoder, decoder_io, generate  # noqa: E402
+from om_run.load.loader import load_model  # noqa: E402
+from om_run.sim.atb import AtbSettings  # noqa: E402
+from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.warm import warm  # noqa: E402
+from om_run.sim.threads import thread_budget  # noqa: E402
 from tools.kv_decoder import KvShape, build  # noqa: E402
 
 SHAPE = KvShape(layers=2, hidden=256, heads=4, intermediate=688, vocab=2048, max_cache=256)

@@ -88,7 +88,7 @@ def copy_cmd(src: pathlib.Path, dst: pathlib.Path) -> list[str]:
 
 
 def om_run_cmd(om: pathlib.Path, *flags: str) -> list[str]:
-    return [sys.executable, "-m", "runner", str(om), *flags]
+    return [sys.executable, "-m", "om_run", str(om), *flags]
 
 
 def _gb(n: float) -> str:

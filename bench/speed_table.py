@@ -37,11 +37,11 @@ sys.path.insert(0, str(ROOT))
 import atc_py  # noqa: E402
 from bench import compile_speed  # noqa: E402
 from bench.light_models import NAMES, write_all  # noqa: E402
-from runner.host_heap import keep_freed_memory  # noqa: E402
-from runner.io import random_inputs  # noqa: E402
-from runner.loader import load_model  # noqa: E402
-from runner.sim.host import Simulation  # noqa: E402
-from runner.threads import LoadProbe, thread_budget, usable_cores  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
+from om_run.load.loader import load_model  # noqa: E402
+from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.threads import LoadProbe, thread_budget, usable_cores  # noqa: E402
 
 SOC = "Ascend910B1"
 FP32 = {"ge.socVersion": SOC, "ge.exec.precision_mode": "must_keep_origin_dtype"}
@@ -293,7 +293,7 @@ def fmt_range(vals, unit="x") -> str:
 
 def main(argv=None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
-    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
+    keep_freed_memory()     # the host heap as om-run keeps it (om_run/sim/host_heap.py)
     cores = usable_cores()
     print(f"speed table: {cores} usable cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} "
           f"at the start")

@@ -5,7 +5,7 @@ than with 1 (random-weight copies of the onnx package's light models, fp32 build
 bit-identical outputs; the first execution within 1.3x of the later ones.
 
 The machine is shared: every sample is tagged with the CPU other processes used while it ran (/proc/stat less
-this process's own CPU time, as runner/threads.LoadProbe judges it), and the table gives the best sample of each
+this process's own CPU time, as om_run/threads.LoadProbe judges it), and the table gives the best sample of each
 setting among those taken while others used at most CLEAN_CORES of a core — and, beside it, the best of all.
 Settings run round robin (1 thread, 2 threads, 1, 2...), so drifting load hits both alike; after each switch one
 execution runs unsampled (om-run --loop keeps one thread count: on the VM, the first execution after a run on one
@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.light_models import write_all  # noqa: E402
-from runner.host_heap import keep_freed_memory  # noqa: E402
-from runner.io import random_inputs  # noqa: E402
-from runner.loader import load_model  # noqa: E402
-from runner.sim.host import Simulation  # noqa: E402
-from runner.sim.warm import warm  # noqa: E402
-from runner.threads import _cpu_jiffies, thread_budget, usable_cores  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
+from om_run.load.loader import load_model  # noqa: E402
+from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.warm import warm  # noqa: E402
+from om_run.sim.threads import _cpu_jiffies, thread_budget, usable_cores  # noqa: E402
 
 FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 MODELS = {"resnet50": 1.5, "shufflenet": 1.3}    # model -> target speed-up with 2 threads
@@ -147,7 +147,7 @@ def first_vs_later(om: pathlib.Path, threads: int, tries: int, later: int = 4) -
 
 def main(argv=None) -> None:
     quick = "--quick" in (argv if argv is not None else sys.argv[1:])
-    keep_freed_memory()     # the host heap as om-run keeps it (runner/host_heap.py)
+    keep_freed_memory()     # the host heap as om-run keeps it (om_run/sim/host_heap.py)
     rounds, tries = (6, 2) if quick else (20, 4)
     print(f"threads scaling: {usable_cores()} usable cores, load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())} at the start", flush=True)

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130

@@ -2,7 +2,7 @@
 
 Runs inside the job's own process (sandbox.py). Every error of the tools becomes the record's status and
 message, exactly as atc-py / om-run would report it; numbers gathered before the error stay in the record.
-A point with `generate` runs om-run --generate's decode loop (runner/generate.py) instead of one execution.
+A point with `generate` runs om-run --generate's decode loop (om_run/generate/decode.py) instead of one execution.
 ATB's settings are the point's (its grid values, else ATB's defaults), never the environment the job runs in:
 the environment is not part of the job key.
 """
@@ -12,22 +12,22 @@ import os
 import pathlib
 import time
 
-from atc_py import cli as atc_cli
-from atc_py import cmdline
-from atc_py.errors import AtcError
+from atc_py.cli import main as atc_cli
+from atc_py.cli import flags as cmdline
+from atc_py.common.errors import AtcError
 from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
-from runner.simulate import simulate
-from runner.compare import compare_outputs
-from runner.gears import read_gears
-from runner.generate import Decoder, decoder_io, generate, read_prompt
-from runner.sim.atb import AtbSettings
-from runner.sim.execute import check_inputs
-from runner.sim.host import Simulation
-from runner.io import load_expected, load_inputs, load_npy, load_npz
-from runner.loader import load_model
-from runner.sim.profile import RuntimeProfile
-from runner.sim.report import summary_json
-from runner.sim.warm import warm
+from om_run.run.simulate import simulate
+from om_run.compare.outputs import compare_outputs
+from om_run.run.gears import read_gears
+from om_run.generate.decode import Decoder, decoder_io, generate, read_prompt
+from om_run.sim.atb import AtbSettings
+from om_run.sim.execute import check_inputs
+from om_run.sim.host import Simulation
+from om_run.run.io import load_expected, load_inputs, load_npy, load_npz
+from om_run.load.loader import load_model
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.report import summary_json
+from om_run.sim.warm import warm
 
 from .plan import Job
 
@@ -151,7 +151,7 @@ def _prompt_arrays(path: str, input_ids: str) -> dict:
 
 
 def _generate(job: Job, rec: dict, model, prof: RuntimeProfile, om_path: str, prompt_path: str) -> None:
-    """om-run --generate's decode loop (runner/generate_run.py, a model without gears): the KV cache resident on the
+    """om-run --generate's decode loop (om_run/generate/command.py, a model without gears): the KV cache resident on the
     device, the point's ATB settings. e2e_us is the whole generation, host_us / device_us its steps' sums."""
     if read_gears(model, om_path) is not None:
         raise AtcError("E30002", reason="--generate: om-sweep runs decoders built without gears (--dynamic_batch_size,"

@@ -14,7 +14,7 @@ import pathlib
 import shlex
 from dataclasses import dataclass
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.plugins import plugin_paths
 
 from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, check_points, is_atb

@@ -13,8 +13,8 @@ import pathlib
 from collections import Counter
 from html import escape
 
-from atc_py.atomic_write import write_atomic, write_in_folder
-from atc_py.errors import AtcError
+from atc_py.common.atomic_write import write_atomic, write_in_folder
+from atc_py.common.errors import AtcError
 
 from .plan import parse_command_line
 from .spec import ATB_KEYS, PATH_FLAGS

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 
 from .job import empty_record, execute, failed
 from .plan import Job

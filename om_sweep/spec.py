@@ -4,7 +4,7 @@ Nothing in the file is trusted: each field is checked for its type and range and
 field (`models[1].flags.soc_versoin: unknown atc-py flag`). Files the models refer to are not opened
 here: a missing one is a failed point in the results (plan.py), not a reason to refuse the sweep.
 
-Grid keys are atc-py flags or ATB's environment variables (runner/sim/atb.py): the latter are run-time settings of
+Grid keys are atc-py flags or ATB's environment variables (om_run/sim/atb.py): the latter are run-time settings of
 the simulated host, checked here with ATB's own ranges and given to each job's Simulation, never to atc-py.
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ import stat
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from atc_py import cmdline
-from atc_py.errors import AtcError
-from runner.sim.atb import ALIASES as ATB_ALIASES, VARIABLES as ATB_VARIABLES, AtbSettings
+from atc_py.cli import flags as cmdline
+from atc_py.common.errors import AtcError
+from om_run.sim.atb import ALIASES as ATB_ALIASES, VARIABLES as ATB_VARIABLES, AtbSettings
 
 # atc-py flags om-sweep sets itself or that make no sense in a sweep
 RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it as models[].path",

@@ -18,8 +18,8 @@ import pathlib
 import re
 import stat
 
-from atc_py.atomic_write import write_in_folder
-from atc_py.errors import AtcError
+from atc_py.common.atomic_write import write_in_folder
+from atc_py.common.errors import AtcError
 
 from .job import OK, RESULT_FIELDS
 from .plan import Job

@@ -6,8 +6,8 @@ from __future__ import annotations
 import io
 import pathlib
 
-from atc_py.atomic_write import write_in_folder
-from atc_py.errors import AtcError
+from atc_py.common.atomic_write import write_in_folder
+from atc_py.common.errors import AtcError
 
 from .job import GENERATION_FIELDS, RESULT_FIELDS
 from .plan import Plan, Point

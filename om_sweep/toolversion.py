@@ -11,7 +11,7 @@ import hashlib
 import pathlib
 
 import atc_py
-import runner
+import om_run
 
 RECORD_SCHEMA = 2   # bump when a job record gains or changes fields (job.py): older records rerun
 
@@ -19,7 +19,7 @@ RECORD_SCHEMA = 2   # bump when a job record gains or changes fields (job.py): o
 @functools.lru_cache(maxsize=1)
 def tool_version() -> str:
     digest = hashlib.sha256()
-    for package in (atc_py, runner):
+    for package in (atc_py, om_run):
         root = pathlib.Path(package.__file__).resolve().parent
         for path in sorted(root.rglob("*.py")):
             digest.update(f"{package.__name__}/{path.relative_to(root).as_posix()}\0".encode())

@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 import atc_py
-from atc_py.cli import run as atc_run
+from atc_py.cli.main import run as atc_run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODELS = ROOT / "models"
@@ -46,7 +46,7 @@ def atc(capsys):
 
 @pytest.fixture
 def om_run():
-    from runner.cli import main
+    from om_run.cli.main import main
 
     def _run(*argv: str):
         res = CliRunner().invoke(main, list(argv))

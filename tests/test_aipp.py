@@ -8,9 +8,9 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from atc_py.common.errors import AtcError
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 RNG = np.random.default_rng(23)
 YUV2RGB = [[298, 0, 409], [298, -100, -208], [298, 516, 0]]      # BT.601 video range (R, G, B from Y, U, V)

@@ -11,9 +11,9 @@ from onnx import helper, numpy_helper
 
 import atc_py
 from atc_py.ops.aipp import Aipp, aipp
-from runner.loader import load_model
-from runner.sim.host import Simulation
-from runner.sim.program import op_attrs
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+from om_run.sim.program import op_attrs
 
 RNG = np.random.default_rng(5)
 MEAN, STD = (123.675, 116.28, 103.53), (0.0171, 0.0175, 0.0174)

@@ -13,8 +13,8 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 import atc_py
-from atc_py.cli import run as atc_run
-from atc_py.errors import AtcError
+from atc_py.cli.main import run as atc_run
+from atc_py.common.errors import AtcError
 from tests.test_precision_knobs import APART, SOC, conv_bn_model, conv_model, dtypes, model_attrs
 
 RNG = np.random.default_rng(33)
@@ -74,8 +74,8 @@ def test_enable_small_channel_is_value_checked_and_applied(tmp_path, capsys):
     from atc_py.om import partitions as pt
     from atc_py.om.container import read_om
     from atc_py.proto import ge_ir_pb2
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     path = save(conv_model(), tmp_path / "m.onnx")
     base = [f"--model={path}", "--framework=5", "--soc_version=Ascend910B1", "--precision_mode=force_fp32"]
     assert atc_run(base + [f"--output={tmp_path / 'c04'}", "--enable_small_channel=1"]) == 0
@@ -156,7 +156,7 @@ def test_customize_dtypes_by_name_and_type(tmp_path):
     assert dtypes(fp32)["act"] == "float16" and fp32.summary["custom_dtype_ops"] == 1
     assert "act" in json.loads(model_attrs(fp32)["customize_dtypes"])["Opname"]
     # the numbers: an fp16 Sigmoid inside an fp32 model is off by fp16's rounding, not more
-    from runner.loader import load_model
+    from om_run.load.loader import load_model
     x = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(
         None, {"x": x})[0]
@@ -173,8 +173,8 @@ def load_model_bytes(om: bytes, tmp_path, load_model):
 
 
 def run_once(model, x):
-    from runner.sim.host import Simulation
-    from runner.sim.profile import RuntimeProfile
+    from om_run.sim.host import Simulation
+    from om_run.sim.profile import RuntimeProfile
     outs, _ = Simulation(model, RuntimeProfile()).run([x])
     return outs[0]
 
@@ -201,8 +201,8 @@ def _elementwise_chain(n=6, shape=(1, 64, 128, 128)):
 def test_off_optimize_costs_dram_time_in_the_simulator(tmp_path):
     """4 MiB tensors between six kernels: with l2_optimize each kernel reads its input from the L2 the last one
     wrote; with off_optimize every input comes from DRAM and every output goes back, so the chain is slower."""
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     m = _elementwise_chain()
     x = np.zeros((1, 64, 128, 128), np.float32)
     device, dram = {}, {}
@@ -264,7 +264,7 @@ def test_value_range_before_type_as_cmd_flag_info(tmp_path, capsys):
 
 
 def test_op_debug_level_is_checked_and_recorded(tmp_path, capsys):
-    from atc_py.build_options import BuildOptions
+    from atc_py.options.build_options import BuildOptions
     assert BuildOptions.parse({**SOC, "ge.opDebugLevel": "3"}).op_debug_level == 3
     assert model_attrs(atc_py.build(conv_model(), {**SOC, "ge.opDebugLevel": "3"}))["op_debug_level"] == "3"
     assert "op_debug_level" not in model_attrs(atc_py.build(conv_model(), {**SOC, "ge.opDebugLevel": "0"}))
@@ -275,7 +275,7 @@ def test_op_debug_level_is_checked_and_recorded(tmp_path, capsys):
 
 
 def test_enable_scope_fusion_passes_is_recorded_and_warned_not_applied(tmp_path):
-    from atc_py.build_options import BuildOptions
+    from atc_py.options.build_options import BuildOptions
     logged = []
     opts = BuildOptions.parse({**SOC, "ge.frameworkType": "3", "enable_scope_fusion_passes":
                                "ScopeBatchMultiClassNMSPass,ScopeDecodeBboxV2Pass"}, log=lambda *a: logged.append(a))
@@ -290,7 +290,7 @@ def test_enable_scope_fusion_passes_is_recorded_and_warned_not_applied(tmp_path)
 
 
 def test_device_id_is_checked_and_kept(tmp_path, capsys):
-    from atc_py.build_options import BuildOptions
+    from atc_py.options.build_options import BuildOptions
     assert BuildOptions.parse({**SOC, "ge.exec.tuneDeviceIds": "3"}).device_id == 3
     assert atc_run(cli_base(tmp_path) + ["--device", "0"]) == 0       # YoloXs' README: the prefix of --device_id
     assert atc_run(cli_base(tmp_path) + ["--device_id=x"]) == 255
@@ -334,7 +334,7 @@ def test_ascend310p1_is_a_soc(tmp_path):
 def test_the_docs_list_every_atc_flag_atc_py_lacks():
     """docs/atc-py.md's table is the list the parser refuses (and every ATC flag is either implemented or in it)."""
     import pathlib
-    from atc_py import atc_flags, cmdline
+    from atc_py.cli import atc_flags, flags as cmdline
     text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "atc-py.md").read_text()
     section = text.split("## ATC flags atc-py does not implement")[1].split("\n## ")[0]
     listed = set(re.findall(r"^\| `--(\w+)`", section, re.M))

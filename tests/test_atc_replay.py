@@ -1,5 +1,5 @@
 """Replay of real ATC command lines from public Ascend READMEs (tests/data/atc_replay/cases.json): each line runs
-through the shell's word splitting (tests/replay_shell.py) into `atc_py.cli.run`, in a scratch directory holding
+through the shell's word splitting (tests/replay_shell.py) into `atc_py.cli.main.run`, in a scratch directory holding
 a stand-in model (tests/replay_models.py) and the configuration files at the paths the line names. A line real
 ATC accepts must convert; a line real ATC refuses must fail with one clean ATC error."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from atc_py.cli import run as atc_run
+from atc_py.cli.main import run as atc_run
 from tests.replay_models import onnx_model, tf_graph
 from tests.replay_shell import atc_argv
 

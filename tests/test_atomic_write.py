@@ -9,15 +9,15 @@ import stat
 
 import pytest
 
-from atc_py.atomic_write import make_output_dir, write_atomic
-from atc_py.errors import AtcError
+from atc_py.common.atomic_write import make_output_dir, write_atomic
+from atc_py.common.errors import AtcError
 
 
 def test_new_files_get_the_umask_mode_and_existing_ones_keep_theirs(tmp_path):
     old = os.umask(0o027)
     try:
         import importlib
-        import atc_py.atomic_write as aw
+        import atc_py.common.atomic_write as aw
         importlib.reload(aw)   # the module reads the umask once
         aw.write_atomic(tmp_path / "new.bin", b"x")
         assert stat.S_IMODE(os.stat(tmp_path / "new.bin").st_mode) == 0o640
@@ -102,7 +102,7 @@ def test_atc_json_to_dev_null_and_fifo(atc, tmp_path):
 def test_in_its_own_folder_a_planted_symlink_is_replaced_not_followed(tmp_path):
     """write_in_folder: the files a tool names inside its output folder (om-run's outputs and profile, om-sweep's
     records and tables): a symlink planted there is replaced by the file; its target stays as it was."""
-    from atc_py.atomic_write import write_in_folder
+    from atc_py.common.atomic_write import write_in_folder
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "victim.txt").write_text("keep")
@@ -119,7 +119,7 @@ def test_in_its_own_folder_a_planted_symlink_is_replaced_not_followed(tmp_path):
 
 
 def test_in_its_own_folder_special_files_are_still_refused(tmp_path):
-    from atc_py.atomic_write import write_in_folder
+    from atc_py.common.atomic_write import write_in_folder
     os.mkfifo(tmp_path / "fifo.npy")
     (tmp_path / "dir.npy").mkdir()
     for name in ("fifo.npy", "dir.npy"):

@@ -7,9 +7,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_py.autofuse.fusion import ORIGIN_NAMES
-from atc_py.errors import AtcError
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from atc_py.common.errors import AtcError
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 from tests.conftest import MODELS
 
 F = TensorProto.FLOAT

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 import atc_py
-from atc_py.build_options import BuildOptions
-from atc_py.errors import AtcError
+from atc_py.options.build_options import BuildOptions
+from atc_py.common.errors import AtcError
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
@@ -21,7 +21,7 @@ PARSERS = {"parse_input_shape", "parse_input_shape_range", "parse_out_nodes", "p
            "fusion_switches", "parse_optimization_switch", "parse_output_type", "parse_attr_config", "parse_config",
            "input_fp16_nodes", "check_tiling_schedule_optimize_session"}
 PARSE_SITE = ROOT / "atc_py" / "build_options.py"
-NO_RAW_OPTIONS = ["atc_py/passes", "atc_py/engines", "atc_py/frontend", "atc_py/ops", "atc_py/om", "runner"]
+NO_RAW_OPTIONS = ["atc_py/passes", "atc_py/engines", "atc_py/frontend", "atc_py/ops", "atc_py/om", "om_run"]
 
 
 def _calls(path: pathlib.Path) -> set[str]:
@@ -40,7 +40,7 @@ def test_each_option_parser_is_called_from_build_options_only():
             continue
         for name in _calls(path) & PARSERS:
             callers.setdefault(name, []).append(str(path.relative_to(ROOT)))
-    outside = {name: [p for p in paths if p != "atc_py/build_options.py"] for name, paths in callers.items()}
+    outside = {name: [p for p in paths if p != "atc_py/options/build_options.py"] for name, paths in callers.items()}
     assert {k: v for k, v in outside.items() if v} == {}
     assert {"parse_input_shape", "parse_gears", "precision_mode", "fold_size_limit"} <= set(callers)
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from atc_py.cli import FAILURE, START, SUCCESS
+from atc_py.cli.main import FAILURE, START, SUCCESS
 
 from .conftest import MODELS, ROOT
 
@@ -279,7 +279,7 @@ def test_static_model_ops_lower_limit_flag(atc, tmp_path):
 
 
 def test_help_lists_every_optimization_pass_and_messages_name_atc_py(atc):
-    from atc_py.options import OPTIMIZATION_PASSES
+    from atc_py.options.shapes import OPTIMIZATION_PASSES
     code, out, _ = atc("--help")
     assert code == 0 and all(p in out for p in OPTIMIZATION_PASSES)
     code, out, _ = atc("--model=x.onnx")
@@ -287,7 +287,7 @@ def test_help_lists_every_optimization_pass_and_messages_name_atc_py(atc):
 
 
 def test_framework_messages_agree(atc, tmp_path):
-    from atc_py.cmdline import FRAMEWORK_SUPPORT
+    from atc_py.cli.flags import FRAMEWORK_SUPPORT
     for args in (["--framework=4"], ["--framework=0"]):
         code, out, _ = atc(f"--model={MODELS / 'small_cnn.onnx'}", f"--output={tmp_path / 'm'}",
                            "--soc_version=Ascend910B1", *args)

@@ -90,7 +90,7 @@ def test_build_pauses_gc_and_restores_it(monkeypatch):
 
 
 def test_cli_compile_imports_only_what_it_uses(tmp_path):
-    code = ("import sys; from atc_py.cli import run; "
+    code = ("import sys; from atc_py.cli.main import run; "
             f"rc = run(['--model={MODELS / 'small_cnn.onnx'}', '--framework=5', '--output={tmp_path / 'm'}', "
             "'--soc_version=Ascend910B1']); "
             "print(rc, sorted(m for m in ('click', 'atc_py.frontend.tensorflow', 'atc_py.om.model_info', "

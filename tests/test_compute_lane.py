@@ -1,4 +1,4 @@
-"""The kernels' numerics on the compute lane (runner/sim/compute_lane.py): used with two host threads, never with
+"""The kernels' numerics on the compute lane (om_run/sim/compute_lane.py): used with two host threads, never with
 one; the same bits, records and times as the synchronous path (the sample models, control flow and tiling sink
 included, are compared in test_thread_determinism.py); a kernel failing on the lane is the same E30004 naming the
 same task, and nothing queued after it runs."""
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.ops import get_op
-from runner.loader import load_model
-from runner.sim import compute_lane, device
-from runner.sim.host import Simulation
-from runner.threads import thread_budget
+from om_run.load.loader import load_model
+from om_run.sim import compute_lane, device
+from om_run.sim.host import Simulation
+from om_run.sim.threads import thread_budget
 
 from .conftest import MODELS, compile_om
 

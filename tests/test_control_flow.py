@@ -11,12 +11,12 @@ from onnx import TensorProto as T
 from onnx import helper as h
 
 from atc_py.om import task_types as tt
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import read_om
 from atc_py.om.json_dump import om_file_to_json
 from atc_py.proto import task_pb2
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import MODELS, compile_om
 
@@ -278,7 +278,7 @@ def test_a_constant_trip_count_of_2_62_stops_at_the_task_budget_naming_the_loop(
     execution's task budget stops it within the budget, naming the busiest label; atc-py warns at build time."""
     import time
 
-    from runner.sim.budget import MIN_TASK_BUDGET, default_task_budget
+    from om_run.sim.budget import MIN_TASK_BUDGET, default_task_budget
     model = loop_model(2 ** 62)
     src = tmp_path / "runaway.onnx"
     import onnx
@@ -307,7 +307,7 @@ def test_a_constant_trip_count_of_2_62_stops_at_the_task_budget_naming_the_loop(
 def test_om_run_max_tasks_flag(om_run, tmp_path):
     import onnx
     onnx.save(loop_model(2 ** 40), tmp_path / "l.onnx")
-    from atc_py.cli import run as atc_run
+    from atc_py.cli.main import run as atc_run
     assert atc_run([f"--model={tmp_path / 'l.onnx'}", "--framework=5", f"--output={tmp_path / 'l'}",
                     "--soc_version=Ascend910B1"]) == 0
     code, out, err = om_run(str(tmp_path / "l.om"), "--max-tasks", "500")

@@ -12,9 +12,9 @@ import pytest
 
 import atc_py
 from atc_py.passes.precision import selection_region
-from runner.loader import load_model
+from om_run.load.loader import load_model
 from tools.real_models.checks import detection_error
-from runner.sim.host import Simulation
+from om_run.sim.host import Simulation
 
 from .conftest import ROOT
 

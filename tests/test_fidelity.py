@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from atc_py.platform import load_soc
-from runner.sim.l2 import L2Cache
-from runner.sim.profile import RuntimeProfile
-from runner.sim.roofline import cube_peak
+from om_run.sim.l2 import L2Cache
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.roofline import cube_peak
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -147,7 +147,7 @@ def test_the_zoo_figures_are_compared_with_the_simulated_ais_bench_throughput():
     the host, so the prediction counts the execute's launch and sync and the dispatch between kernels, not only
     the kernels' spans on the device."""
     from bench.fidelity.zoo import ZOO
-    from runner.sim.report import ais_bench_summary
+    from om_run.sim.report import ais_bench_summary
     prof = RuntimeProfile()
     z = ZOO["squeezenet1_1"]
     stats = anchors.zoo_stats("squeezenet1_1", prof)
@@ -169,7 +169,7 @@ def test_gemm_fp32_rate_and_efficiency_are_capped_by_physics(tmp_path):
 
 
 def test_sim_config_rejects_efficiencies_above_the_peak(tmp_path):
-    from atc_py.errors import AtcError
+    from atc_py.common.errors import AtcError
     for bad in ('{"cube_efficiency": 1.2}', '{"fp32_cube_rate": 0.3}', '{"vector_efficiency": {"reduce": 2}}',
                 '{"dram_efficiency": 0}'):
         p = tmp_path / "c.json"

@@ -13,8 +13,8 @@ from atc_py.ir.formats import FRACTAL_NZ, FRACTAL_Z, NC1HWC0, device_shape, from
 from atc_py.om.container import read_om
 from atc_py.om import partitions as pt
 from atc_py.proto import ge_ir_pb2
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 from tools.resnet50_onnx import resnet50
 
 from .conftest import ROOT

@@ -10,8 +10,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_py.ir.formats import FRACTAL_Z_3D, NDC1HWC0, device_shape, from_device, to_device
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import ROOT
 from .test_formats import _om_ops

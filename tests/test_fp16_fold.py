@@ -65,8 +65,8 @@ def test_an_exporters_float32_lowest_mask_gives_no_nan_in_the_default_build(tmp_
     from onnx import TensorProto, helper, numpy_helper
 
     import atc_py
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     rng = np.random.default_rng(0)
     w = rng.standard_normal((8, 8)).astype(np.float32)
     nodes = [helper.make_node("Cast", ["mask"], ["mf"], to=TensorProto.FLOAT),

@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import convert_onnx, load_onnx, load_onnx_lazy
 from atc_py.frontend.onnx.adapter import ADAPTERS
 
@@ -119,8 +119,8 @@ def test_gemm_alpha_beta_and_bias_fold_into_matmul():
     g, _ = convert_onnx(m)
     assert "MatMulV2" in [n.op_type for n in g.nodes]
     om = compile_om(m)
-    from runner.sim.execute import execute
-    from runner.loader import load_model
+    from om_run.sim.execute import execute
+    from om_run.load.loader import load_model
     import tempfile, os
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "m.om")

@@ -87,8 +87,8 @@ def test_generate_gives_onnxruntimes_greedy_tokens_and_the_llm_metrics(layout, a
 
 def test_the_static_cache_compiles_fully_static(atc, tmp_path):
     om, _ = compile_decoder(atc, tmp_path, "static")
-    from runner.loader import load_model
-    from runner.model import DeviceModel
+    from om_run.load.loader import load_model
+    from om_run.load.model import DeviceModel
     assert isinstance(load_model(str(om)), DeviceModel)
 
 
@@ -117,8 +117,8 @@ def test_atb_caches_hit_and_save_host_time_and_switch_off(atc, om_run, tmp_path,
 
 
 def test_atb_variables_are_read_as_atb_documents_them(monkeypatch):
-    from atc_py.errors import AtcError
-    from runner.sim.atb import AtbHost, AtbSettings
+    from atc_py.common.errors import AtcError
+    from om_run.sim.atb import AtbHost, AtbSettings
     s = AtbSettings.from_env({"ATB_OPSRUNNER_KERNEL_CACHE_GLOABL_COUNT": "7", "ATB_LAUNCH_KERNEL_WITH_TILING": "0"})
     assert s.global_slots == 7 and s.launch_with_tiling == 0 and s.local_slots == 1   # ATB's typo is read too
     for bad in ({"ATB_OPSRUNNER_KERNEL_CACHE_TYPE": "4"}, {"ATB_OPSRUNNER_KERNEL_CACHE_LOCAL_COUNT": "0"},
@@ -213,7 +213,7 @@ def test_static_cache_attention_sinks_as_incre_flash_attention(atc, om_run, tmp_
     """--tiling_schedule_optimize=1: the decode attention over the static cache becomes IncreFlashAttention with the
     lengths (cache_position + 1) as device data; its tiling sinks (PREPROCESS_KERNEL + UPDATE); the same tokens."""
     from atc_py.om import task_types as tt
-    from runner.loader import load_model
+    from om_run.load.loader import load_model
     om, _ = compile_decoder(atc, tmp_path, "static", extra=("--tiling_schedule_optimize=1",))
     model = load_model(str(om))
     kinds = [t.type for t in model.tasks]
@@ -245,7 +245,7 @@ def test_the_default_fp16_build_sinks_the_static_cache_attention_too():
 def test_a_mask_that_is_not_a_length_mask_is_left_alone(atc, tmp_path):
     """A mask of -1 (a bias, not "not attended") is not a prefix of filled positions: no IncreFlashAttention."""
     from onnx import numpy_helper
-    from runner.loader import load_model
+    from om_run.load.loader import load_model
     model = build(SHAPE, "static", seed=3)
     for k, init in enumerate(model.graph.initializer):
         if init.name == "mask_min":

@@ -1,4 +1,4 @@
-"""om-run's host heap (runner/host_heap.py): freed kernel temporaries reused instead of faulting fresh pages, and
+"""om-run's host heap (om_run/sim/host_heap.py): freed kernel temporaries reused instead of faulting fresh pages, and
 the first execution's pages touched at load. Page faults are counted (getrusage), not timed: they do not depend
 on the machine's load. Each case runs in a process of its own (the setting is process-wide)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from bench.host_heap import child
 from bench.threads_scaling import build
-from runner import host_heap
+from om_run.sim import host_heap
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +55,8 @@ def test_prefault_does_nothing_unless_the_heap_is_kept(monkeypatch):
 def test_om_run_keeps_freed_memory(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    from runner.cli import main
+    from om_run.cli.main import main
     calls = []
-    monkeypatch.setattr("runner.cli.keep_freed_memory", lambda: calls.append(1) or True)
+    monkeypatch.setattr("om_run.cli.main.keep_freed_memory", lambda: calls.append(1) or True)
     CliRunner().invoke(main, ["--help"])
     assert calls == [1]

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 import atc_py
 from atc_py.engines.args import parse_args
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.ops.base import TilingStruct
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
@@ -149,8 +149,8 @@ def test_a_validated_model_computes_what_its_graph_says(om_run, tmp_path, om):
     """The checked graphs are what runs: the fused result equals the unfused build's."""
     p = tmp_path / "a.om"
     p.write_bytes(om)
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     x = np.random.default_rng(0).standard_normal((4, 6, 32)).astype(np.float32)
     (y,), _ = Simulation(load_model(str(p))).run([x])
     e = np.exp(x)

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import onnx_lite
 from atc_py.frontend.onnx.loader import load_onnx, load_onnx_lazy
-from runner.io import load_npz
+from om_run.run.io import load_npz
 from tests.conftest import MODELS, ROOT, compile_om
 
 GIB = 1 << 30
@@ -71,7 +71,7 @@ def test_a_10gib_npy_for_a_12kib_input_is_refused_before_it_is_read(cnn_om, tmp_
     folder.mkdir()
     sparse_npy(folder / "a.npy", 10 * GIB)
     spec = str(folder) if as_folder else str(folder / "a.npy")
-    proc = limited(["runner", "--model", str(cnn_om), "--input", spec, "--output", str(tmp_path / "out")],
+    proc = limited(["om_run", "--model", str(cnn_om), "--input", spec, "--output", str(tmp_path / "out")],
                    4 * GIB, tmp_path)
     line = one_error_line(proc, "E30002")
     assert "input 'input' must be float32[1, 3, 32, 32]" in line and "refused before reading" in line

@@ -11,7 +11,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.proto import tf_graph_pb2 as tf
 from tests.conftest import MODELS
 

@@ -195,7 +195,7 @@ def test_profile_and_summary_paths_that_cannot_be_written(om_run, tmp_path, cnn_
 
 
 def test_internal_faults_are_one_line_and_debug_shows_the_traceback(om_run, tmp_path, cnn_om, monkeypatch):
-    from runner.sim import host
+    from om_run.sim import host
 
     def broken(*a, **k):
         raise RuntimeError("simulated bug")

@@ -40,7 +40,7 @@ def test_constant_folding_of_log_zero_is_silent(tmp_path):
     assert "RuntimeWarning" not in res.stderr + res.stdout
     x = np.ones((1, 4), np.float32)
     np.save(tmp_path / "x.npy", x)
-    run = _cli("runner", "--model", str(tmp_path / "folded.om"), "--input", str(tmp_path / "x.npy"),
+    run = _cli("om_run", "--model", str(tmp_path / "folded.om"), "--input", str(tmp_path / "x.npy"),
                "--output", str(tmp_path / "out"))
     assert run.returncode == 0, run.stderr
     with np.errstate(all="ignore"):
@@ -53,7 +53,7 @@ def test_kernels_computing_inf_and_nan_are_silent_on_every_thread(tmp_path):
     np.save(tmp_path / "x.npy", VALUES)
     for threads in ("1", "2"):
         out = tmp_path / f"out{threads}"
-        run = _cli("runner", "--model", str(tmp_path / "log.om"), "--input", str(tmp_path / "x.npy"),
+        run = _cli("om_run", "--model", str(tmp_path / "log.om"), "--input", str(tmp_path / "x.npy"),
                    "--output", str(out), "--threads", threads)
         assert run.returncode == 0, run.stderr
         assert "RuntimeWarning" not in run.stderr + run.stdout

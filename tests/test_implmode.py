@@ -12,7 +12,7 @@ from onnx import TensorProto as TP
 from onnx import helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import partitions as pt
 from atc_py.om import read_om
 from atc_py.om.attrs import from_attr
@@ -51,8 +51,8 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 
 def run(om: bytes, x, tmp_path, name):
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     path = tmp_path / f"{name}.om"
     path.write_bytes(om)
     outs, stats = Simulation(load_model(str(path))).run([x])
@@ -92,7 +92,7 @@ def test_high_precision_is_closer_in_fp16_and_fusion_keeps_the_numbers(tmp_path)
 
 
 def test_the_om_records_the_mode_and_om_run_reads_it(tmp_path):
-    from runner.sim.program import op_attrs
+    from om_run.sim.program import op_attrs
     res = atc_py.build(gelu_softmax(), {**APART, "op_select_implmode": "high_performance_for_all"})
     ops = om_ops(res.om)
     assert ops["gelu"]["_op_impl_mode"] == "high_performance" and "_internal_dtype" not in ops["gelu"]

@@ -10,7 +10,7 @@ from tools.import_graph.__main__ import main
 from tools.import_graph.cycles import child_of
 
 # No cycle across folders is allowed. The onnx Backend (conformance/) compiles with atc_py and simulates with
-# runner, so it is a package of its own beside them: atc_py never imports runner.
+# runner, so it is a package of its own beside them: atc_py never imports om_run.
 ALLOWED: dict = {}
 
 

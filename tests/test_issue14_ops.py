@@ -13,14 +13,14 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
 from atc_py.ops.base import OpError, TilingResult
 from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 from tests.test_ops import run
 
 SOC = load_soc("Ascend910B1")

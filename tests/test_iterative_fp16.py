@@ -7,8 +7,8 @@ import numpy as np
 
 import atc_py
 from atc_py.passes.precision import coordinate_region
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import ROOT
 

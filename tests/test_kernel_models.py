@@ -14,7 +14,7 @@ from atc_py.ops.base import TilingContext, cores_for
 from atc_py.ops.conv_pool import group_extension
 from atc_py.platform.soc import load_soc
 from bench.fidelity import zoo
-from runner.sim.program import op_attrs
+from om_run.sim.program import op_attrs
 
 from .test_formats import _om_ops
 
@@ -143,8 +143,8 @@ def test_a_batch_1_concat_splits_each_inputs_columns_over_every_core():
 
 def test_5hd_concat_and_batch_norm_change_no_number(tmp_path):
     import onnxruntime as ort
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     model = _concat_model(16, 32)
     res = atc_py.build(model, {"ge.socVersion": "Ascend310P3", "ge.exec.precision_mode": "force_fp32"})
     p = tmp_path / "m.om"

@@ -10,8 +10,8 @@ from atc_py.ops import conv_pool, get_op, matmul
 from atc_py.autofuse import ascgraph_kernel
 from atc_py.ops.execute import run_op
 from atc_py.platform import load_soc
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 RNG = np.random.default_rng(18)
 SOC = load_soc("Ascend910B1")

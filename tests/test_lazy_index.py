@@ -53,7 +53,7 @@ print(json.dumps({"ops_same": all(eager[t] is s for t, s in ops.items()), "ops_a
 def test_a_small_compile_imports_only_the_families_it_uses(tmp_path):
     code = f"""
 import sys, json
-from atc_py.cli import run
+from atc_py.cli.main import run
 code = run(["--model=models/small_cnn.onnx", "--framework=5", "--output={tmp_path}/m", "--soc_version=Ascend910B1"])
 assert code == 0, code
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("atc_py.ops.", "atc_py.frontend.onnx.adapters.")))))

@@ -16,8 +16,8 @@ from atc_py.passes.memory_buffers import OUTPUT_MARK, collect_buffers
 from atc_py.passes.memory_greedy import conflict_matrix
 from atc_py.passes.streams import assign_streams
 from atc_py.platform import load_soc
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import MODELS
 
@@ -174,7 +174,7 @@ def test_a_plan_that_clobbers_a_model_output_is_reported(tmp_path):
     after the model: no task reads them, so only this check sees it)."""
     from atc_py.engines.args import ADDR, parse_args
     from atc_py.engines.aicore import kernel_of
-    from atc_py.errors import AtcError
+    from atc_py.common.errors import AtcError
     model = random_dag(1)
     p = tmp_path / "m.om"
     p.write_bytes(atc_py.build(model, {"ge.socVersion": "Ascend910B1", "ge.enableSingleStream": "true",

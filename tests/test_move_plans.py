@@ -13,7 +13,7 @@ from atc_py.ops.base import TilingContext, Work
 from atc_py.ops.cost import CostParams, work_cost
 from atc_py.ops.move_plans import from_5hd_plan, to_5hd_plan, transpose_plan
 from atc_py.platform.soc import load_soc
-from runner.sim.profile import RuntimeProfile
+from om_run.sim.profile import RuntimeProfile
 
 SOC = load_soc("Ascend310P3")
 UB, CORES, C0 = 262144, 8, 16

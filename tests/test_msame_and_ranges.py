@@ -151,8 +151,8 @@ def test_gear_flags_on_a_model_without_gears(om_run, tmp_path):
 
 def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monkeypatch):
     """msame's batch mode streams: each file is read just before its execution, never the whole folder first."""
-    import runner.cli as cli
-    import runner.msame_inputs as mi
+    import om_run.cli.main as cli
+    import om_run.run.msame_inputs as mi
     from tests.conftest import compile_om
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))

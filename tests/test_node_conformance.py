@@ -1,23 +1,16 @@
 """ONNX's node conformance cases (onnx.backend.test.case.node, written in memory by collect_testcases) through
 atc-py + om-run: every case not listed in tests/conformance/node_exclusions.txt must pass, and a listed case
-that passes is a stale entry (remove it). The cases run once per session on all cores; `make conformance`
-prints the totals next to onnxruntime's."""
+that passes is a stale entry (remove it). Each case is a test of its own, so pytest-xdist spreads them over the
+cores; `make conformance` prints the totals next to onnxruntime's."""
 from __future__ import annotations
-
-import os
 
 import pytest
 
-from atc_conformance.node_cases import EXCLUSIONS, node_cases, read_exclusions, run_all
+from atc_conformance.node_cases import EXCLUSIONS, node_cases, read_exclusions, run_one
 from tests.conformance import ROOT_EXCLUSIONS
 
 NAMES = sorted(node_cases())
 EXCLUDED = read_exclusions(ROOT_EXCLUSIONS)
-
-
-@pytest.fixture(scope="session")
-def results():
-    return {r.name: r for r in run_all(NAMES, "atc", os.cpu_count() or 1)}
 
 
 def test_the_exclusion_list_names_real_cases_with_reasons():
@@ -29,8 +22,8 @@ def test_the_exclusion_list_names_real_cases_with_reasons():
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_node_case(results, name):
-    r = results[name]
+def test_node_case(name):
+    r = run_one(name, "atc")
     if name in EXCLUDED:
         assert not r.ok, f"{name} passes now: remove it from the exclusion list"
         pytest.skip(EXCLUDED[name])

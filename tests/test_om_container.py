@@ -207,7 +207,7 @@ def test_the_weights_sit_past_any_feature_map_a_device_can_hold():
 
     from atc_py.passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE
     from atc_py.platform import load_soc
-    from runner.limits import DEFAULT_DEVICE_MEMORY
+    from om_run.load.limits import DEFAULT_DEVICE_MEMORY
     import atc_py.platform as platform
     socs = [p.stem for p in pathlib.Path(platform.__file__).parent.joinpath("data").glob("*.ini")]
     assert socs

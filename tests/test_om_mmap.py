@@ -1,4 +1,4 @@
-"""om-run's memory-mapped load (runner/mapped.py, atc_py.om.container.read_om_file): the weights stay in the
+"""om-run's memory-mapped load (om_run/load/mapped.py, atc_py.om.container.read_om_file): the weights stay in the
 file until a kernel touches them, the checksum streams, a bad file is one E30001, numerics are unchanged."""
 from __future__ import annotations
 
@@ -12,18 +12,18 @@ import numpy as np
 import pytest
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import partitions as pt
 from atc_py.om.chunks import DIGEST_PIECE, STREAM_CHUNK, file_digest, partition_digest
 from atc_py.om.container import InFile, OmFormatError, read_om, read_om_file
 from atc_py.om.header import MODEL_FILE_HEAD_LEN
-from runner import loader
-from runner.io import random_inputs
-from runner.loader import load_model
-from atc_py.progress import StageProgress
-from runner.sim.device_memory import WIDEN_CACHE_BYTES
-from runner.sim.host import Simulation
-from runner.threads import thread_budget
+from om_run.load import loader
+from om_run.run.io import random_inputs
+from om_run.load.loader import load_model
+from atc_py.common.progress import StageProgress
+from om_run.sim.device_memory import WIDEN_CACHE_BYTES
+from om_run.sim.host import Simulation
+from om_run.sim.threads import thread_budget
 
 from .conftest import MODELS, ROOT, compile_om
 from tests.fake_terminal import FakeTerminal
@@ -119,7 +119,7 @@ def test_truncated_or_overlong_partitions_are_one_load_error(mapped, cnn, tmp_pa
     with pytest.raises(AtcError, match=needle) as exc:
         load_model(str(p), verify=cut != "past_end_unsealed")
     assert exc.value.code == "E30001"
-    r = subprocess.run([sys.executable, "-m", "runner", str(p), "--no-compute", "--no-verify"], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "om_run", str(p), "--no-compute", "--no-verify"], capture_output=True,
                        text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 1 and "[ERROR] E30001" in r.stderr and needle in r.stderr
     assert "Traceback" not in r.stderr + r.stdout
@@ -136,7 +136,7 @@ def test_a_file_that_shrinks_while_read_is_a_format_error(cnn):
 
 
 def test_mmap_failure_is_a_load_error(mapped, cnn, monkeypatch):
-    from runner import mapped as mapped_mod
+    from om_run.load import mapped as mapped_mod
 
     def no_map(*a, **k):
         raise OSError(12, "Cannot allocate memory")
@@ -255,7 +255,7 @@ def test_no_compute_run_of_200_mb_of_weights_stays_small(tmp_path):
              "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     rss = {}
     for name, om in (("small", small), ("big", big)):
-        r = subprocess.run([sys.executable, "-c", timer, sys.executable, "-m", "runner", str(om), "--no-compute"],
+        r = subprocess.run([sys.executable, "-c", timer, sys.executable, "-m", "om_run", str(om), "--no-compute"],
                            capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         code, kb = map(int, r.stdout.split())
         assert code == 0, r.stderr
@@ -282,6 +282,6 @@ def test_progress_line_on_a_terminal_only():
 
 
 def test_om_run_piped_prints_no_progress(cnn):
-    r = subprocess.run([sys.executable, "-m", "runner", str(cnn), "--no-compute"], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-m", "om_run", str(cnn), "--no-compute"], capture_output=True, text=True,
                        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0 and "\r" not in r.stderr + r.stdout and "checksum" not in r.stderr

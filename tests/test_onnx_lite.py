@@ -14,7 +14,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import onnx_lite
 from tests.conftest import ROOT
 
@@ -54,7 +54,7 @@ BAD = {
 _CHILD = """
 import json, sys
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 out = {}
 for name, path in json.loads(sys.argv[1]).items():
     try:

@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_conformance.backend import AtcBackend
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)

@@ -10,10 +10,10 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx.adapters import loop_unroll
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import compile_om
 

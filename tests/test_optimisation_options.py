@@ -7,13 +7,13 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import partitions as pt
 from atc_py.ops import get_op
 from atc_py.om.container import read_om
 from atc_py.proto import ge_ir_pb2
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(3)

@@ -80,7 +80,7 @@ def test_independent_threaded_folds_keep_their_own_values():
 
 def test_a_failing_threaded_fold_names_its_node(monkeypatch):
     import pytest
-    from atc_py.errors import AtcError
+    from atc_py.common.errors import AtcError
     from atc_py.ops import get_op
     from atc_py.ops.base import OpError
 

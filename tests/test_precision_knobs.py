@@ -11,7 +11,7 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import read_om
 from atc_py.om import partitions as pt
 from atc_py.om.attrs import from_attr
@@ -137,8 +137,8 @@ def test_fusion_switch_file_maps_ge_pass_names(tmp_path):
 def test_bf16_precision_modes(tmp_path, mode):
     """The cube (and, mixed, the ops following it) compute in bfloat16; numbers within what bf16 costs."""
     import onnxruntime as ort
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     m = conv_model()
     res = atc_py.build(m, {**APART, "ge.exec.precision_mode": mode})
     from atc_py.ops import get_op

@@ -12,9 +12,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.errors import AtcError
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from atc_py.common.errors import AtcError
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 MS = "com.microsoft"
 TYPES = {"uint8": TensorProto.UINT8, "int8": TensorProto.INT8}

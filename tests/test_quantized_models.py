@@ -21,8 +21,8 @@ from onnx.reference import ReferenceEvaluator
 
 import atc_py
 from bench.light_models import write_all
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 from tools.real_models.checks import output_steps
 
 from .conftest import MODELS
@@ -185,7 +185,7 @@ def test_a_dynamically_quantized_kv_decoder_generates_the_reference_tokens(tmp_p
     --generate's greedy tokens equal those of onnx's reference run of the same quantized model, step by step."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from runner.generate import Decoder, decoder_io, generate
+    from om_run.generate.decode import Decoder, decoder_io, generate
     from tools.kv_decoder import KvShape, build
     shape = KvShape(layers=1, hidden=32, heads=2, intermediate=48, vocab=64, max_cache=12)
     src, out = tmp_path / "dec.onnx", tmp_path / "dec_q.onnx"

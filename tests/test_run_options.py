@@ -1,11 +1,11 @@
-"""om-run's flags parsed once into RunOptions (runner/options.py): typed values, E30002 for bad ones."""
+"""om-run's flags parsed once into RunOptions (om_run/run/options.py): typed values, E30002 for bad ones."""
 import dataclasses
 
 import pytest
 
-from atc_py.errors import AtcError
-from runner.options import GearFlag, InputFiles, RunOptions, parse_gear, parse_named_shapes, run_options
-from runner.sim.profile import RuntimeProfile
+from atc_py.common.errors import AtcError
+from om_run.run.options import GearFlag, InputFiles, RunOptions, parse_gear, parse_named_shapes, run_options
+from om_run.sim.profile import RuntimeProfile
 
 DEFAULTS = dict(model_arg="m.om", model_opt=None, input_spec=None, output_dir=None, outfmt="npy", loop=1, seed=0,
                 expected=None, op_plugin="", rtol=None, atol=None, sim_config=None, allow_hazards=False,

@@ -6,9 +6,9 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from runner.sim.execute import execute
-from runner.io import random_inputs
-from runner.loader import load_model
+from om_run.sim.execute import execute
+from om_run.run.io import random_inputs
+from om_run.load.loader import load_model
 
 from .conftest import MODELS, ORT_SAMPLES, compile_om
 

@@ -1,4 +1,4 @@
-"""The runner package's layout: the simulated machine lives in one package (runner/sim) and no two runner
+"""The runner package's layout: the simulated machine lives in one package (om_run/sim) and no two runner
 modules import each other, directly or through others (function-local imports count: they are still edges)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pathlib
 
 from .conftest import ROOT
 
-RUNNER = ROOT / "runner"
+RUNNER = ROOT / "om_run"
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -43,7 +43,7 @@ def imported_names(path: pathlib.Path, module: str) -> set[str]:
 
 def import_graph() -> dict[str, set[str]]:
     """runner module -> the runner modules it imports (a package's __init__ is not an edge to every module in
-    it: importing runner.sim.host runs runner/sim/__init__.py, which imports nothing)."""
+    it: importing om_run.sim.host runs om_run/sim/__init__.py, which imports nothing)."""
     mods = runner_modules()
     return {m: {t for t in imported_names(p, m) if t in mods and t != m} for m, p in mods.items()}
 
@@ -84,23 +84,23 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_simulated_machine_has_one_package():
     for gone in ("device", "host"):
-        assert not (RUNNER / gone).exists(), f"runner/{gone}/ is back: the simulated machine lives in runner/sim/"
+        assert not (RUNNER / gone).exists(), f"om_run/{gone}/ is back: the simulated machine lives in om_run/sim/"
     assert (RUNNER / "sim" / "__init__.py").is_file()
 
 
 def test_the_import_graph_sees_relative_and_local_imports():
     graph = import_graph()
-    assert "runner.sim.host" in graph["runner.sim.execute"]      # from .host import Simulation
-    assert "runner.model" in graph["runner.sim.device"]          # from ..model import desc_from_proto
-    assert "runner.model" in graph["runner.validate"]
-    assert "runner.validate" in graph["runner.loader"]
+    assert "om_run.sim.host" in graph["om_run.sim.execute"]      # from .host import Simulation
+    assert "om_run.load.model" in graph["om_run.sim.device"]     # from ..load.model import desc_from_proto
+    assert "om_run.load.model" in graph["om_run.load.validate"]
+    assert "om_run.load.validate" in graph["om_run.load.loader"]
 
 
 def test_resolves_function_local_relative_imports(tmp_path):
     f = tmp_path / "x.py"
-    f.write_text("def f():\n    from ..loader import load_model\n    from . import host\n")
-    assert imported_names(f, "runner.sim.x") >= {"runner.loader", "runner.loader.load_model", "runner.sim",
-                                                  "runner.sim.host"}
+    f.write_text("def f():\n    from ..load.loader import load_model\n    from . import host\n")
+    assert imported_names(f, "om_run.sim.x") >= {"om_run.load.loader", "om_run.load.loader.load_model", "om_run.sim",
+                                                  "om_run.sim.host"}
 
 
 def test_runner_modules_import_each_other_in_one_direction_only():

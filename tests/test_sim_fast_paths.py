@@ -6,11 +6,11 @@ import pytest
 
 import atc_py
 from atc_py.platform import load_soc
-from runner.loader import load_model
-from runner.sim.device import DeviceRun
-from runner.sim.host import Simulation
-from runner.sim.machine import Job, Machine
-from runner.sim.profile import RuntimeProfile
+from om_run.load.loader import load_model
+from om_run.sim.device import DeviceRun
+from om_run.sim.host import Simulation
+from om_run.sim.machine import Job, Machine
+from om_run.sim.profile import RuntimeProfile
 
 from .conftest import MODELS
 
@@ -116,7 +116,7 @@ def test_l2_resident_counts_whole_inner_pages_like_the_page_by_page_sum():
     """resident() adds the whole pages between a range's two ends at once: the same bytes as summing every
     page's overlap, over random ranges and a changing LRU."""
     import random
-    from runner.sim.l2 import L2Cache
+    from om_run.sim.l2 import L2Cache
     rng = random.Random(18)
     for cap in (1 << 20, 5000):
         l2 = L2Cache(cap)
@@ -132,7 +132,7 @@ def test_holds_answers_a_fresh_array_without_scanning_the_regions(monkeypatch):
     """A kernel's fresh result owns its memory: not device memory, decided without may_share_memory; views
     of device memory are still found."""
     from atc_py.ir.graph import TensorDesc
-    from runner.sim import device_memory as dm
+    from om_run.sim import device_memory as dm
     mem = dm.DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
     view = mem.view(0x1000, TensorDesc((4,), "float32"))
     scans = []
@@ -229,7 +229,7 @@ def test_a_device_format_tensor_is_read_back_from_the_array_its_kernel_wrote(tmp
     take it as it is and its NC1HWC0 bytes are made only when read as bytes (here: never between two kernels) —
     no conversion either way, the same output bits, on every execution (memory reused)."""
     from atc_py.ops import execute
-    from runner.sim import device_memory
+    from om_run.sim import device_memory
     model = compiled(tmp_path, "inception_block.onnx", **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
     x = inputs_of(model, None)
     calls = []
@@ -250,7 +250,7 @@ def test_a_device_format_tensor_is_read_back_from_the_array_its_kernel_wrote(tmp
 
 
 def test_the_shadow_of_bytes_is_dropped_when_they_are_written_and_a_pending_one_written_when_read():
-    from runner.sim.device_memory import DeviceMemory
+    from om_run.sim.device_memory import DeviceMemory
     from atc_py.ir.formats import to_device
     from atc_py.ir.graph import TensorDesc
     mem = DeviceMemory(0x1000, 4096, 0x100000, b"\0" * 64)
@@ -288,8 +288,8 @@ def test_a_pending_tensor_written_over_in_part_keeps_its_other_bytes_until_read(
     """Memory reuse writes over part of a pending tensor: no kernel takes it any more, its other bytes are made
     only if something reads them; written over whole in two parts, none are made; past REMNANT_BYTES the oldest
     are made at once."""
-    from runner.sim import device_memory
-    from runner.sim.device_memory import DeviceMemory
+    from om_run.sim import device_memory
+    from om_run.sim.device_memory import DeviceMemory
     from atc_py.ir.formats import to_device
     from atc_py.ir.graph import TensorDesc
     made = []
@@ -325,8 +325,8 @@ def test_a_landing_over_a_remnant_is_recorded_even_when_no_tensor_is_shadowed():
     """The only pending tensor became a remnant (the shadow itself is empty): an output landing over the rest of it
     must still count as written there, or reading that range later would bring the stale tensor's bytes back."""
     from types import SimpleNamespace
-    from runner.sim.device import Landing
-    from runner.sim.device_memory import DeviceMemory
+    from om_run.sim.device import Landing
+    from om_run.sim.device_memory import DeviceMemory
     from atc_py.ir.graph import TensorDesc
     mem = DeviceMemory(0x1000, 8192, 0x100000, b"\0" * 64)
     d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))

@@ -11,16 +11,16 @@ from onnx import TensorProto, helper
 
 import atc_py
 from atc_py.om import task_types as tt
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.platform import load_soc
 from atc_py.proto import ge_ir_pb2 as ge
-from runner.loader import load_model
-from runner.sim.device import DeviceRun
-from runner.sim.machine import Job, Machine
-from runner.sim.host import Simulation
-from runner.sim.profile import RuntimeProfile
-from runner.sim.program import Call, Program, SimTask
-from runner.sim.report import OP_SUMMARY_COLUMNS, chrome_trace, op_summary_csv, summary_json
+from om_run.load.loader import load_model
+from om_run.sim.device import DeviceRun
+from om_run.sim.machine import Job, Machine
+from om_run.sim.host import Simulation
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.program import Call, Program, SimTask
+from om_run.sim.report import OP_SUMMARY_COLUMNS, chrome_trace, op_summary_csv, summary_json
 
 from .conftest import MODELS, PLUGIN
 
@@ -176,7 +176,7 @@ def test_broken_memory_plan_is_a_memory_hazard_on_two_streams(tmp_path):
     """Two independent chains on two streams, one output moved onto the other chain's live input."""
     r1 = kernel(0, 0, 1, 50_000)
     r2 = kernel(1, 1, 1, 1_000)
-    from runner.sim.hazards import Access, analyse
+    from om_run.sim.hazards import Access, analyse
     accesses = {0: [Access(0, 0x1000, 0x2000, False), Access(0, 0x4000, 0x5000, True)],
                 1: [Access(1, 0x3000, 0x3100, False), Access(1, 0x1000, 0x1100, True)]}  # overwrites task 0's input
     prog = Program(None, [r1, r2], analyse(accesses, [0, 1]), {0: 0, 1: 1}, {})
@@ -304,7 +304,7 @@ def test_op_summary_gives_each_kernel_its_roofline_bound_and_useful_work(tmp_pat
 
 
 def test_bandwidth_is_shared_max_min_fairly():
-    from runner.sim.machine import fair_shares
+    from om_run.sim.machine import fair_shares
     assert fair_shares([1.0, 10.0, 10.0], 9.0) == [1.0, 4.0, 4.0]
     assert fair_shares([1.0, 2.0], 10.0) == [1.0, 2.0]
     # two memory-bound kernels of one stream each: together they take as long as one after the other
@@ -332,8 +332,8 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
     """Inputs are views (no copy per read); a kernel cannot write through them, and an output that is a view
     of device memory is copied when the kernel runs, so later writes to that memory do not change it."""
     from atc_py.ops import get_op
-    from runner.sim.device_memory import DeviceMemory
-    from runner.sim import device as sim_device
+    from om_run.sim.device_memory import DeviceMemory
+    from om_run.sim import device as sim_device
     from atc_py.ir.graph import TensorDesc
 
     mem = DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
@@ -367,7 +367,7 @@ def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp
 
 def test_weights_are_loaded_once_per_simulation(monkeypatch):
     """Like a model load: --loop N executions share the weights in device memory (no copy per execution)."""
-    from runner.sim import host as sim_host
+    from om_run.sim import host as sim_host
     calls = []
     orig = sim_host.load_weights
     monkeypatch.setattr(sim_host, "load_weights", lambda w, *a: calls.append(len(w)) or orig(w, *a))
@@ -389,7 +389,7 @@ def test_fp16_weights_of_cube_kernels_are_widened_once_with_the_same_bits(monkey
     """Cube kernels compute in fp32: their fp16 weights are widened once per loaded model, not per execution,
     and the outputs are bit-identical to widening inside the kernel every time."""
     import tempfile, pathlib
-    from runner.sim import program
+    from om_run.sim import program
     with tempfile.TemporaryDirectory() as d:
         om = pathlib.Path(d) / "m.om"
         atc_py.build(str(MODELS / "small_cnn.onnx"), {"ge.socVersion": "Ascend910B1"}).save(om)   # force_fp16

@@ -25,9 +25,9 @@ def conv_relu(channels=64, size=56):
 
 
 def run(om: bytes, x, tmp_path, name):
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
-    from runner.sim.profile import RuntimeProfile
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
+    from om_run.sim.profile import RuntimeProfile
     path = tmp_path / f"{name}.om"
     path.write_bytes(om)
     outs, stats = Simulation(load_model(str(path)), RuntimeProfile()).run([x])
@@ -131,8 +131,8 @@ def test_a_fused_layer_norm_computes_in_the_dtype_its_kernel_does(tmp_path):
                            numpy_helper.from_array(RNG.standard_normal(d).astype(np.float32), "b")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     x, r = (RNG.standard_normal((8, d)) * 4 + 30).astype(np.float32), RNG.standard_normal((8, d)).astype(np.float32)
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     outs = {}
     for fuse in ("on", "off"):
         res = atc_py.build(m, {"ge.socVersion": "Ascend310", "optimization_switch": f"autofuse:{fuse}"})

@@ -15,10 +15,10 @@ import onnx
 import pytest
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.om import read_om
 from atc_py.om import partitions as pt
-from atc_py.progress import Progress
+from atc_py.common.progress import Progress
 from bench.llm_scale import run_child
 from tools.llm_model import LlmShape, write_model
 
@@ -61,7 +61,7 @@ def test_small_llm_compiles_from_external_data_and_runs_as_onnxruntime(small, tm
         out = tmp_path / mode
         res = _atc(f"--model={small['model']}", f"--output={out}", f"--precision_mode={mode}")
         assert res.returncode == 0, res.stdout + res.stderr
-        run = subprocess.run([sys.executable, "-m", "runner", f"{out}.om", "--input", str(tmp_path / "in.npz"),
+        run = subprocess.run([sys.executable, "-m", "om_run", f"{out}.om", "--input", str(tmp_path / "in.npz"),
                               "--expected", str(tmp_path / "exp.npz")], capture_output=True, text=True, env=ENV,
                              timeout=300)
         assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from om_sweep.spec import DEFAULT_MAX_POINTS, MAX_SWEEP_FILE_BYTES, load_spec
 
 from .sweep_helpers import MODELS, om_sweep, table, write_sweep

@@ -16,11 +16,11 @@ import pytest
 from onnx import TensorProto, helper
 
 import atc_py
-from atc_py.errors import AtcError
-from runner.loader import load_model
-from runner.sim.host import Simulation
-from runner.sim.profile import RuntimeProfile
-from runner.sim.report import summary_json
+from atc_py.common.errors import AtcError
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.report import summary_json
 from om_sweep import sandbox
 from om_sweep.spec import load_spec
 from om_sweep.plan import make_plan
@@ -226,7 +226,7 @@ def test_numeric_error_is_om_runs(tmp_path, om_run):
     for row in table(tmp_path / "r"):
         atc_out = tmp_path / row["precision_mode"]
         assert atc_py  # compile the same point with atc-py's command line, run om-run --expected
-        from atc_py.cli import run as atc_run
+        from atc_py.cli.main import run as atc_run
         assert atc_run(["--model", str(MODELS / "small_cnn.onnx"), "--framework=5", f"--output={atc_out}",
                         "--soc_version=Ascend910B1", f"--precision_mode={row['precision_mode']}"]) == 0
         code, out, _ = om_run("--model", f"{atc_out}.om", "--input", str(tmp_path / "in.npz"),

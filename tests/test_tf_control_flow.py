@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from atc_py.om import task_types as tt
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.frontend.tensorflow.functionalize import functionalize
 from atc_py.proto import tf_graph_pb2 as tf
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 from .conftest import MODELS, compile_om
 

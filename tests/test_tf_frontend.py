@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import atc_py
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 from atc_py.proto import tf_graph_pb2 as tf
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 TF = pathlib.Path(__file__).resolve().parent / "data" / "tf"   # copied from ../shared/testdata/tf (TF 2.21)
 OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}

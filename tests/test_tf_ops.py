@@ -10,8 +10,8 @@ import pytest
 
 import atc_py
 from atc_py.proto import tf_graph_pb2 as tf
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "tf_ops"
 CASES = json.loads((DATA / "manifest.json").read_text())

@@ -10,10 +10,10 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from atc_py.ops import gemm, host_pool
-from runner.io import random_inputs
-from runner.loader import load_model
-from runner.sim.host import Simulation
-from runner.threads import thread_budget
+from om_run.run.io import random_inputs
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+from om_run.sim.threads import thread_budget
 
 from .conftest import MODELS, PLUGIN, SAMPLES, compile_om
 

@@ -4,7 +4,7 @@ processes keep busy."""
 import pytest
 
 from atc_py.ops import host_pool
-from runner import threads as th
+from om_run.sim import threads as th
 
 from .conftest import MODELS, compile_om
 
@@ -45,7 +45,7 @@ def test_thread_budget_limits_blas_and_block_pool_and_restores_them():
 
 def test_om_run_threads_option_is_honoured_inside_the_kernels(om_run, tmp_path, monkeypatch):
     """The kernels run with the BLAS pool at --threads (recorded from inside a kernel launch)."""
-    from runner.sim import device
+    from om_run.sim import device
     seen = []
     real = device.launch
 
@@ -77,13 +77,13 @@ def test_default_threads_reported(om_run, tmp_path):
 
 
 def test_warm_leaves_the_first_execution_no_scratch_to_grow_and_reports_first_and_later(om_run, tmp_path):
-    """runner/sim/warm.py reserves every thread's scratch before the first execution (padded planes, im2col
+    """om_run/sim/warm.py reserves every thread's scratch before the first execution (padded planes, im2col
     columns, fp32 accumulators, row shifts): the execution grows none. om-run's wall clock line then gives the first
     execution beside the later ones."""
-    from runner.io import random_inputs
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
-    from runner.sim.warm import warm
+    from om_run.run.io import random_inputs
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
+    from om_run.sim.warm import warm
     from .test_thread_determinism import big_model
     om = tmp_path / "big.om"
     om.write_bytes(compile_om(big_model()))
@@ -104,8 +104,8 @@ def test_warm_leaves_the_first_execution_no_scratch_to_grow_and_reports_first_an
 
 
 def test_wall_clock_line_of_several_executions():
-    from runner.sim.host import LoopStats
-    from runner.sim.report import msame_lines
+    from om_run.sim.host import LoopStats
+    from om_run.sim.report import msame_lines
     lines = msame_lines([LoopStats(e2e_ns=1000)] * 3, [0.003, 0.001, 0.002])
     assert lines[-1] == ("[INFO] host wall clock of the simulation: 2.000 ms per execution (average); first 3.000 ms, "
                          "later 2.000 ms (median)")

@@ -9,8 +9,8 @@ from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
 import atc_py
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 

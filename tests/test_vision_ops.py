@@ -14,9 +14,9 @@ from onnx.reference import ReferenceEvaluator
 
 import atc_py
 from atc_conformance.backend import AtcBackend
-from atc_py.errors import AtcError
-from runner.loader import load_model
-from runner.sim.host import Simulation
+from atc_py.common.errors import AtcError
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
 
 RNG = np.random.default_rng(5)
 F, I64 = TP.FLOAT, TP.INT64

@@ -1,7 +1,7 @@
 """Writes the reference pages of the documentation site from the code, so they cannot drift from it:
 
-  docs/reference/atc-py-flags.md   atc_py/cmdline.py: FLAGS (name, kind, default, help) and VALUE_RANGE
-  docs/reference/om-run-flags.md   the click command runner.cli.main: its params
+  docs/reference/atc-py-flags.md   atc_py/cli/flags.py: FLAGS (name, kind, default, help) and VALUE_RANGE
+  docs/reference/om-run-flags.md   the click command om_run.cli.main.main: its params
   docs/reference/om-sweep-flags.md the click group om_sweep.cli.main (run, report) and the sweep-file keys
                                    of om_sweep/spec.py
   docs/reference/operators.md      the GE op registry (atc_py/ops), the ONNX adapters
@@ -67,9 +67,9 @@ def _first_paragraph(doc: str | None) -> str:
 
 # -- atc-py ------------------------------------------------------------------------------------------------
 def atc_py_flags() -> str:
-    from atc_py import cmdline
+    from atc_py.cli import flags as cmdline
     value_range = getattr(cmdline, "VALUE_RANGE", {})
-    lines = _header("atc_py/cmdline.py (FLAGS, VALUE_RANGE)") + [
+    lines = _header("atc_py/cli/flags.py (FLAGS, VALUE_RANGE)") + [
         "# atc-py flags",
         "",
         "Every flag of `atc-py` (and `python -m atc_py`), in the order `atc-py --help` prints them. The syntax is "
@@ -154,11 +154,11 @@ def _help_options(command, parent=None) -> list[str]:
 
 
 def om_run_flags() -> str:
-    from runner.cli import main
-    lines = _header("runner/cli.py (the click command runner.cli.main)") + [
+    from om_run.cli.main import main
+    lines = _header("om_run/cli/main.py (the click command om_run.cli.main.main)") + [
         "# om-run options",
         "",
-        "Every option of `om-run` (and `python -m runner`), in the order `om-run --help` prints them. "
+        "Every option of `om-run` (and `python -m om_run`), in the order `om-run --help` prints them. "
         f"{esc(_first_paragraph(main.help))} What they do, with examples: [om-run and the simulator](../om-run.md); "
         "msame's flags: [deployment](../deployment.md#om-run-as-msame).",
         "",
@@ -167,7 +167,7 @@ def om_run_flags() -> str:
         "```",
         "",
     ] + _click_rows(main)
-    from runner.layercmp.command import compare_main
+    from om_run.compare.command import compare_main
     lines += [
         "",
         "## om-run compare",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, ORIGIN_PERM, Graph, Node, Value
 from . import ascir
 from .build import HintBuilder, is_scalar_const

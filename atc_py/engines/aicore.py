@@ -11,7 +11,7 @@ import hashlib
 import struct
 from dataclasses import dataclass
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Node
 from ..ops import AICPU, MIX, get_op
 from ..ops.base import TilingResult

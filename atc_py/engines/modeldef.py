@@ -1,4 +1,4 @@
-"""IR + memory plan -> ge.proto.ModelDef (MODEL_DEF partition), and back to typed descs for the runner.
+"""IR + memory plan -> ge.proto.ModelDef (MODEL_DEF partition), and back to typed descs for the om_run.
 
 A back-end stage like the task generation next to it: it reads the memory plan (passes/memory.py), so it
 is not part of om/, the container format, which the planner itself uses (om/chunks.py).

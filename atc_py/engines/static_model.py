@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 
 from ..version import __version__
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ops.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
 from ..passes.control_memory import plan_model_memory

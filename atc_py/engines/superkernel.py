@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import struct
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Node
 from ..ops.base import TilingResult
 from ..passes.memory import MemoryPlan

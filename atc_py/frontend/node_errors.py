@@ -8,7 +8,7 @@ import os
 from contextlib import contextmanager
 from typing import Callable
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Union
 
-from ..progress import NoProgress
+from ..common.progress import NoProgress
 from .chunks import Chunks, file_digest, partition_digest_of
 from .writer import write_image
 from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, OM_PROTO_VERSION, ModelFileHeader
@@ -120,7 +120,7 @@ class OmImage:
     def write_to(self, f: BinaryIO, progress=None) -> None:
         """The body first, then the header over the space kept for it: the checksum needs the weights' digest,
         which host threads are still computing or which is taken while the weights stream through
-        (om/writer.py). `progress` (atc_py/progress.py) is told the bytes written."""
+        (om/writer.py). `progress` (atc_py/common/progress.py) is told the bytes written."""
         write_image(f, self, progress if progress is not None else NoProgress())
 
     def tobytes(self) -> bytes:
@@ -235,7 +235,7 @@ def read_om_file(f: BinaryIO, size: int, allow_unsealed: bool = False,
                  progress: Callable[[str, int, int], None] | None = None) -> OmFile:
     """read_om of an open file of `size` bytes that reads only what it must: the header and the partition
     tables first, every offset and size checked against `size`, then the partitions, except those for which
-    in_file(type, size) is true: those stay InFile (the caller maps them, runner/loader.py). The checksum is
+    in_file(type, size) is true: those stay InFile (the caller maps them, om_run/load/loader.py). The checksum is
     computed streaming (chunks.file_digest: 16 MiB at a time, never the whole file in memory); progress(stage,
     bytes done, bytes total) is told as it goes."""
     return _read(_FileSource(f, size), allow_unsealed, in_file, progress)

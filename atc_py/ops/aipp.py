@@ -4,12 +4,12 @@ Input: the uint8 image as the application hands it over, NHWC (YUV420SP_U8: src_
 rows of interleaved U/V, one channel; RGB888_U8: 3 channels; XRGB8888_U8: 4; YUV400_U8: 1). Output: the
 model's original NCHW input. Steps, in AIPP's order: crop, colour-space conversion (integer matrix, >> 8,
 clamped to 0..255), channel swap, data type conversion (pixel - mean_chn - min_chn) * var_reci_chn, padding
-with cpadding_value. Attributes come from atc_py/aipp.py."""
+with cpadding_value. Attributes come from atc_py/options/aipp.py."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..aipp import MAX_PADDING
+from ..options.aipp import MAX_PADDING
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, split_rows
 from .registry import register

@@ -111,7 +111,7 @@ def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
 class Work:
     """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,
     bytes moved between global memory and the cores, and how (ops describe it, the cost model prices it for
-    every kernel alike: atc_py/ops/cost.py and runner/sim). `pipelined`: the block's data movement overlaps its
+    every kernel alike: atc_py/ops/cost.py and om_run/sim). `pipelined`: the block's data movement overlaps its
     compute (double-buffered queues); False serialises them."""
 
     fractals: int = 0

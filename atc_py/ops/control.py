@@ -3,7 +3,7 @@ static lowering inserts: LabelSet, LabelSwitchByIndex, LabelGotoEx, StreamActive
 Plus InplaceUpdate, the kernel a loop uses to write row i of a scan output.
 
 Control ops have no kernel: a static model runs them as label / stream tasks around their subgraphs' tasks
-(engines/control.py), the host executor runs them subgraph by subgraph (runner/sim/host.py). RTS ops are
+(engines/control.py), the host executor runs them subgraph by subgraph (om_run/sim/host.py). RTS ops are
 tasks of the runtime itself (no AI Core / AICPU kernel): `task_kind = "rts"`.
 """
 from __future__ import annotations

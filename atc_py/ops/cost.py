@@ -9,9 +9,9 @@ block cycles = max(cube, vector, MTE) + head, where
            the chip's DRAM bandwidth when all cores stream (ddr_rate x cores x clock: 910B1 AI Cores 1.42 TB/s of
            the HBM's 1.6, 310P3 AI Cores 144 GB/s + vector cores 63 of the 204 published,
            shared/reference/research/peers.md). The DRAM bandwidth is applied chip-wide, shared by every running
-           kernel, by the simulator (runner/sim/machine.py), as is the chip's L2 bandwidth;
+           kernel, by the simulator (om_run/sim/machine.py), as is the chip's L2 bandwidth;
 * head   = the per-block head (scalar setup, first DMA latency, pipeline fill) + cross-core syncs.
-The non-SoC figures are CostParams; the simulator fills them from its runtime profile (runner/sim/profile.py,
+The non-SoC figures are CostParams; the simulator fills them from its runtime profile (om_run/sim/profile.py,
 where each has its source or is marked assumed) and the defaults here are only for callers without a profile.
 """
 from __future__ import annotations

@@ -12,7 +12,7 @@ picks its thread count from the machine's load). So:
     stack of whole GEMMs numpy runs one BLAS call each) gives the same bits however it is cut: it is cut by the
     thread count (`cuts`; not at all on one thread), and only when big enough to pay for the hand-off.
 numpy releases the GIL inside large array operations and BLAS calls, so pieces of big kernels run in parallel.
-om-run's `--threads` sets HOST_THREADS (runner/threads.py).
+om-run's `--threads` sets HOST_THREADS (om_run/sim/threads.py).
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .base import OpError
 from .cast_rules import ROUND_MODES, convert
-from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, run_blocks
+from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, rounded_once, run_blocks
 from .erf_fast import erf_rounded
 from .impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
 from .registry import register
@@ -47,8 +47,8 @@ def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: t
 
 
 # TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/impl_modes.py)
-_unary("Exp", np.exp, 2, intrinsics=("vexp",), impl_default=HIGH_PERFORMANCE)
-_unary("Log", np.log, 3, intrinsics=("vln",))
+_unary("Exp", rounded_once(np.exp), 2, intrinsics=("vexp",), impl_default=HIGH_PERFORMANCE)
+_unary("Log", rounded_once(np.log), 3, intrinsics=("vln",))
 _unary("Neg", np.negative, 1, NUMERIC)
 _unary("Abs", np.abs, 1, NUMERIC)
 _unary("Sqrt", np.sqrt, 2)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import FLOAT_TYPES, UnaryOp
+from .elementwise import FLOAT_TYPES, UnaryOp, rounded_once
 from .registry import register
 
 
 def _trig(op_type: str, fn, ops_per_elem: int, what: str):
-    return register(type(op_type, (UnaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": FLOAT_TYPES,
+    return register(type(op_type, (UnaryOp,), {"op_type": op_type, "fn": staticmethod(rounded_once(fn)), "dtypes": FLOAT_TYPES,
                                                "vector_ops_per_elem": ops_per_elem,
                                                "__doc__": f"{op_type}: elementwise {what}."}))
 

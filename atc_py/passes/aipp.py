@@ -1,12 +1,12 @@
 """--insert_op_conf: an Aipp node after each configured model input (GE's InsertAippToGraph, static AIPP).
 
-The input becomes the uint8 image the application feeds (NHWC, the shape atc_py/aipp.py gives each format);
+The input becomes the uint8 image the application feeds (NHWC, the shape atc_py/options/aipp.py gives each format);
 the Aipp node produces what the model took before, so nothing behind it changes. Aipp computes NCHW: an NHWC
 model input (a TensorFlow image, whose format is NHWC) gets a transpose behind it, as GE's format pass does."""
 from __future__ import annotations
 
-from ..aipp import resolve
-from ..errors import AtcError
+from ..options.aipp import resolve
+from ..common.errors import AtcError
 from ..ir.graph import Graph, TensorDesc
 
 NHWC_TO_NCHW = (0, 3, 1, 2)

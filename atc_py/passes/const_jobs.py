@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.dtypes import STRING
 from ..ir.graph import Graph, TensorDesc, Value
 

@@ -1,7 +1,7 @@
 """Engine assignment from op info: AI Core wins when both engines support the op (seed 003)."""
 from __future__ import annotations
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Graph, all_nodes
 from ..ops import AICPU, get_op
 

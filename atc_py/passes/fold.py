@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Graph
 from ..ops import get_op
 from ..ops.base import OpError
-from ..limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
+from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ops.execute import run_op, tiling_context
 from ..ops.infer import infer_node
 from ..platform.soc import SocSpec

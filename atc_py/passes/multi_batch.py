@@ -20,8 +20,8 @@ import json
 
 import numpy as np
 
-from ..errors import AtcError
-from ..gears import DYNAMIC_TYPE, GearSpec
+from ..common.errors import AtcError
+from ..options.gears import DYNAMIC_TYPE, GearSpec
 from ..ir.graph import Graph, TensorDesc, all_graphs
 from ..ops.control import MBATCH_NODE, case_branch_keys  # GE ATTR_INSERT_BY_MBATCH
 

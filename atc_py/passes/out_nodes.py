@@ -1,7 +1,7 @@
 """--out_nodes: make the named node outputs (or output tensors) the model's outputs, in the given order."""
 from __future__ import annotations
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Graph
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from ..common.limits import DEFAULT_LOWER_LIMIT
 from ..ir.dtypes import STRING
 from ..ir.graph import Graph, Node, Value
 from .tiling_sink import FORCE_UNKNOWN_SHAPE
 
 DATA, NETOUTPUT, INPUT, KNOWN, UNKNOWN = "DATA", "NETOUTPUT", "INPUT", "KNOWN", "UNKNOWN"
-DEFAULT_LOWER_LIMIT = 4  # kDefaultMinKnownSubGraphClusterNum
 IS_UNKNOWN_SHAPE = "_is_unknown_shape"
 
 

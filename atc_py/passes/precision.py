@@ -15,38 +15,17 @@ The chosen dtypes are the tensor descs in the .om (ModelDef op input/output desc
 on each rewritten node."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Graph, Node, Value
 from ..ops import get_op
 from ..ops.infer import infer_node
+from ..options.precision import CUBE_OPS, MIX_MODES, MixList
 
-CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
-MODES = ("force_fp16", "force_fp32", "cube_fp16in_fp32out", "allow_mix_precision", "allow_fp32_to_fp16",
-         "must_keep_origin_dtype", "allow_mix_precision_fp16", "allow_mix_precision_bf16", "allow_fp32_to_bf16")
 FP16_CUBE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",
              "allow_mix_precision_bf16", "allow_fp32_to_bf16"}
-MIX_MODES = {"allow_mix_precision", "allow_mix_precision_fp16", "allow_mix_precision_bf16"}
 BF16_MODES = {"allow_mix_precision_bf16", "allow_fp32_to_bf16"}
 _LOW = ["float16"]   # the reduced-precision dtype of the current apply_precision: fp16, or bf16 for the bf16 modes
-DEFAULT_MODE = "force_fp16"
-
-
-def check_precision_mode(mode: str) -> str:
-    mode = mode or DEFAULT_MODE
-    if mode not in MODES:
-        raise AtcError("E10001", value=mode, parameter="--precision_mode",
-                       reason=f"The value must be one of {', '.join(MODES)}.")
-    return mode
-
-
-@dataclass
-class MixList:
-    """allow_mix_precision's lists (--modify_mixlist edits them): white ops compute in fp16, black ops keep their
-    dtype, gray ops (every other) follow the precision of what feeds them."""
-    white: frozenset = frozenset(CUBE_OPS)
-    black: frozenset = frozenset()
 
 
 def apply_precision(graph: Graph, mode: str, mix: MixList | None = None, keep: frozenset = frozenset()

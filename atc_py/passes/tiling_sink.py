@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 from ..ir.graph import Graph, Node, subgraphs_of
 from ..ops import get_op
 from ..ops.base import HOST, ON_AICPU

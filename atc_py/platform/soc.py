@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import AtcError
+from ..common.errors import AtcError
 
 DATA_DIR = pathlib.Path(__file__).resolve().parent / "data"
 

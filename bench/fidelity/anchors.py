@@ -12,8 +12,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
-from runner.sim.profile import RuntimeProfile
-from runner.sim.report import ais_bench_summary
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.report import ais_bench_summary
 
 from .zoo import ZOO, build_options
 from .zoo import load as load_zoo

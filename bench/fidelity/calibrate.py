@@ -9,8 +9,8 @@ import json
 import pathlib
 from dataclasses import replace
 
-from runner.sim.profile import RuntimeProfile
-from runner.sim.roofline import FP32_CUBE_PEAK_SHARE
+from om_run.sim.profile import RuntimeProfile
+from om_run.sim.roofline import FP32_CUBE_PEAK_SHARE
 
 from .anchors import ANCHORS
 

@@ -11,9 +11,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from runner.loader import load_model
-from runner.sim.host import Simulation
-from runner.sim.profile import RuntimeProfile
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+from om_run.sim.profile import RuntimeProfile
 
 ONNX_TYPE = {"float16": TensorProto.FLOAT16, "float32": TensorProto.FLOAT}
 KERNELS = ("KERNEL", "ALL_KERNEL", "FFTS_PLUS_TASK", "SUPER_KERNEL", "KERNEL (host launched)")

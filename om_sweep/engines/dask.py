@@ -19,7 +19,7 @@ import logging
 import os
 import time
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 
 from .. import sandbox
 from ..job import empty_record, failed

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-from atc_py.errors import AtcError
+from atc_py.common.errors import AtcError
 
 from .. import sandbox
 from ..plan import Job

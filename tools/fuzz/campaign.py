@@ -58,12 +58,12 @@ class Case:
 
 
 def _atc(args):
-    from atc_py.cli import run
+    from atc_py.cli.main import run
     return run(list(args))
 
 
 def _om_run(args):
-    from runner.cli import main
+    from om_run.cli.main import main
     main.main(args=list(args), prog_name="om-run", standalone_mode=True)
     return 0
 
@@ -79,12 +79,12 @@ TOOLS = {"atc-py": _atc, "om-run": _om_run, "om-sweep": _om_sweep}
 
 def warm_up() -> None:
     """Import (and register) everything once in the parent, so that each forked case starts warm."""
-    import atc_py.cli  # noqa: F401
+    import atc_py.cli.main  # noqa: F401
     import atc_py.pipeline  # noqa: F401
     import om_sweep.cli  # noqa: F401
     import om_sweep.sweep  # noqa: F401
-    import runner.cli  # noqa: F401
-    import runner.sim.host  # noqa: F401
+    import om_run.cli.main  # noqa: F401
+    import om_run.sim.host  # noqa: F401
     from atc_py.ops import get_op
     get_op("Add")
 
@@ -258,8 +258,8 @@ class Campaign:
 
 def _output_names(om: bytes, work: pathlib.Path) -> list[str]:
     """The names om-run gives the outputs of this .om in its --output folder (NPY)."""
-    from runner.io import safe_stem
-    from runner.loader import load_model
+    from atc_py.common.atomic_write import safe_stem
+    from om_run.load.loader import load_model
     path = work / "seeds" / "outputs_probe.om"
     path.write_bytes(om)
     model = load_model(str(path))

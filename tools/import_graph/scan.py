@@ -13,7 +13,7 @@ import pathlib
 from dataclasses import dataclass
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PACKAGES = ("atc_py", "runner", "om_sweep", "atc_conformance")
+PACKAGES = ("atc_py", "om_run", "om_sweep", "atc_conformance")
 
 
 @dataclass(frozen=True)

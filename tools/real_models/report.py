@@ -49,8 +49,8 @@ def fp16_tolerance(emu16, ref) -> float:
 def compile_and_run(name: str, entry: dict, precision: str):
     """(outputs, the simulation's stats, the build result)."""
     import atc_py
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     inputs, _, _ = load(name, entry)
     result = atc_py.build(str(FIXTURES / entry["file"]), options(entry, inputs, precision))
     with tempfile.TemporaryDirectory() as d:
@@ -67,7 +67,7 @@ DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "real-models.md"
 
 def section_table(section) -> list[str]:
     """A section's markdown: a heading, then a row per fixture (compile failures reported in the row)."""
-    from atc_py.errors import AtcError
+    from atc_py.common.errors import AtcError
     lines = [f"### `tests/data/{section.directory}`: {section.title}", "",
              "| fixture | compiles | " + " | ".join(section.columns) + " |",
              "|---|---|" + "---|" * len(section.columns)]

@@ -20,8 +20,8 @@ MODES = {"fp32": "must_keep_origin_dtype", "default": "force_fp16"}
 def build_and_run(model: Path, inputs: list, options: dict):
     """(outputs, the .om's model) of a build with `options`, run once in om-run."""
     import atc_py
-    from runner.loader import load_model
-    from runner.sim.host import Simulation
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
     result = atc_py.build(str(model), {**SOC, **options})
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "m.om"
@@ -133,9 +133,9 @@ class Decoders(Section):
     def row(self, name):
         import atc_py
         import onnx
-        from runner.generate import Decoder, decoder_io, generate
-        from runner.loader import load_model
-        from runner.sim.host import Simulation
+        from om_run.generate.decode import Decoder, decoder_io, generate
+        from om_run.load.loader import load_model
+        from om_run.sim.host import Simulation
         ref = np.load(self.path / f"{name}.npz")
         parts = []
         for i in onnx.load(str(self.path / f"{name}.onnx"), load_external_data=False).graph.input:

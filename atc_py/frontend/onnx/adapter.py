@@ -9,7 +9,7 @@ from . import onnx_lite as onnx
 
 
 from ...ir.graph import Value
-from ...limits import DEFAULT_FOLD_SIZE_LIMIT
+from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
 
 class _AdapterTable(dict):
     """(domain, op type) -> adapter class; a key not registered yet imports the one adapters module that

@@ -14,7 +14,7 @@ import re
 
 from . import onnx_lite as onnx
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from .structured import Optional, Sequence
 
 STRUCTURED = ("sequence_type", "optional_type")

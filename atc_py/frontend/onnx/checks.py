@@ -16,8 +16,8 @@ import math
 from . import onnx_lite as onnx
 from .onnx_lite import TensorProto
 
-from ...errors import AtcError
-from ...limits import MAX_CONST_BYTES, MAX_RANK
+from ...common.errors import AtcError
+from ...common.limits import MAX_CONST_BYTES, MAX_RANK
 from .boundary import problem as structured_input_problem
 
 DOMAIN_ALIASES = {"ai.onnx": ""}

@@ -4,12 +4,12 @@ from __future__ import annotations
 from . import onnx_lite as onnx
 
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...ir.dtypes import dtype_from_onnx, no_ascend_type
 from ...ir.file_tensor import FileTensor
 from ...ir.graph import Graph, TensorDesc, Value
-from ...limits import DEFAULT_FOLD_SIZE_LIMIT
-from ...options import shape_range_attr
+from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
+from ...options.shapes import shape_range_attr
 from ...ops.base import OpError
 from ...ops.infer import infer_node
 from . import boundary  # noqa: F401

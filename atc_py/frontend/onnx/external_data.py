@@ -20,9 +20,9 @@ import sys
 
 import numpy as np
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...ir.file_tensor import FileTensor
-from ...limits import MAX_CONST_BYTES
+from ...common.limits import MAX_CONST_BYTES
 from . import onnx_lite as onnx
 from .lazy_weights import _PLAIN
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.base import OpError
 from ...ops.infer import infer_node
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
-from ...options import shape_range_attr
+from ...options.shapes import shape_range_attr
 from ..value_fold import fold_at_import
 from ...proto import tf_graph_pb2 as tf
 from .adapters import TF_ADAPTERS, TfAdapterError

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...proto import tf_graph_pb2 as tf
 
 MAX_FRAMES = 4096

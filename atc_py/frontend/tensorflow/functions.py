@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.infer import infer_node
 from ...proto import tf_graph_pb2 as tf

@@ -5,7 +5,7 @@ import pathlib
 
 from google.protobuf.message import DecodeError
 
-from ...errors import AtcError
+from ...common.errors import AtcError
 from ...proto import tf_graph_pb2
 
 

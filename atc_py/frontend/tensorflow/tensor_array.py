@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...limits import MAX_CONST_BYTES
+from ...common.limits import MAX_CONST_BYTES
 from .adapters import TfAdapterError, tf_op
 from .values import dtype_name
 

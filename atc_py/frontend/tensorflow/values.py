@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...limits import MAX_CONST_BYTES, MAX_RANK
+from ...common.limits import MAX_CONST_BYTES, MAX_RANK
 from ...proto import tf_graph_pb2 as tf
 
 NUMPY = {tf.DT_FLOAT: "float32", tf.DT_DOUBLE: "float64", tf.DT_INT32: "int32", tf.DT_UINT8: "uint8",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from .. import onnx_lite as onnx
 
-from ....limits import MAX_IMPORT_UNROLL_ITERATIONS, MAX_IMPORT_UNROLL_NODES
+from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS, MAX_IMPORT_UNROLL_NODES
 from ..adapter import AdapterError, NodeCtx
 from ..structured import is_structured
 

@@ -4,7 +4,7 @@ own), a sequence input giving the body its k-th element and a tensor input itsel
 sequence of the copies' output j. Bounded like an unrolled loop (MAX_IMPORT_UNROLL_ITERATIONS)."""
 from __future__ import annotations
 
-from ....limits import MAX_IMPORT_UNROLL_ITERATIONS
+from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 from ..structured import Sequence, is_structured
 

@@ -1,0 +1,4 @@
+"""python -m om_run: om-run."""
+from .cli.main import main
+
+main()

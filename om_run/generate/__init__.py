@@ -1,0 +1,1 @@
+"""`om-run --generate`: the decode loop (`decode.py`) and the command around it (`command.py`)."""

@@ -1,0 +1,194 @@
+"""om-run's flags, parsed once: every value checked and turned into its type where the command line is read, so
+that what runs the model never sees a flag's text. What needs the model (a --dymShape name among its inputs, a
+--dymDims shape among its gears, --outputSize against its outputs) is checked where the model is known; the
+syntax is checked here."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from atc_py.common.errors import AtcError
+
+from ..sim.profile import RuntimeProfile
+
+GEAR_FLAGS = {"batch": "--dymBatch", "image": "--dymHW", "dims": "--dymDims"}
+
+Shapes = dict[str, tuple[int, ...]]
+
+
+def _bad(reason: str) -> AtcError:
+    return AtcError("E30002", reason=reason)
+
+
+@dataclass(frozen=True)
+class InputFiles:
+    """--input: one .npz keyed by input names (or arr_0..), or one file or folder per input, in input order."""
+    npz: str | None = None
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GearFlag:
+    """The gear msame's flags choose: --dymBatch N, --dymHW h,w or --dymDims "x:1,128;y:1,128"."""
+    kind: str                          # "batch", "image" or "dims" (gears.KINDS)
+    dims: tuple[int, ...] = ()         # batch: (N,); image: (h, w)
+    shapes: Shapes | None = None       # dims: each named input's shape
+
+    @property
+    def flag(self) -> str:
+        return GEAR_FLAGS[self.kind]
+
+    @property
+    def text(self) -> str:
+        """The value as msame spells it (for messages)."""
+        if self.shapes is not None:
+            return format_shapes(self.shapes)
+        return ",".join(map(str, self.dims))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything om-run's flags say, typed. Tolerances of None follow the model (compare.default_tolerance);
+    threads None: the idle cores om-run may use (threads.py)."""
+    model_path: str
+    inputs: InputFiles | None = None
+    output_dir: str | None = None
+    outfmt: str = "NPY"
+    loop: int = 1
+    seed: int = 0
+    expected: str | None = None
+    op_plugin: str = ""
+    rtol: float | None = None
+    atol: float | None = None
+    profile: RuntimeProfile = field(default_factory=RuntimeProfile)
+    allow_hazards: bool = False
+    tiling_cache: bool = True
+    host_threads: int = 1
+    threads: int | None = None
+    summary_path: str | None = None
+    profile_dir: str | None = None
+    compute: bool = True
+    max_loop_iterations: int | None = None
+    verify: bool = True
+    device: int = 0
+    output_size: tuple[int, ...] | None = None
+    dym_shape: Shapes | None = None
+    gear: GearFlag | None = None
+    generate: int | None = None        # --generate N: a greedy decode loop of N new tokens (generate.py)
+    max_tasks: int | None = None       # --max-tasks: executed tasks per execution (None: from the model, budget.py)
+    check_overflow: bool | None = None  # --check-overflow (None: as the build recorded, atc-py --status_check)
+    dump: object | None = None         # --dump DIR / --acl_json: a sim.dump.DumpConfig
+    batchsize: int | None = None       # ais_bench --batchsize (throughput; None: the first input's first dim)
+    warmup_count: int = 0              # ais_bench --warmup_count: executions before the timed ones
+    output_dirname: str | None = None  # ais_bench --output_dirname: outputs under --output/<this>
+
+
+def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
+                sim_config, allow_hazards, tiling_cache, host_threads, summary_path, profile_dir, no_compute,
+                max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims,
+                threads, generate=None, max_tasks=None, check_overflow=False, dump_dir=None,
+                acl_json=None, batchsize=None, warmup_count=0, output_dirname=None,
+                auto_set_dymdims_mode=0) -> RunOptions:
+    """RunOptions from click's values (which already hold click's types and ranges)."""
+    return RunOptions(
+        model_path=model_path(model_arg, model_opt), inputs=parse_inputs(input_spec), output_dir=output_dir or None,
+        outfmt=outfmt.upper(), loop=loop, seed=seed, expected=expected or None, op_plugin=op_plugin or "",
+        rtol=tolerance("--rtol", rtol), atol=tolerance("--atol", atol), profile=RuntimeProfile.load(sim_config),
+        allow_hazards=allow_hazards, tiling_cache=tiling_cache == "on", host_threads=int(host_threads),
+        threads=threads, summary_path=summary_path or None, profile_dir=profile_dir or None, compute=not no_compute,
+        max_loop_iterations=max_loop_iterations, verify=not no_verify, device=device,
+        output_size=parse_output_size(output_size), dym_shape=parse_named_shapes("--dymShape", dym_shape, 12),
+        gear=parse_gear(dym_batch, dym_hw, dym_dims), generate=generate, max_tasks=max_tasks,
+        check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json),
+        batchsize=batchsize, warmup_count=warmup_count, output_dirname=output_dirname_of(output_dirname, output_dir))
+
+
+def output_dirname_of(name: str | None, output_dir: str | None) -> str | None:
+    """ais_bench --output_dirname: one folder name under --output (no path of its own)."""
+    if not name:
+        return None
+    if not output_dir:
+        raise _bad("--output_dirname names a folder under --output: give --output too")
+    if name in (".", "..") or "/" in name or "\\" in name or len(name) > 255:
+        raise _bad(f"--output_dirname {name!r} must be one folder name")
+    return name
+
+
+def dump_config(dump_dir: str | None, acl_json: str | None):
+    """--dump DIR (every operator's outputs) or --acl_json (ACL's dump section); not both."""
+    from ..sim.dump import DumpConfig, read_acl_json
+    if dump_dir and acl_json:
+        raise _bad("--dump and --acl_json both say where to dump: give one")
+    if acl_json:
+        return read_acl_json(acl_json)
+    return DumpConfig(dump_dir) if dump_dir else None
+
+
+def model_path(model_arg: str | None, model_opt: str | None) -> str:
+    if model_opt and model_arg and model_opt != model_arg:
+        raise _bad(f"two models given ({model_arg} and --model {model_opt})")
+    path = model_opt or model_arg
+    if not path:
+        raise _bad("no model given: om-run MODEL.om or om-run --model MODEL.om")
+    return path
+
+
+def tolerance(flag: str, value: float | None) -> float | None:
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise _bad(f"Invalid value for '{flag}': {value} is not a finite number >= 0 (om-run --help lists the "
+                   "options)")
+    return value
+
+
+def parse_inputs(text: str | None) -> InputFiles | None:
+    if not text:
+        return None
+    if text.endswith(".npz"):
+        return InputFiles(npz=text)
+    return InputFiles(paths=tuple(text.split(",")))
+
+
+def parse_output_size(text: str | None) -> tuple[int, ...] | None:
+    """msame --outputSize "4000,8": bytes of each output buffer."""
+    if not text:
+        return None
+    if not re.fullmatch(r"\s*\d{1,18}\s*(,\s*\d{1,18}\s*)*", text):
+        raise _bad(f"--outputSize '{text}' is not comma-separated byte counts")
+    return tuple(int(v) for v in text.split(","))
+
+
+def parse_named_shapes(flag: str, text: str | None, max_digits: int) -> Shapes | None:
+    """msame's "x:1,3,224,224;y:1,128" (--dymShape, --dymDims): a shape per input name (None when not given)."""
+    if not text:
+        return None
+    out: Shapes = {}
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        m = re.fullmatch(rf"(.+):(\d{{1,{max_digits}}}(?:,\d{{1,{max_digits}}})*)", part)
+        if m is None:
+            raise _bad(f"{flag} item '{part}' is not name:d,d,... (msame's format)")
+        out[m.group(1)] = tuple(int(d) for d in m.group(2).split(","))
+    return out
+
+
+def format_shapes(shapes: Shapes) -> str:
+    return ";".join(f"{name}:{','.join(map(str, s))}" for name, s in shapes.items())
+
+
+def parse_gear(batch: int | None, hw: str | None, dims: str | None) -> GearFlag | None:
+    given = [kind for kind, v in (("batch", batch), ("image", hw), ("dims", dims)) if v is not None]
+    if len(given) > 1:
+        raise _bad(f"{GEAR_FLAGS[given[0]]} and {GEAR_FLAGS[given[1]]} both choose a gear")
+    if batch is not None:
+        return GearFlag("batch", (batch,))
+    if hw is not None:
+        m = re.fullmatch(r"\s*(\d{1,10})\s*,\s*(\d{1,10})\s*", hw)
+        if m is None:
+            raise _bad(f"--dymHW '{hw}' is not h,w")
+        return GearFlag("image", (int(m.group(1)), int(m.group(2))))
+    if dims is not None:
+        shapes = parse_named_shapes("--dymDims", dims, 10)
+        if not shapes:
+            raise _bad("--dymDims is empty")
+        return GearFlag("dims", shapes=shapes)
+    return None

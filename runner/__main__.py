@@ -1,4 +1,0 @@
-"""python -m runner: om-run."""
-from .cli import main
-
-main()
