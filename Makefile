@@ -14,8 +14,10 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
+# the suite on every core (pytest-xdist); PYTEST_ARGS=... adds flags, e.g. PYTEST_ARGS='-n 0' runs it in one process
+PYTEST_ARGS ?=
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto $(PYTEST_ARGS)
 
 demo: venv
 	SOC=$(SOC) BIN=$(VENV)/bin bash tools/demo.sh
