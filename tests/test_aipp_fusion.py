@@ -178,6 +178,6 @@ def stem_om(tmp_path_factory) -> bytes:
 ])
 def test_a_fused_stem_s_attributes_are_checked_at_load(om_run, tmp_path, stem_om, mutate, expect):
     """A sealed .om whose fused AIPP / pool attributes do not fit the image: one E30001 at load, no traceback."""
-    from tests.test_hostile_om import edit, run
-    code, _, err = run(om_run, tmp_path, edit(stem_om, mutate))
+    from tests.helpers.om_files import edit, run_om_bytes
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(stem_om, mutate))
     assert code == 1 and "E30001" in err and expect in err and "Traceback" not in err, err

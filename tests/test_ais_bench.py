@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 
 def test_the_summary_block_warmups_and_output_dirname(om_run, tmp_path):

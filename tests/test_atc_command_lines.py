@@ -15,7 +15,14 @@ from onnx import helper
 import atc_py
 from atc_py.cli.main import run as atc_run
 from atc_py.common.errors import AtcError
-from tests.test_precision_knobs import APART, SOC, conv_bn_model, conv_model, dtypes, model_attrs
+from tests.helpers.precision_models import (
+    APART,
+    SOC,
+    conv_bn_model,
+    conv_model,
+    dtypes,
+    model_attrs,
+)
 
 RNG = np.random.default_rng(33)
 FP32 = {**APART, "ge.exec.precision_mode": "force_fp32"}
@@ -334,7 +341,9 @@ def test_ascend310p1_is_a_soc(tmp_path):
 def test_the_docs_list_every_atc_flag_atc_py_lacks():
     """docs/atc-py.md's table is the list the parser refuses (and every ATC flag is either implemented or in it)."""
     import pathlib
-    from atc_py.cli import atc_flags, flags as cmdline
+
+    from atc_py.cli import atc_flags
+    from atc_py.cli import flags as cmdline
     text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "atc-py.md").read_text()
     section = text.split("## ATC flags atc-py does not implement")[1].split("\n## ")[0]
     listed = set(re.findall(r"^\| `--(\w+)`", section, re.M))

@@ -13,8 +13,8 @@ import shutil
 import pytest
 
 from atc_py.cli.main import run as atc_run
-from tests.replay_models import onnx_model, tf_graph
-from tests.replay_shell import atc_argv
+from tests.helpers.replay_models import onnx_model, tf_graph
+from tests.helpers.replay_shell import atc_argv
 
 DATA = pathlib.Path(__file__).resolve().parent / "data" / "atc_replay"
 CASES = json.loads((DATA / "cases.json").read_text(encoding="utf-8"))["cases"]

@@ -17,6 +17,7 @@ def test_new_files_get_the_umask_mode_and_existing_ones_keep_theirs(tmp_path):
     old = os.umask(0o027)
     try:
         import importlib
+
         import atc_py.common.atomic_write as aw
         importlib.reload(aw)   # the module reads the umask once
         aw.write_atomic(tmp_path / "new.bin", b"x")
@@ -89,7 +90,7 @@ def test_output_folders(tmp_path):
 
 
 def test_atc_json_to_dev_null_and_fifo(atc, tmp_path):
-    from tests.conftest import MODELS
+    from tests.helpers import MODELS
     om = tmp_path / "m"
     assert atc("--model", str(MODELS / "small_cnn.onnx"), "--framework=5", f"--output={om}",
                "--soc_version=Ascend910B1")[0] == 0

@@ -1,16 +1,18 @@
 """Automatic fusion end to end: the `autofuse` pass builds AscBackend nodes for the patterns models are made of,
 om-run interprets their ImplGraphs, and the numbers equal the unfused graph's (bit for bit in fp32 and fp16
 where the order of operations is the same) with fewer tasks and less simulated device time."""
+from functools import partial
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
 from atc_py.autofuse.fusion import ORIGIN_NAMES
-from atc_py.common.errors import AtcError
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-from tests.conftest import MODELS
+from tests.helpers import MODELS
+from tests.helpers.onnx_builders import onnx_model
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(16)
@@ -18,11 +20,7 @@ FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_ori
 FP16 = {"ge.socVersion": "Ascend910B1"}            # force_fp16, the default
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
-                          [helper.make_tensor_value_info(n, F, None) for n in outputs],
-                          [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in inits])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+model = partial(onnx_model, opset=17, ir_version=None, init_dtype=np.float32)
 
 
 def run(tmp_path, m, options, switch="", feeds=None):

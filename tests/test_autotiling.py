@@ -5,9 +5,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
+from atc_py.autofuse.ascgraph_kernel import kernel_for
 from atc_py.autofuse.schedule import DOUBLE, SINGLE, SPILL
 from atc_py.autofuse.tiling import footprint
-from atc_py.autofuse.ascgraph_kernel import kernel_for
 from atc_py.ops.base import OpError
 from atc_py.platform import load_soc
 

@@ -8,8 +8,8 @@ import pathlib
 import pytest
 
 import atc_py
-from atc_py.options.build_options import BuildOptions
 from atc_py.common.errors import AtcError
+from atc_py.options.build_options import BuildOptions
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"

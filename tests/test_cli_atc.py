@@ -7,8 +7,7 @@ import sys
 import pytest
 
 from atc_py.cli.main import FAILURE, START, SUCCESS
-
-from .conftest import MODELS, ROOT
+from tests.helpers import MODELS, ROOT
 
 CNN = str(MODELS / "small_cnn.onnx")
 
@@ -232,6 +231,7 @@ def test_a_plugin_op_of_a_builtin_type_wins_and_is_custom(atc, om_run, tmp_path,
     fusion folds away, om-run runs the plugin's kernel, and a builtin registration arriving later (the lazy import
     path) does not take the type back."""
     import numpy as np
+
     from atc_py.om import partitions as pt
     from atc_py.om import read_om
     from atc_py.om.attrs import from_attr

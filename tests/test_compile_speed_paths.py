@@ -11,8 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_py.frontend.onnx.loader import _all_tensors, load_onnx
 from atc_py.ir.graph import Graph, TensorDesc
-
-from .conftest import MODELS, ROOT
+from tests.helpers import MODELS, ROOT
 
 
 def _external(t, location: str) -> None:

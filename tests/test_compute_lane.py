@@ -14,8 +14,7 @@ from om_run.load.loader import load_model
 from om_run.sim import compute_lane, device
 from om_run.sim.host import Simulation
 from om_run.sim.threads import thread_budget
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 
 def chain_model():

@@ -10,15 +10,14 @@ import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
 
-from atc_py.om import task_types as tt
 from atc_py.common.errors import AtcError
 from atc_py.om import read_om
+from atc_py.om import task_types as tt
 from atc_py.om.json_dump import om_file_to_json
 from atc_py.proto import task_pb2
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 OPSET = [h.make_opsetid("", 17)]
 
@@ -202,7 +201,7 @@ def test_scan_compiles_to_a_static_loop(tmp_path):
 def test_static_loop_task_list_golden():
     """The rnn_loop sample's task list (--mode=1 JSON) is in tests/golden (test_golden.py): its label tasks
     and subgraphs are there."""
-    from .test_golden import GOLDEN
+    from tests.helpers import GOLDEN
     doc = json.loads((GOLDEN / "rnn_loop.Ascend910B1.sink0.json").read_text())
     kinds = [t.get("type", 0) for t in doc["task_info"]["task"]]
     assert tt.LABEL_SWITCH_BY_INDEX in kinds and tt.LABEL_GOTO_EX in kinds
@@ -281,7 +280,6 @@ def test_a_constant_trip_count_of_2_62_stops_at_the_task_budget_naming_the_loop(
     from om_run.sim.budget import MIN_TASK_BUDGET, default_task_budget
     model = loop_model(2 ** 62)
     src = tmp_path / "runaway.onnx"
-    import onnx
     onnx.save(model, src)
     code, out, err = atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'runaway'}",
                          "--soc_version=Ascend910B1", "--log=warning")
@@ -305,7 +303,6 @@ def test_a_constant_trip_count_of_2_62_stops_at_the_task_budget_naming_the_loop(
 
 
 def test_om_run_max_tasks_flag(om_run, tmp_path):
-    import onnx
     onnx.save(loop_model(2 ** 40), tmp_path / "l.onnx")
     from atc_py.cli.main import run as atc_run
     assert atc_run([f"--model={tmp_path / 'l.onnx'}", "--framework=5", f"--output={tmp_path / 'l'}",

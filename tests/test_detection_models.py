@@ -13,10 +13,9 @@ import pytest
 import atc_py
 from atc_py.passes.precision import selection_region
 from om_run.load.loader import load_model
-from tools.real_models.checks import detection_error
 from om_run.sim.host import Simulation
-
-from .conftest import ROOT
+from tests.helpers import ROOT
+from tools.real_models.checks import detection_error
 
 DATA = ROOT / "tests" / "data" / "detection"
 NAMES = ["retinanet", "fcos", "ssd", "fasterrcnn"]

@@ -6,8 +6,7 @@ import json
 import numpy as np
 
 from atc_py.ir.formats import from_device
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 
 def setup(tmp_path):

@@ -17,8 +17,19 @@ from om_run.sim.roofline import cube_peak
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.fidelity import anchors, calibrate  # noqa: E402
-from bench.fidelity.sweep import (DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, matmul, reduce_sum,  # noqa: E402
-                                  run_case, simulate, unary)
+from bench.fidelity.sweep import (  # noqa: E402
+    DTYPES,
+    LARGE_NS,
+    SOCS,
+    SWEEP,
+    compile_model,
+    kernels,
+    matmul,
+    reduce_sum,
+    run_case,
+    simulate,
+    unary,
+)
 
 
 @pytest.mark.parametrize("soc", SOCS)

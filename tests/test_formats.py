@@ -9,15 +9,19 @@ import onnxruntime as ort
 import pytest
 
 import atc_py
-from atc_py.ir.formats import FRACTAL_NZ, FRACTAL_Z, NC1HWC0, device_shape, from_device, to_device
-from atc_py.om.container import read_om
-from atc_py.om import partitions as pt
-from atc_py.proto import ge_ir_pb2
+from atc_py.ir.formats import (
+    FRACTAL_NZ,
+    FRACTAL_Z,
+    NC1HWC0,
+    device_shape,
+    from_device,
+    to_device,
+)
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers import ROOT
+from tests.helpers.om_files import om_ops
 from tools.resnet50_onnx import resnet50
-
-from .conftest import ROOT
 
 RNG = np.random.default_rng(7)
 
@@ -37,17 +41,13 @@ def test_device_layouts_round_trip_with_zero_padding(fmt, shape, origin, dtype, 
     np.testing.assert_array_equal(from_device(d, fmt, shape, origin), a)
 
 
-def _om_ops(om: bytes):
-    md = ge_ir_pb2.ModelDef.FromString(read_om(om).models[0].get(pt.MODEL_DEF))
-    return [op for g in md.graph for op in g.op]
-
 
 def test_resnet50_reads_5hd_and_fractal_z_and_equals_onnxruntime(tmp_path):
     model = resnet50(size=64, seed=3)
     src = tmp_path / "r50.onnx"
     onnx.save(model, src)
     res = atc_py.build(str(src), {"ge.socVersion": "Ascend910B3", "ge.exec.precision_mode": "force_fp32"})
-    ops = _om_ops(res.om)
+    ops = om_ops(res.om)
     convs = [op for op in ops if op.type == "Conv2D"]
     assert len(convs) == 53
     assert all(op.input_desc[0].layout == "NC1HWC0" and op.input_desc[1].layout == "FRACTAL_Z" and
@@ -86,7 +86,7 @@ def test_a_channels_last_model_enters_5hd_from_nhwc_with_the_same_numbers(tmp_pa
     opts = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
     on = atc_py.build(str(tf / "tf_lenet.pb"), opts)
     off = atc_py.build(str(tf / "tf_lenet.pb"), {**opts, "optimization_switch": "formats:off"})
-    first = next(op for op in _om_ops(on.om) if op.type == "TransData")
+    first = next(op for op in om_ops(on.om) if op.type == "TransData")
     assert first.attr["src_format"].s == b"NHWC" and first.input_desc[0].layout in ("NHWC", "ND")
     inputs = np.load(tf / "tf_lenet.inputs.npz")
     outs = []
@@ -107,26 +107,26 @@ def test_a_3_channel_input_occupies_16_channels(tmp_path, channels):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 56, 56])], [w])
     res = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
                        {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "force_fp32"})
-    conv = next(op for op in _om_ops(res.om) if op.type == "Conv2D")
+    conv = next(op for op in om_ops(res.om) if op.type == "Conv2D")
     assert conv.input_desc[0].size == 1 * 16 * 56 * 56 * 4          # either way: one C1 block of 16 channels
 
 
 def test_a_device_desc_whose_origin_does_not_give_its_shape_is_refused(om_run, tmp_path):
     """A 5HD descriptor says which framework shape it holds; one whose origin shape would need another shape (40
     channels need C1 = 3) is an E30001 before anything is sized or converted by it."""
-    from tests.test_hostile_om import edit, run
+    from tests.helpers.om_files import edit, run_om_bytes
     res = atc_py.build(str(ROOT / "models" / "small_cnn.onnx"), {"ge.socVersion": "Ascend910B1"})
 
     def mutate(md):
         conv = next(op for g in md.graph for op in g.op if op.type == "Conv2D")
         conv.input_desc[0].attr["origin_shape"].list.i[1] = 40
-    code, out, err = run(om_run, tmp_path, edit(res.om, model_def=mutate))
+    code, out, err = run_om_bytes(om_run, tmp_path, edit(res.om, model_def=mutate))
     assert code == 1 and "E30001" in err and "origin" in err and "Traceback" not in out + err
 
     def three_d(md):   # a 3-D origin format on a 4-D 5HD descriptor
         conv = next(op for g in md.graph for op in g.op if op.type == "Conv2D")
         conv.input_desc[0].attr["origin_format"].s = b"NCDHW"
-    code, out, err = run(om_run, tmp_path, edit(res.om, model_def=three_d))
+    code, out, err = run_om_bytes(om_run, tmp_path, edit(res.om, model_def=three_d))
     assert code == 1 and "E30001" in err and "origin" in err and "Traceback" not in out + err
 
 
@@ -136,7 +136,7 @@ def test_a_keras_mobilenet_stays_in_5hd_from_input_to_output(tmp_path):
     data = ROOT / "tests" / "data" / "real_models"
     res = atc_py.build(str(data / "keras3_mobilenet_v2.pb"), {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3",
                                                               "ge.exec.precision_mode": "force_fp32"})
-    ops = _om_ops(res.om)
+    ops = om_ops(res.om)
     assert sum(op.type == "TransData" for op in ops) == 2 and not any(op.type == "TransposeD" for op in ops)
     assert all(op.output_desc[0].layout == "NC1HWC0" for op in ops if op.type == "PadV3D")
     ref = np.load(data / "keras3_mobilenet_v2.npz")

@@ -9,12 +9,17 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.ir.formats import FRACTAL_Z_3D, NDC1HWC0, device_shape, from_device, to_device
+from atc_py.ir.formats import (
+    FRACTAL_Z_3D,
+    NDC1HWC0,
+    device_shape,
+    from_device,
+    to_device,
+)
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import ROOT
-from .test_formats import _om_ops
+from tests.helpers import ROOT
+from tests.helpers.om_files import om_ops
 
 RNG = np.random.default_rng(11)
 BERT = ROOT / "tests" / "data" / "real_models" / "hf_bert.eager.opset17"
@@ -44,7 +49,7 @@ def test_bert_matmuls_take_fractal_nz_on_310p_and_nd_on_910b(tmp_path):
     ref = np.load(f"{BERT}.npz")
     opts = {"input_shape": BERT_SHAPE, "ge.exec.precision_mode": "force_fp32"}
     res = atc_py.build(f"{BERT}.onnx", {**opts, "ge.socVersion": "Ascend310P3"})
-    ops = _om_ops(res.om)
+    ops = om_ops(res.om)
     mms = [op for op in ops if op.type == "BatchMatMulV2"]
     assert mms and all(op.input_desc[0].layout == op.input_desc[1].layout == op.output_desc[0].layout ==
                        "FRACTAL_NZ" for op in mms)
@@ -59,7 +64,7 @@ def test_bert_matmuls_take_fractal_nz_on_310p_and_nd_on_910b(tmp_path):
     for k, g in enumerate(got):
         np.testing.assert_allclose(g, ref[f"out_{k}"], rtol=1e-5, atol=1e-5 * np.abs(ref[f"out_{k}"]).max())
     b = atc_py.build(f"{BERT}.onnx", {**opts, "ge.socVersion": "Ascend910B1"})     # A2's matmuls read ND
-    assert not any("FRACTAL_NZ" in (op.output_desc[0].layout if op.output_desc else "") for op in _om_ops(b.om))
+    assert not any("FRACTAL_NZ" in (op.output_desc[0].layout if op.output_desc else "") for op in om_ops(b.om))
     assert b.summary["trans_data_inserted"] == 0
 
 
@@ -72,7 +77,7 @@ def test_a_3d_convolution_reads_ndc1hwc0_and_fractal_z_3d(tmp_path):
                           [numpy_helper.from_array(w, "w")])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     res = atc_py.build(model, {"ge.socVersion": "Ascend310P3", "ge.exec.precision_mode": "force_fp32"})
-    ops = _om_ops(res.om)
+    ops = om_ops(res.om)
     conv = next(op for op in ops if op.type == "Conv3D")
     assert (conv.input_desc[0].layout, conv.input_desc[1].layout, conv.output_desc[0].layout) == \
         (NDC1HWC0, FRACTAL_Z_3D, NDC1HWC0)
@@ -96,7 +101,7 @@ def test_an_int8_convolution_reads_5hd_with_c0_32(tmp_path):
                           [numpy_helper.from_array(w, "w")])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     res = atc_py.build(model, {"ge.socVersion": "Ascend310P3"})
-    conv = next(op for op in _om_ops(res.om) if op.type == "Conv2D")
+    conv = next(op for op in om_ops(res.om) if op.type == "Conv2D")
     assert conv.input_desc[0].layout == "NC1HWC0" and list(conv.input_desc[0].shape.dim) == [1, 2, 6, 6, 32]
     assert conv.input_desc[1].layout == "FRACTAL_Z" and list(conv.input_desc[1].shape.dim) == [18, 2, 16, 32]
     assert list(conv.output_desc[0].shape.dim) == [1, 2, 6, 6, 16]

@@ -8,8 +8,7 @@ import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import convert_onnx, load_onnx, load_onnx_lazy
 from atc_py.frontend.onnx.adapter import ADAPTERS
-
-from .conftest import compile_om
+from tests.helpers import compile_om
 
 
 def model_of(nodes, inputs, outputs, inits=(), opset=17):
@@ -119,9 +118,11 @@ def test_gemm_alpha_beta_and_bias_fold_into_matmul():
     g, _ = convert_onnx(m)
     assert "MatMulV2" in [n.op_type for n in g.nodes]
     om = compile_om(m)
-    from om_run.sim.execute import execute
+    import os
+    import tempfile
+
     from om_run.load.loader import load_model
-    import tempfile, os
+    from om_run.sim.execute import execute
     with tempfile.TemporaryDirectory() as d:
         p = os.path.join(d, "m.om")
         open(p, "wb").write(om)

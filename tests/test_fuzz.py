@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 
 def test_fuzz_campaign_finds_nothing(tmp_path):

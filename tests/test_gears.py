@@ -18,12 +18,19 @@ import atc_py
 from atc_py.om import partitions as pt
 from atc_py.om import read_om
 from atc_py.om.attrs import from_attr, to_attr
-from atc_py.om.inout_info import (DESIGNATE_SHAPE_ORDER, DYNAMIC_BATCH, DYNAMIC_DIMS, DYNAMIC_OUTPUT_SHAPE, INPUT_DESC,
-                                  parse_inout, parse_vector_block)
+from atc_py.om.inout_info import (
+    DESIGNATE_SHAPE_ORDER,
+    DYNAMIC_BATCH,
+    DYNAMIC_DIMS,
+    DYNAMIC_OUTPUT_SHAPE,
+    INPUT_DESC,
+    parse_inout,
+    parse_vector_block,
+)
 from atc_py.om.model_info import model_info
 from atc_py.proto import ge_ir_pb2 as ge
-from tests.conftest import MODELS, ROOT
-from tests.test_hostile_om import edit
+from tests.helpers import MODELS, ROOT
+from tests.helpers.om_files import edit
 
 RNG = np.random.default_rng(170)
 GEARS = MODELS / "gears"

@@ -8,10 +8,8 @@ import pytest
 
 from atc_py.om import read_om
 from atc_py.om.json_dump import om_file_to_json
+from tests.helpers import GOLDEN, MODELS, compile_om
 
-from .conftest import MODELS, ROOT, compile_om
-
-GOLDEN = ROOT / "tests" / "golden"
 # (sample, soc, tiling_schedule_optimize)
 CASES = [("small_cnn", "Ascend910B1", "0"), ("small_transformer", "Ascend910B1", "0"), ("rnn_loop", "Ascend910B1", "0")] + [
     (name, soc, sink) for name in ("decoder_step", "superkernel", "custom_op") for soc in ("Ascend910B1", "Ascend310P3")
@@ -19,7 +17,7 @@ CASES = [("small_cnn", "Ascend910B1", "0"), ("small_transformer", "Ascend910B1",
 
 
 def dump(name: str, soc: str, sink: str) -> str:
-    from .conftest import PLUGIN
+    from tests.helpers import PLUGIN
     om = read_om(compile_om(MODELS / f"{name}.onnx", soc=soc, **{"ge.tiling_schedule_optimize": sink,
                                                                   "op_plugin": str(PLUGIN)}))
     return json.dumps(om_file_to_json(om), indent=1) + "\n"
@@ -37,8 +35,8 @@ def test_golden(name, soc, sink, update_golden):
 
 def _gelu_head():
     """A GELU (sigmoid form) and a tanh head: one AscBackend node."""
-    from onnx import TensorProto, helper, numpy_helper
     import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
     nodes = [helper.make_node("Mul", ["x", "k"], ["s"], name="gelu_scale"),
              helper.make_node("Sigmoid", ["s"], ["g"], name="gelu_sigmoid"),
              helper.make_node("Mul", ["x", "g"], ["h"], name="gelu_mul"),

@@ -7,12 +7,12 @@ import pytest
 from onnx import TensorProto, helper
 
 import atc_py
-from atc_py.engines.args import parse_args
 from atc_py.common.errors import AtcError
+from atc_py.engines.args import parse_args
 from atc_py.ops.base import TilingStruct
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
-from tests.test_hostile_om import edit, run
+from tests.helpers.om_files import edit, run_om_bytes
 
 F = TensorProto.FLOAT
 
@@ -74,7 +74,7 @@ def _producer(md, op, i: int):
     (lambda md: node(impl(md), "exp0").attr["sched.axis"].list.i.__setitem__(1, 0), ["'exp0'", "sched.axis"]),
 ])
 def test_om_run_rejects_a_malformed_ascgraph_naming_node_and_field(om_run, tmp_path, om, mutate, expect):
-    code, _, err = run(om_run, tmp_path, edit(om, mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(om, mutate))
     assert code == 1 and "E30001" in err and "Traceback" not in err, err
     assert "AscBackend" in err and all(e in err for e in expect), err
 
@@ -98,7 +98,7 @@ def _tiling(om_bytes, change):
     (lambda v: v.__setitem__("z0z1t_size", 1 << 40), "tiling variables"),
 ])
 def test_om_run_rejects_tiling_data_the_kernel_could_not_run(om_run, tmp_path, om, change, expect):
-    code, _, err = run(om_run, tmp_path, edit(om, tasks=_tiling(om, change)))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(om, tasks=_tiling(om, change)))
     assert code == 1 and "E30001" in err and "launch" in err and expect in err, err
 
 
@@ -108,19 +108,19 @@ def test_om_run_rejects_a_tile_that_overflows_the_unified_buffer(om_run, tmp_pat
         v["z0z1t_size"], v["z0z1Tb_size"] = 64 * 48, 1       # every row in one tile: MBs of UB
     def one_block(md):
         asc(md).attr["tvm_blockdim"].i = 1
-    code, _, err = run(om_run, tmp_path, edit(big, one_block, tasks=_tiling(big, whole)))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(big, one_block, tasks=_tiling(big, whole)))
     assert code == 1 and "E30001" in err and "B of UB" in err, err
 
 
 def test_om_run_rejects_an_unknown_tiling_key(om_run, tmp_path, om):
     def key(md):
         asc(md).attr["_tiling_key"].i = 7
-    code, _, err = run(om_run, tmp_path, edit(om, key))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(om, key))
     assert code == 1 and "E30001" in err and "tiling key 7" in err, err
 
 
 def test_the_unmodified_file_runs(om_run, tmp_path, om):
-    code, out, err = run(om_run, tmp_path, om)
+    code, out, err = run_om_bytes(om_run, tmp_path, om)
     assert code == 0, err
 
 

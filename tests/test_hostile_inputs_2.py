@@ -21,7 +21,7 @@ from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import onnx_lite
 from atc_py.frontend.onnx.loader import load_onnx, load_onnx_lazy
 from om_run.run.io import load_npz
-from tests.conftest import MODELS, ROOT, compile_om
+from tests.helpers import MODELS, ROOT, compile_om
 
 GIB = 1 << 30
 

@@ -3,6 +3,7 @@ field for every invalid model, no fold that exhausts memory or time, E19999 only
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 import onnx
@@ -13,14 +14,13 @@ from onnx import helper, numpy_helper
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.proto import tf_graph_pb2 as tf
-from tests.conftest import MODELS
+from tests.helpers import MODELS
+from tests.helpers.onnx_builders import onnx_model
 
 SOC = {"ge.socVersion": "Ascend910B1"}
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+model = partial(onnx_model, opset=17, ir_version=8)
 
 
 def t(name, shape, dt=TP.FLOAT):
@@ -204,8 +204,8 @@ def test_tf_attribute_of_the_wrong_kind():
 
 
 def test_internal_faults_are_e19999_with_the_node_and_a_traceback_under_debug(monkeypatch):
-    from atc_py.frontend.onnx.adapters import elementwise  # noqa: F401
     from atc_py.frontend.onnx.adapter import ADAPTERS
+    from atc_py.frontend.onnx.adapters import elementwise  # noqa: F401
     cls = ADAPTERS[("", "Relu")]
 
     def broken(ctx):

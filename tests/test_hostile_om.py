@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import re
 
 import pytest
@@ -13,8 +12,8 @@ import pytest
 from atc_py.engines.aicore import kernel_of
 from atc_py.om import partitions as pt
 from atc_py.proto import ge_ir_pb2 as ge
-from atc_py.proto import task_pb2
-from tests.conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
+from tests.helpers.om_files import edit, first_kernel, op_named, run_om_bytes
 from tools.fuzz.om_mutants import OmDoc
 
 
@@ -28,35 +27,6 @@ def sk_om() -> bytes:
     return compile_om(MODELS / "superkernel.onnx", **{"ge.tiling_schedule_optimize": "1"})
 
 
-def edit(data: bytes, model_def=None, tasks=None, header=None, seal: bool = True) -> bytes:
-    """A copy of the .om with MODEL_DEF / TASK_INFO / header changed by the given functions."""
-    doc = OmDoc(data)
-    if model_def is not None:
-        md = ge.ModelDef.FromString(doc.get(0, pt.MODEL_DEF))
-        model_def(md)
-        doc.put(0, pt.MODEL_DEF, md.SerializeToString())
-    if tasks is not None:
-        mtd = task_pb2.ModelTaskDef.FromString(doc.get(0, pt.TASK_INFO))
-        tasks(mtd)
-        doc.put(0, pt.TASK_INFO, mtd.SerializeToString())
-    if header is not None:
-        header(doc.header)
-    return doc.pack(seal)
-
-
-def run(om_run, tmp_path, data: bytes, *args):
-    p = tmp_path / "m.om"
-    p.write_bytes(data)
-    return om_run("--model", str(p), *args)
-
-
-def op_named(md, op_type: str):
-    return next(op for op in md.graph[0].op if op.type == op_type)
-
-
-def first_kernel(mtd):
-    return next(t for t in mtd.task if t.HasField("kernel"))
-
 
 def test_outputs_are_named_from_the_output_folder_not_the_model_name(om_run, tmp_path, cnn_om):
     """Finding 1: a model name like ../x or /abs/path chose where outputs were written."""
@@ -65,7 +35,7 @@ def test_outputs_are_named_from_the_output_folder_not_the_model_name(om_run, tmp
         def rename(md, n=name):
             md.name = n
         out = tmp_path / "out"
-        code, stdout, _ = run(om_run, tmp_path, edit(cnn_om, rename), "--output", str(out))
+        code, stdout, _ = run_om_bytes(om_run, tmp_path, edit(cnn_om, rename), "--output", str(out))
         assert code == 0, stdout
         written = sorted(p.name for p in out.iterdir())
         assert written and all("/" not in w and not w.startswith(".") for w in written)
@@ -90,7 +60,7 @@ def test_outputs_are_named_from_the_output_folder_not_the_model_name(om_run, tmp
 ])
 def test_model_def_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn_om, mutate, expect):
     """Finding 2: sealed mutants ended in tracebacks, MemoryError or hangs."""
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, mutate))
     assert code == 1 and "E30001" in err and expect in err and "Traceback" not in err
 
 
@@ -113,7 +83,7 @@ def _set_arg(mtd, slot: int, value: int):
     (lambda mtd: first_kernel(mtd).__setattr__("stream_id", 7), "stream"),
 ])
 def test_task_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn_om, mutate, expect):
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, tasks=mutate))
     assert code == 1 and "E30001" in err and expect in err
 
 
@@ -122,27 +92,27 @@ def test_task_fields_are_checked_before_anything_runs(om_run, tmp_path, cnn_om, 
 def test_super_kernel_member_table_is_checked(om_run, tmp_path, sk_om, ext):
     def mutate(mtd):
         next(t for t in mtd.task if t.type == 44).kernel.kernel_ext_info = ext
-    code, _, err = run(om_run, tmp_path, edit(sk_om, tasks=mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(sk_om, tasks=mutate))
     assert code == 1 and "E30001" in err and "SUPER_KERNEL" in err
 
 
 def test_a_zero_checksum_is_refused_unless_no_verify(om_run, tmp_path, cnn_om):
     """Finding 4: an all-zero checksum used to switch verification off."""
     unsealed = edit(cnn_om, seal=False)
-    code, _, err = run(om_run, tmp_path, unsealed)
+    code, _, err = run_om_bytes(om_run, tmp_path, unsealed)
     assert code == 1 and "checksum is all zero" in err
-    code, out, _ = run(om_run, tmp_path, unsealed, "--no-verify")
+    code, out, _ = run_om_bytes(om_run, tmp_path, unsealed, "--no-verify")
     assert code == 0 and "finished successfully" in out
     tampered = bytearray(cnn_om)
     tampered[-1] ^= 1
-    code, _, err = run(om_run, tmp_path, bytes(tampered), "--no-verify")
+    code, _, err = run_om_bytes(om_run, tmp_path, bytes(tampered), "--no-verify")
     assert code == 1 and "checksum mismatch" in err
 
 
 @pytest.mark.parametrize("field,value", [("version", 7), ("om_ir_version", 9), ("genmode", 3), ("modeltype", 5),
                                          ("is_unknow_model", 1), ("length", 12345), ("platform_type", 2)])
 def test_header_fields_are_checked(om_run, tmp_path, cnn_om, field, value):
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, header=lambda h: setattr(h, field, value)))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, header=lambda h: setattr(h, field, value)))
     assert code == 1 and "E30001" in err and "Traceback" not in err
 
 
@@ -163,7 +133,7 @@ def test_input_files_are_checked_before_arrays_are_allocated(om_run, tmp_path, c
     fifo = tmp_path / "in.npy"
     os.mkfifo(fifo)
     for spec in (str(claims), str(fifo), "/dev/zero"):
-        code, _, err = run(om_run, tmp_path, cnn_om, "--input", spec)
+        code, _, err = run_om_bytes(om_run, tmp_path, cnn_om, "--input", spec)
         assert code == 1 and "E30002" in err, err
 
 
@@ -173,14 +143,14 @@ def test_input_files_are_checked_before_arrays_are_allocated(om_run, tmp_path, c
 def test_sim_config_values_are_checked(om_run, tmp_path, cnn_om, config, expect):
     cfg = tmp_path / "cfg.json"
     cfg.write_text(config)
-    code, _, err = run(om_run, tmp_path, cnn_om, "--sim-config", str(cfg))
+    code, _, err = run_om_bytes(om_run, tmp_path, cnn_om, "--sim-config", str(cfg))
     assert code == 1 and "E30002" in err and expect in err
 
 
 @pytest.mark.parametrize("args", [["--seed", "-1"], ["--rtol", "nan"], ["--atol", "-1"], ["--loop", "0"],
                                   ["--nosuch"]])
 def test_bad_flag_values_are_one_coded_line(om_run, tmp_path, cnn_om, args):
-    code, out, err = run(om_run, tmp_path, cnn_om, *args)
+    code, out, err = run_om_bytes(om_run, tmp_path, cnn_om, *args)
     assert code == 1 and err.startswith("[ERROR] E30002") and "Usage:" not in out + err
 
 
@@ -189,7 +159,7 @@ def test_profile_and_summary_paths_that_cannot_be_written(om_run, tmp_path, cnn_
     a_file.write_text("keep")
     for args in (["--profile", str(a_file)], ["--summary-json", str(tmp_path)],
                  ["--summary-json", str(a_file / "x.json")]):
-        code, _, err = run(om_run, tmp_path, cnn_om, *args)
+        code, _, err = run_om_bytes(om_run, tmp_path, cnn_om, *args)
         assert code == 1 and "E13004" in err, (args, err)
     assert a_file.read_text() == "keep"
 
@@ -200,10 +170,10 @@ def test_internal_faults_are_one_line_and_debug_shows_the_traceback(om_run, tmp_
     def broken(*a, **k):
         raise RuntimeError("simulated bug")
     monkeypatch.setattr(host.Simulation, "run", broken)
-    code, _, err = run(om_run, tmp_path, cnn_om)
+    code, _, err = run_om_bytes(om_run, tmp_path, cnn_om)
     assert code == 1 and "E19999" in err and "simulated bug" in err and "Traceback" not in err
     monkeypatch.setenv("ATC_PY_DEBUG", "1")
-    code, _, _ = run(om_run, tmp_path, cnn_om)
+    code, _, _ = run_om_bytes(om_run, tmp_path, cnn_om)
     assert code != 0
 
 
@@ -268,7 +238,7 @@ def _matmul_k(md, k: int):
     (lambda md: md.attr["precision_mode"].list.s.extend([b"force_fp16"]), "precision_mode must be a string"),
 ])
 def test_descriptors_tiling_and_sizes_the_kernels_trust_are_checked(om_run, tmp_path, cnn_om, mutate, expect):
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, mutate))
     assert code == 1 and err.startswith("[ERROR] E30001") and expect in err, err
     assert "m.om" in err and not re.search(r"\b\w+Error\b", err), err   # the validator's line, no Python exception
 
@@ -306,7 +276,7 @@ def _cut_tiling(mtd):
                                                       (0, 2**64 - 1, "field batch is 18446744073709551615")])
 def test_static_tiling_data_must_be_what_the_descriptors_give(om_run, tmp_path, cnn_om, field_byte, value, expect):
     """The MatMul kernel takes m, k, n from its tiling (MATMUL_TILING: batch, m, k, n as u64 from byte 0)."""
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=_set_tiling_word(cnn_om, "fc", field_byte, value)))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, tasks=_set_tiling_word(cnn_om, "fc", field_byte, value)))
     assert code == 1 and err.startswith("[ERROR] E30001") and "op 'fc' (MatMulV2)" in err and expect in err, err
 
 
@@ -317,13 +287,13 @@ def test_static_tiling_data_must_be_what_the_descriptors_give(om_run, tmp_path, 
     (lambda mtd: _set_arg(mtd, 4, 2**64 - 1), "tiling offset 18446744073709551615"),
 ])
 def test_short_tiling_and_all_ones_args_slots_are_refused(om_run, tmp_path, cnn_om, mutate, expect):
-    code, _, err = run(om_run, tmp_path, edit(cnn_om, tasks=mutate))
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, tasks=mutate))
     assert code == 1 and err.startswith("[ERROR] E30001") and expect in err, err
 
 
 def test_validated_models_still_run_and_keep_their_memory_size(om_run, tmp_path, cnn_om):
     """The new checks accept what atc-py writes: a memory_size a little above what the tasks address is fine."""
-    code, out, err = run(om_run, tmp_path, edit(cnn_om, lambda md: md.attr["memory_size"].__setattr__(
+    code, out, err = run_om_bytes(om_run, tmp_path, edit(cnn_om, lambda md: md.attr["memory_size"].__setattr__(
         "i", md.attr["memory_size"].i + 4096)))
     assert code == 0 and "finished successfully" in out, err
 
@@ -335,7 +305,7 @@ def test_an_attention_of_empty_batch_is_refused_at_load(om_run, tmp_path, sk_om)
         op = op_named(md, "IncreFlashAttention")
         for d in list(op.input_desc) + list(op.output_desc):
             d.shape.dim[0] = 0
-    code, _, err = run(om_run, tmp_path, edit(sk_om, mutate), "--no-compute")
+    code, _, err = run_om_bytes(om_run, tmp_path, edit(sk_om, mutate), "--no-compute")
     assert code == 1 and err.startswith("[ERROR] E30001") and "op 'ifa' (IncreFlashAttention)" in err, err
     assert not re.search(r"\b\w+Error\b", err), err
 

@@ -5,6 +5,8 @@ compute what their tiling covers, Cast's float8 saturation and e8m0 rounding, th
 ops' own argument checks."""
 from __future__ import annotations
 
+from functools import partial
+
 import ml_dtypes
 import numpy as np
 import onnxruntime as ort
@@ -21,7 +23,8 @@ from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-from tests.test_ops import run
+from tests.helpers.kernels import run_one_op
+from tests.helpers.onnx_builders import onnx_model
 
 SOC = load_soc("Ascend910B1")
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
@@ -29,9 +32,7 @@ RNG = np.random.default_rng(14)
 vi = helper.make_tensor_value_info
 
 
-def model(nodes, inputs, outputs, inits=(), opset=23):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+model = partial(onnx_model, opset=23, ir_version=10)
 
 
 def compile_om(tmp_path, m, **options):
@@ -159,7 +160,7 @@ TILED = [
 
 @pytest.mark.parametrize("op_type,inputs,attrs", TILED, ids=[t[0] for t in TILED])
 def test_a_kernel_launched_with_fewer_blocks_leaves_rows_unwritten(op_type, inputs, attrs):
-    (want, *_), node = run(op_type, inputs, attrs)
+    (want, *_), node = run_one_op(op_type, inputs, attrs)
     spec = get_op(op_type)
     descs = [v.desc for v in node.outputs]
     good = spec.tiling(tiling_context(spec, [TensorDesc(x.shape, x.dtype.name) for x in inputs], descs, attrs, SOC))
@@ -174,12 +175,12 @@ def test_a_kernel_launched_with_fewer_blocks_leaves_rows_unwritten(op_type, inpu
 @pytest.mark.parametrize("op_type,inputs,attrs", TILED, ids=[t[0] for t in TILED])
 def test_the_cost_grows_with_the_work(op_type, inputs, attrs):
     spec = get_op(op_type)
-    (_, *_), node = run(op_type, inputs, attrs)
+    (_, *_), node = run_one_op(op_type, inputs, attrs)
     ctx = tiling_context(spec, [TensorDesc(x.shape, x.dtype.name) for x in inputs], [v.desc for v in node.outputs],
                          attrs, SOC)
     lead = inputs[0].shape
     big = [np.concatenate([x, x]) if x.ndim > 1 and x.shape[0] == lead[0] else x for x in inputs]   # twice the batch
-    (_, *_), node2 = run(op_type, big, attrs)
+    (_, *_), node2 = run_one_op(op_type, big, attrs)
     ctx2 = tiling_context(spec, [TensorDesc(x.shape, x.dtype.name) for x in big], [v.desc for v in node2.outputs],
                           attrs, SOC)
     w, w2 = spec.work(ctx), spec.work(ctx2)
@@ -190,7 +191,7 @@ def test_the_cost_grows_with_the_work(op_type, inputs, attrs):
 def test_attention_masks_the_band_and_zeroes_fully_masked_rows():
     q, k, v = _f(1, 1, 3, 4), _f(1, 1, 4, 4), _f(1, 1, 4, 4)
     mask = np.array([[False, False, False, False], [True, True, True, True], [False, True, False, True]])
-    (y,), _ = run("FusedInferAttentionScore", [q, k, v, None, mask], {"num_heads": 1, "scale_value": 0.5})
+    (y,), _ = run_one_op("FusedInferAttentionScore", [q, k, v, None, mask], {"num_heads": 1, "scale_value": 0.5})
     s = 0.5 * q[0, 0] @ k[0, 0].T
     s = np.where(mask, -np.inf, s)
     p = np.exp(s - s.max(axis=1, keepdims=True))
@@ -198,29 +199,29 @@ def test_attention_masks_the_band_and_zeroes_fully_masked_rows():
     want[1] = 0                                   # every key masked: zeros, not NaN
     np.testing.assert_allclose(y[0, 0], want, rtol=1e-5, atol=1e-6)
     # a band two keys wide below a top-left diagonal (pre_tokens 1, next_tokens 0)
-    (yb,), _ = run("FusedInferAttentionScore", [q, k, v], {"num_heads": 1, "scale_value": 0.5, "pre_tokens": 1,
+    (yb,), _ = run_one_op("FusedInferAttentionScore", [q, k, v], {"num_heads": 1, "scale_value": 0.5, "pre_tokens": 1,
                                                          "next_tokens": 0})
     band = np.array([[j > i or i - j > 1 for j in range(4)] for i in range(3)])
-    (ym,), _ = run("FusedInferAttentionScore", [q, k, v, None, band], {"num_heads": 1, "scale_value": 0.5})
+    (ym,), _ = run_one_op("FusedInferAttentionScore", [q, k, v, None, band], {"num_heads": 1, "scale_value": 0.5})
     np.testing.assert_allclose(yb, ym, rtol=1e-6)
 
 
 # -- Cast to the low-precision types ----------------------------------------------------------------------------
 def test_cast_to_float8_saturates_unless_told_not_to():
     x = np.array([1000.0, -1000.0, np.inf, -np.inf, np.nan, 0.3], np.float32)
-    (sat,), _ = run("Cast", [x], {"dst_type": "float8_e4m3fn"})
+    (sat,), _ = run_one_op("Cast", [x], {"dst_type": "float8_e4m3fn"})
     assert sat.dtype == ml_dtypes.float8_e4m3fn
     np.testing.assert_array_equal(sat.astype(np.float32)[:4], [448, -448, 448, -448])
     assert np.isnan(sat.astype(np.float32)[4])
-    (raw,), _ = run("Cast", [x], {"dst_type": "float8_e4m3fn", "saturate": False})
+    (raw,), _ = run_one_op("Cast", [x], {"dst_type": "float8_e4m3fn", "saturate": False})
     assert np.isnan(raw.astype(np.float32)[:4]).all()          # e4m3fn has no infinity: out of range is NaN
-    (e5,), _ = run("Cast", [x], {"dst_type": "float8_e5m2", "saturate": False})
+    (e5,), _ = run_one_op("Cast", [x], {"dst_type": "float8_e5m2", "saturate": False})
     np.testing.assert_array_equal(e5.astype(np.float32)[2:4], [np.inf, -np.inf])
 
 
 @pytest.mark.parametrize("mode,want", [("up", [4.0, 0.5, 8.0]), ("down", [2.0, 0.25, 8.0]), ("nearest", [4.0, 0.5, 8.0])])
 def test_cast_to_e8m0_rounds_the_exponent(mode, want):
-    (y,), _ = run("Cast", [np.array([3.0, 0.4, 8.0], np.float32)], {"dst_type": "float8_e8m0fnu", "round_mode": mode})
+    (y,), _ = run_one_op("Cast", [np.array([3.0, 0.4, 8.0], np.float32)], {"dst_type": "float8_e8m0fnu", "round_mode": mode})
     np.testing.assert_array_equal(y.astype(np.float32), want)
 
 
@@ -277,7 +278,7 @@ def test_types_ascend_lacks_are_named_in_the_error(onnx_type, name):
 ])
 def test_bad_arguments_are_op_errors(op_type, inputs, attrs, why):
     with pytest.raises(OpError, match=why):
-        run(op_type, inputs, attrs)
+        run_one_op(op_type, inputs, attrs)
 
 
 def test_an_unsupported_op_inside_a_flexattention_modifier_is_named():
@@ -342,7 +343,7 @@ def test_hostile_attribute_values_are_op_errors_or_results(op_type):
             for value in _hostile_values(default):
                 tried += 1
                 try:
-                    run(op_type, HOSTILE_SAMPLES[op_type], {**base, name: value})
+                    run_one_op(op_type, HOSTILE_SAMPLES[op_type], {**base, name: value})
                 except OpError:
                     pass
     assert tried >= len(spec.attrs)

@@ -9,8 +9,7 @@ import atc_py
 from atc_py.passes.precision import coordinate_region
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import ROOT
+from tests.helpers import ROOT
 
 DATA = ROOT / "tests" / "data" / "flow"
 

@@ -15,8 +15,7 @@ from atc_py.ops.conv_pool import group_extension
 from atc_py.platform.soc import load_soc
 from bench.fidelity import zoo
 from om_run.sim.program import op_attrs
-
-from .test_formats import _om_ops
+from tests.helpers.om_files import om_ops
 
 SOC = load_soc("Ascend310P3")
 
@@ -73,7 +72,7 @@ def test_the_small_channel_mark_reaches_om_run(tmp_path):
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
     res = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]),
                        {"ge.socVersion": "Ascend310P3", "ge.enableSmallChannel": "1"})
-    conv = next(op for op in _om_ops(res.om) if op.type == "Conv2D")
+    conv = next(op for op in om_ops(res.om) if op.type == "Conv2D")
     assert op_attrs(conv).get("_small_channel") is True
 
 
@@ -112,10 +111,10 @@ def _concat_model(c1: int, c2: int) -> onnx.ModelProto:
 
 
 def test_a_channel_concat_and_a_batch_norm_stay_5hd_when_the_channels_fill_c0_blocks():
-    aligned = _om_ops(atc_py.build(_concat_model(16, 32), {"ge.socVersion": "Ascend310P3"}).om)
+    aligned = om_ops(atc_py.build(_concat_model(16, 32), {"ge.socVersion": "Ascend310P3"}).om)
     assert {op.output_desc[0].layout for op in aligned if op.type in ("ConcatD", "BNInfer")} == {"NC1HWC0"}
     assert sum(op.type == "TransData" for op in aligned) == 2          # the model's input and output only
-    ragged = _om_ops(atc_py.build(_concat_model(12, 20), {"ge.socVersion": "Ascend310P3"}).om)
+    ragged = om_ops(atc_py.build(_concat_model(12, 20), {"ge.socVersion": "Ascend310P3"}).om)
     assert next(op for op in ragged if op.type == "ConcatD").output_desc[0].layout == "NCHW"
     assert sum(op.type == "TransData" for op in ragged) > 2
 
@@ -143,6 +142,7 @@ def test_a_batch_1_concat_splits_each_inputs_columns_over_every_core():
 
 def test_5hd_concat_and_batch_norm_change_no_number(tmp_path):
     import onnxruntime as ort
+
     from om_run.load.loader import load_model
     from om_run.sim.host import Simulation
     model = _concat_model(16, 32)

@@ -5,9 +5,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
+from atc_py.autofuse import ascgraph_kernel
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import conv_pool, get_op, matmul
-from atc_py.autofuse import ascgraph_kernel
 from atc_py.ops.execute import run_op
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model

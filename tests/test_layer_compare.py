@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from tests.test_overflow import X as OVF_X
-from tests.test_overflow import model as overflow_model
-from tests.test_overflow import overflow_ops
+from tests.helpers.overflow_models import X as OVF_X
+from tests.helpers.overflow_models import model as overflow_model
+from tests.helpers.overflow_models import overflow_ops
 from tools.resnet50_onnx import resnet50
 
 DATA = pathlib.Path(__file__).parent / "data" / "real_models"

@@ -18,8 +18,7 @@ from atc_py.passes.streams import assign_streams
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import MODELS
+from tests.helpers import MODELS
 
 SOC = load_soc("Ascend910B1")
 SHAPE = [4, 48]
@@ -139,8 +138,8 @@ def test_identical_constants_are_stored_once():
     r = atc_py.build(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
                      {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"})
     assert r.summary["weight_size"] == 512 + 256  # the start offset + one 256-byte constant
-    from atc_py.proto import ge_ir_pb2 as ge
     from atc_py.om import partitions as pt
+    from atc_py.proto import ge_ir_pb2 as ge
     md = ge.ModelDef.FromString(read_om(r.om).models[0].get(pt.MODEL_DEF))
     offsets = {op.attr["value"].t.desc.data_offset for op in md.graph[0].op if op.type == "Const"}
     assert offsets == {512}
@@ -172,9 +171,9 @@ def test_planning_scales_linearly_enough():
 def test_a_plan_that_clobbers_a_model_output_is_reported(tmp_path):
     """A later task writing over an output its producer already wrote is caught (the host reads outputs
     after the model: no task reads them, so only this check sees it)."""
-    from atc_py.engines.args import ADDR, parse_args
-    from atc_py.engines.aicore import kernel_of
     from atc_py.common.errors import AtcError
+    from atc_py.engines.aicore import kernel_of
+    from atc_py.engines.args import ADDR, parse_args
     model = random_dag(1)
     p = tmp_path / "m.om"
     p.write_bytes(atc_py.build(model, {"ge.socVersion": "Ascend910B1", "ge.enableSingleStream": "true",

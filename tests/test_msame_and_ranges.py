@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto as TP
 from onnx import helper, numpy_helper
 
-from tests.conftest import MODELS
+from tests.helpers import MODELS
 
 RNG = np.random.default_rng(17)
 
@@ -82,7 +82,7 @@ def test_dym_shape_runs_a_dynamic_model_on_random_data_and_timing_only(atc, om_r
 
 
 def test_bin_inputs_and_outputs_round_trip(om_run, tmp_path):
-    from tests.conftest import compile_om
+    from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
     x = RNG.standard_normal((1, 3, 32, 32)).astype(np.float32)
@@ -102,7 +102,7 @@ def test_bin_inputs_and_outputs_round_trip(om_run, tmp_path):
 
 
 def test_an_input_folder_is_processed_file_by_file(om_run, tmp_path):
-    from tests.conftest import compile_om
+    from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
     folder = tmp_path / "inputs"
@@ -141,7 +141,7 @@ def test_default_tolerance_follows_the_models_precision(atc, om_run, tmp_path):
 
 
 def test_gear_flags_on_a_model_without_gears(om_run, tmp_path):
-    from tests.conftest import compile_om
+    from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
     for flag, value in (("--dymBatch", "2"), ("--dymHW", "224,224"), ("--dymDims", "x:1,3")):
@@ -153,7 +153,7 @@ def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monke
     """msame's batch mode streams: each file is read just before its execution, never the whole folder first."""
     import om_run.cli.main as cli
     import om_run.run.msame_inputs as mi
-    from tests.conftest import compile_om
+    from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
     folder = tmp_path / "inputs"

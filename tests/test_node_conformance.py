@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from atc_conformance.node_cases import EXCLUSIONS, node_cases, read_exclusions, run_one
-from tests.conformance import ROOT_EXCLUSIONS
+from tests.helpers import NODE_EXCLUSIONS
 
 NAMES = sorted(node_cases())
-EXCLUDED = read_exclusions(ROOT_EXCLUSIONS)
+EXCLUDED = read_exclusions(str(NODE_EXCLUSIONS))
 
 
 def test_the_exclusion_list_names_real_cases_with_reasons():

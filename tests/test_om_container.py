@@ -5,15 +5,14 @@ import struct
 import numpy as np
 import pytest
 
+from atc_py.om import partitions as pt
 from atc_py.om import read_om, write_om
 from atc_py.om.chunks import DIGEST_PIECE, Chunks, partition_digest
-from atc_py.om import partitions as pt
 from atc_py.om.container import OmFormatError, OmModel
 from atc_py.om.header import MODEL_FILE_MAGIC_NUM, ModelFileHeader
 from atc_py.om.inout_info import IoDesc, build_inout, parse_inout
 from atc_py.om.kernel_store import build_store, parse_store
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 
 def _sample() -> bytes:
@@ -120,7 +119,8 @@ def test_same_bytes_across_processes_with_different_hash_seeds(tmp_path):
     import os
     import subprocess
     import sys
-    from .conftest import ROOT
+
+    from tests.helpers import ROOT
     outs = []
     for seed in ("1", "2"):
         cwd = tmp_path / f"m{seed}"
@@ -158,6 +158,7 @@ def test_weights_chunks_are_written_as_one_partition():
 def test_streamed_file_equals_the_image_bytes_wherever_the_stream_starts(tmp_path):
     """write_to puts the body first and the sealed header back over its slot (hashing overlaps writing)."""
     import io
+
     import atc_py
     r = atc_py.build(str(MODELS / "small_cnn.onnx"), {"ge.socVersion": "Ascend910B1"})
     out = tmp_path / "m.om"
@@ -205,10 +206,10 @@ def test_the_weights_sit_past_any_feature_map_a_device_can_hold():
     the .om atc-py had written: the weight base is past the largest device memory of every SoC."""
     import pathlib
 
+    import atc_py.platform as platform
     from atc_py.passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE
     from atc_py.platform import load_soc
     from om_run.load.limits import DEFAULT_DEVICE_MEMORY
-    import atc_py.platform as platform
     socs = [p.stem for p in pathlib.Path(platform.__file__).parent.joinpath("data").glob("*.ini")]
     assert socs
     for name in socs:

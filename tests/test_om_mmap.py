@@ -13,20 +13,20 @@ import pytest
 
 import atc_py
 from atc_py.common.errors import AtcError
+from atc_py.common.progress import StageProgress
 from atc_py.om import partitions as pt
 from atc_py.om.chunks import DIGEST_PIECE, STREAM_CHUNK, file_digest, partition_digest
 from atc_py.om.container import InFile, OmFormatError, read_om, read_om_file
 from atc_py.om.header import MODEL_FILE_HEAD_LEN
 from om_run.load import loader
-from om_run.run.io import random_inputs
 from om_run.load.loader import load_model
-from atc_py.common.progress import StageProgress
+from om_run.run.io import random_inputs
 from om_run.sim.device_memory import WIDEN_CACHE_BYTES
 from om_run.sim.host import Simulation
 from om_run.sim.threads import thread_budget
+from tests.helpers import MODELS, ROOT, compile_om
+from tests.helpers.terminal import FakeTerminal
 
-from .conftest import MODELS, ROOT, compile_om
-from tests.fake_terminal import FakeTerminal
 
 @pytest.fixture
 def mapped(monkeypatch):

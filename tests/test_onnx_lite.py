@@ -16,7 +16,7 @@ from onnx import helper, numpy_helper
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx import onnx_lite
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 SOC = {"ge.socVersion": "Ascend910B1"}
 

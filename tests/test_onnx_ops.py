@@ -1,8 +1,9 @@
 """ONNX operators that exported transformers and CNN/mobile models use: each a one-node (or short) model run
 through AtcBackend (atc-py → .om → om-run simulator) and through onnxruntime on the same inputs."""
+from functools import partial
+
 import numpy as np
 import onnx
-
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -10,18 +11,13 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_conformance.backend import AtcBackend
 from atc_py.common.errors import AtcError
+from tests.helpers.onnx_builders import onnx_model
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, s) for n, t, s in outputs],
-                          [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
+model = partial(onnx_model, opset=17, ir_version=8)
 
 
 def check(m, xs, rtol=1e-4, atol=1e-5):

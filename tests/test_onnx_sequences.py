@@ -14,8 +14,7 @@ from atc_py.common.errors import AtcError
 from atc_py.frontend.onnx.adapters import loop_unroll
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import compile_om
+from tests.helpers import compile_om
 
 OPSET = [h.make_opsetid("", 17)]
 FLOAT_SEQ = h.make_sequence_type_proto(h.make_tensor_type_proto(T.FLOAT, None))

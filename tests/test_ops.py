@@ -4,26 +4,14 @@ import pytest
 
 from atc_py.ir.graph import Graph, TensorDesc
 from atc_py.ops import all_ops, get_op
-from atc_py.ops.base import OpSpec, OpError, TilingResult
+from atc_py.ops.base import OpError, OpSpec, TilingResult
 from atc_py.ops.cost import block_cost
-from atc_py.ops.execute import launch, run_op, tiling_context
+from atc_py.ops.execute import launch, tiling_context
 from atc_py.platform import load_soc
+from tests.helpers.kernels import SOC, run_one_op
 
-SOC = load_soc("Ascend910B1")
 RNG = np.random.default_rng(0)
 
-
-def run(op_type, inputs, attrs=None, soc=SOC):
-    """Build a one-node graph, infer, then tiling + kernel."""
-    g = Graph("t")
-    vals = [None if x is None else g.add_node(f"in{i}", "Data", out_descs=[TensorDesc(x.shape, x.dtype.name)],
-                                                attrs={"index": i}).outputs[0] for i, x in enumerate(inputs)]
-    spec = get_op(op_type)
-    node = g.add_node("n", op_type, vals, [TensorDesc((), "float32")] * len(spec.outputs), attrs or {})
-    for v, d in zip(node.outputs, spec.infer(node)):
-        v.desc = d
-    outs = run_op(spec, [v.desc if v else None for v in vals], [v.desc for v in node.outputs], node.attrs, soc, inputs)
-    return outs, node
 
 
 def r(*shape):
@@ -34,7 +22,7 @@ def r(*shape):
                                     ("RealDiv", np.divide)])
 def test_binary_broadcast(op, ref):
     a, b = r(2, 3, 4, 5), r(1, 3, 1, 5) + 3.0
-    (y,), _ = run(op, [a, b])
+    (y,), _ = run_one_op(op, [a, b])
     np.testing.assert_allclose(y, ref(a, b), rtol=1e-6)
 
 
@@ -42,14 +30,14 @@ def test_binary_broadcast(op, ref):
                                     ("Tanh", np.tanh), ("Identity", lambda x: x)])
 def test_unary(op, ref):
     x = r(3, 1000)
-    (y,), _ = run(op, [x])
+    (y,), _ = run_one_op(op, [x])
     np.testing.assert_allclose(y, ref(x), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_softmax_any_axis(axis):
     x = r(3, 4, 5)
-    (y,), _ = run("SoftmaxV2", [x], {"axes": [axis]})
+    (y,), _ = run_one_op("SoftmaxV2", [x], {"axes": [axis]})
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
 
@@ -58,13 +46,13 @@ def test_softmax_any_axis(axis):
 def test_matmul_transposes_and_bias(ta, tb):
     a, b, bias = r(37, 19), r(19, 23), r(23)
     a_in, b_in = (a.T.copy() if ta else a), (b.T.copy() if tb else b)
-    (y,), _ = run("MatMulV2", [a_in, b_in, bias], {"transpose_x1": ta, "transpose_x2": tb})
+    (y,), _ = run_one_op("MatMulV2", [a_in, b_in, bias], {"transpose_x1": ta, "transpose_x2": tb})
     np.testing.assert_allclose(y, a @ b + bias, rtol=1e-5, atol=1e-5)
 
 
 def test_batch_matmul_broadcast():
     a, b = r(2, 3, 5, 7), r(3, 7, 4)
-    (y,), _ = run("BatchMatMulV2", [a, b, None])
+    (y,), _ = run_one_op("BatchMatMulV2", [a, b, None])
     np.testing.assert_allclose(y, np.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
@@ -91,20 +79,20 @@ def conv_ref(x, w, b, stride, pad, dil, groups):
 def test_conv2d(stride, pad, dil, groups):
     x, w, b = r(2, 8, 9, 9), r(40, 8 // groups, 3, 3), r(40)
     attrs = {"strides": [1, 1, stride, stride], "pads": pad, "dilations": [1, 1, dil, dil], "groups": groups}
-    (y,), _ = run("Conv2D", [x, w, b], attrs)
+    (y,), _ = run_one_op("Conv2D", [x, w, b], attrs)
     np.testing.assert_allclose(y, conv_ref(x, w, b, stride, pad, dil, groups), rtol=1e-4, atol=1e-4)
 
 
 def test_maxpool_ceil_mode_and_avgpool_exclusive():
     x = r(1, 2, 7, 7)
     attrs = {"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "pads": [1, 1, 1, 1], "ceil_mode": True}
-    (y,), _ = run("MaxPoolV3", [x], attrs)
+    (y,), _ = run_one_op("MaxPoolV3", [x], attrs)
     assert y.shape == (1, 2, 4, 4)
     xp = np.pad(x, ((0, 0), (0, 0), (1, 2), (1, 2)), constant_values=-np.inf)
     ref = np.array([[[[xp[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max() for j in range(4)] for i in range(4)]
                      for c in range(2)]])
     np.testing.assert_allclose(y, ref)
-    (a,), _ = run("AvgPoolV2", [x], {**attrs, "ceil_mode": False, "exclusive": True})
+    (a,), _ = run_one_op("AvgPoolV2", [x], {**attrs, "ceil_mode": False, "exclusive": True})
     xz = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
     ones = np.pad(np.ones((7, 7)), 1)
     ref = np.array([[[[xz[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() / ones[2 * i:2 * i + 3, 2 * j:2 * j + 3].sum()
@@ -119,12 +107,12 @@ def test_fp16_pools_are_exact():
     x.flat[::5] = -0.0
     x.flat[3], x.flat[8] = np.inf, -np.inf
     attrs = {"ksize": [1, 1, 3, 3], "strides": [1, 1, 2, 2], "pads": [1, 1, 1, 1]}
-    (y,), _ = run("MaxPoolV3", [x], attrs)
+    (y,), _ = run_one_op("MaxPoolV3", [x], attrs)
     xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
     ref = np.array([[[[xp[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max() for j in range(4)] for i in range(4)]
                      for c in range(2)]], np.float16)
     assert y.dtype == np.float16 and np.array_equal(y, ref)
-    (a,), _ = run("AvgPoolV2", [np.nan_to_num(x, posinf=7, neginf=-7)], {**attrs, "exclusive": False})
+    (a,), _ = run_one_op("AvgPoolV2", [np.nan_to_num(x, posinf=7, neginf=-7)], {**attrs, "exclusive": False})
     xz = np.pad(np.nan_to_num(x, posinf=7, neginf=-7).astype(np.float32), ((0, 0), (0, 0), (1, 1), (1, 1)))
     ref = np.array([[[[xz[0, c, 2 * i:2 * i + 3, 2 * j:2 * j + 3].sum() / 9 for j in range(4)] for i in range(4)]
                      for c in range(2)]], np.float32).astype(np.float16)
@@ -134,17 +122,17 @@ def test_fp16_pools_are_exact():
 
 def test_global_average_pool_and_bninfer():
     x = r(2, 5, 4, 3)
-    (y,), _ = run("GlobalAveragePool", [x])
+    (y,), _ = run_one_op("GlobalAveragePool", [x])
     np.testing.assert_allclose(y, x.mean(axis=(2, 3), keepdims=True), rtol=1e-5)
     s, o, m, v = r(5), r(5), r(5), np.abs(r(5)) + 0.5
-    (y,), _ = run("BNInfer", [x, s, o, m, v], {"epsilon": 1e-3})
+    (y,), _ = run_one_op("BNInfer", [x, s, o, m, v], {"epsilon": 1e-3})
     ref = (x - m[:, None, None]) / np.sqrt(v[:, None, None] + 1e-3) * s[:, None, None] + o[:, None, None]
     np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_layernorm():
     x, g, b = r(4, 6, 16), r(16), r(16)
-    (y, mean, var), _ = run("LayerNorm", [x, g, b], {"begin_norm_axis": -1, "epsilon": 1e-5})
+    (y, mean, var), _ = run_one_op("LayerNorm", [x, g, b], {"begin_norm_axis": -1, "epsilon": 1e-5})
     mu, va = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     np.testing.assert_allclose(y, (x - mu) / np.sqrt(va + 1e-5) * g + b, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
@@ -152,11 +140,11 @@ def test_layernorm():
 
 def test_layout_ops():
     x = r(2, 3, 4)
-    (y,), _ = run("TransposeD", [x], {"perm": [2, 0, 1]})
+    (y,), _ = run_one_op("TransposeD", [x], {"perm": [2, 0, 1]})
     np.testing.assert_array_equal(y, x.transpose(2, 0, 1))
-    (y,), _ = run("ConcatD", [x, r(2, 5, 4)], {"concat_dim": 1})
+    (y,), _ = run_one_op("ConcatD", [x, r(2, 5, 4)], {"concat_dim": 1})
     assert y.shape == (2, 8, 4)
-    (y,), node = run("Flatten", [x], {"axis": 2})
+    (y,), node = run_one_op("Flatten", [x], {"axis": 2})
     assert y.shape == (6, 4) and get_op("Flatten").no_task
 
 
@@ -236,8 +224,8 @@ def test_cost_uses_soc_figures():
 def test_a_fused_relu_epilogue_is_computed_and_costed(op_type, inputs, attrs):
     """fused_relu (relu_fusion) clamps the kernel's result at 0 and adds one vector op per output element."""
     xs = [r(*s) for s in inputs]
-    (plain,), node = run(op_type, xs, attrs)
-    (fused,), _ = run(op_type, xs, {**attrs, "fused_relu": True})
+    (plain,), node = run_one_op(op_type, xs, attrs)
+    (fused,), _ = run_one_op(op_type, xs, {**attrs, "fused_relu": True})
     np.testing.assert_array_equal(fused, np.maximum(plain, 0))
     spec = get_op(op_type)
     ctx = tiling_context(spec, [TensorDesc(x.shape, "float32") for x in xs], [v.desc for v in node.outputs], attrs, SOC)
@@ -256,7 +244,7 @@ def test_grid_tilings_compute_the_whole_op_and_fewer_blocks_leave_tiles_unwritte
     computes the op; launched with fewer (a stale SQE) only the tiles those blocks complete are written."""
     spec = get_op(op_type)
     xs = [r(*s) for s in shapes]
-    (full,), node = run(op_type, xs, attrs)
+    (full,), node = run_one_op(op_type, xs, attrs)
     ctx = tiling_context(spec, [TensorDesc(x.shape, "float32") for x in xs], [v.desc for v in node.outputs], attrs, SOC)
     t = spec.tiling(ctx)
     assert t.block_dim > 1

@@ -1,6 +1,8 @@
 """Graph optimisation passes (numbers unchanged, tasks reduced, each switchable with --optimization_switch),
 --precision_mode dtypes, --output_type, --input_format, --input_shape / --out_nodes errors."""
 
+from functools import partial
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -9,22 +11,19 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.om import partitions as pt
-from atc_py.ops import get_op
 from atc_py.om.container import read_om
+from atc_py.ops import get_op
 from atc_py.proto import ge_ir_pb2
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers.onnx_builders import onnx_model
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(3)
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, F, s) for n, s in inputs],
-                          [helper.make_tensor_value_info(n, F, None) for n in outputs],
-                          [numpy_helper.from_array(np.asarray(v, np.float32), n) for n, v in inits])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+model = partial(onnx_model, opset=17, ir_version=None, init_dtype=np.float32)
 
 
 def simulate(tmp_path, r, xs):
@@ -319,8 +318,8 @@ def test_cse_merges_equal_constants_and_nodes(tmp_path):
 
 
 def test_cse_keeps_what_differs_and_graph_outputs():
-    from atc_py.passes.cse import eliminate_common_subexpressions
     from atc_py.frontend.onnx import convert_onnx
+    from atc_py.passes.cse import eliminate_common_subexpressions
     w = RNG.standard_normal(6)
     nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.1),
              helper.make_node("LeakyRelu", ["x"], ["b"], alpha=0.2),

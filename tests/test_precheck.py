@@ -4,11 +4,10 @@ current directory; no .om; a --mode=0 build that fails on op types writes the re
 import csv
 import json
 
+import onnx
 from onnx import TensorProto, helper
 
-import onnx
-
-from .conftest import MODELS
+from tests.helpers import MODELS
 
 
 def three_unsupported(path):

@@ -7,49 +7,20 @@ import json
 
 import numpy as np
 import pytest
-from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
 
 import atc_py
 from atc_py.common.errors import AtcError
-from atc_py.om import read_om
-from atc_py.om import partitions as pt
-from atc_py.om.attrs import from_attr
-from atc_py.proto import ge_ir_pb2 as ge
+from tests.helpers.precision_models import (
+    APART,
+    SOC,
+    conv_bn_model,
+    conv_model,
+    dtypes,
+    model_attrs,
+)
 
 RNG = np.random.default_rng(29)
-SOC = {"ge.socVersion": "Ascend910B1"}
-APART = {**SOC, "optimization_switch": "autofuse:off"}   # the ops stay nodes of their own (act + sm would fuse)
 
-
-def conv_model():
-    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-             helper.make_node("Sigmoid", ["c"], ["s"], name="act"), helper.make_node("Softmax", ["s"], ["y"], name="sm")]
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 8, 8])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def conv_bn_model():
-    """Conv then BatchNormalization: what GE's ConvBatchnormFusionPass (atc-py's bn_conv_fold) folds."""
-    bn = [numpy_helper.from_array(np.ones(4, np.float32) * v, n) for n, v in (("s", 2), ("o", 1), ("m", 0), ("v", 1))]
-    w = numpy_helper.from_array(RNG.standard_normal((4, 3, 3, 3)).astype(np.float32), "w")
-    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["c"]),
-                           helper.make_node("BatchNormalization", ["c", "s", "o", "m", "v"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TP.FLOAT, [1, 3, 6, 6])],
-                          [helper.make_tensor_value_info("y", TP.FLOAT, None)], [w, *bn])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    return m
-
-
-def dtypes(res) -> dict[str, str]:
-    return {n.name: n.outputs[0].desc.dtype for n in res.graph.nodes if n.outputs}
-
-
-def model_attrs(res) -> dict:
-    md = ge.ModelDef.FromString(read_om(res.om).models[0].get(pt.MODEL_DEF))
-    return {k: from_attr(v) for k, v in md.attr.items()}
 
 
 def test_input_fp16_nodes_feed_the_input_as_fp16(tmp_path):
@@ -137,6 +108,7 @@ def test_fusion_switch_file_maps_ge_pass_names(tmp_path):
 def test_bf16_precision_modes(tmp_path, mode):
     """The cube (and, mixed, the ops following it) compute in bfloat16; numbers within what bf16 costs."""
     import onnxruntime as ort
+
     from om_run.load.loader import load_model
     from om_run.sim.host import Simulation
     m = conv_model()

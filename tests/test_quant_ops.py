@@ -1,9 +1,11 @@
 """Quantized models as Ascend runs them: QLinearConv / QDQ Conv / MatMulInteger / ConvInteger through atc-py and
 om-run against onnxruntime, and the quantize kernels' int4 / float8 targets against onnx's reference."""
+from functools import partial
+
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 from atc_conformance.backend import AtcBackend
@@ -11,18 +13,13 @@ from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
 from atc_py.ops.execute import run_op
 from atc_py.platform import load_soc
+from tests.helpers.onnx_builders import onnx_model
 
 RNG = np.random.default_rng(3)
 U8, I8, F = TensorProto.UINT8, TensorProto.INT8, TensorProto.FLOAT
 
 
-def model(nodes, inputs, outputs, inits=(), opset=21):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
-                          [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10
-    return m
+model = partial(onnx_model, opset=21, ir_version=10)
 
 
 def ort_run(m, xs):

@@ -23,9 +23,8 @@ import atc_py
 from bench.light_models import write_all
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers import MODELS
 from tools.real_models.checks import output_steps
-
-from .conftest import MODELS
 
 MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16")
 
@@ -48,7 +47,12 @@ def _opset13(path, out):
 
 
 def _static_qdq(src, out, rng):
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     m = onnx.load(str(src))
     inp = m.graph.input[0]
     shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
@@ -149,7 +153,13 @@ def test_qdq_segmentation_and_a_dynamically_quantized_vit(tmp_path):
     """torchvision's DeepLabV3 (static QDQ, calibrated on its saved input) and Hugging Face's ViT (dynamic
     quantization of every MatMul on 3-D activations), from the real-model fixtures: the fp32 build gives onnx's
     reference, the default build stays within 1 % of the output's scale."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_dynamic,
+        quantize_static,
+    )
     x_seg = np.load(REAL / "tv_deeplabv3.opset17.npz")["in_0"]
     batches = iter([{"x": x_seg}, {"x": x_seg * 0.5}])
 
@@ -257,7 +267,12 @@ def test_qoperator_fixtures_match_onnxruntime(name, tmp_path):
 
 
 def _static_qoperator(src, out, rng):
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     inp = onnx.load(str(src)).graph.input[0]
     shape = [d.dim_value or 1 for d in inp.type.tensor_type.shape.dim]
     batches = iter([{inp.name: rng.standard_normal(shape).astype(np.float32)} for _ in range(4)])

@@ -13,7 +13,14 @@ Error measure: max |om-run - framework| / max |framework| over each output.
 Each fixture compiles once per precision and runs once in om-run; no hazard may be reported."""
 import pytest
 
-from tools.real_models.report import FP32_TOL, compile_and_run, fp16_tolerance, load, manifest, rel_err
+from tools.real_models.report import (
+    FP32_TOL,
+    compile_and_run,
+    fp16_tolerance,
+    load,
+    manifest,
+    rel_err,
+)
 
 MANIFEST = manifest()
 CASES = [pytest.param(name, precision, id=f"{name}-{precision}") for name in MANIFEST for precision in ("fp32", "fp16")]
@@ -54,7 +61,6 @@ def test_slice_walking_back_past_index_zero():
     """TorchScript's pad reversal (Swin's F.pad): Slice(starts=-1, ends=-INT64_MAX, steps=-1) takes every row,
     last to first (it came out empty: Python's slice.indices says stop -1, which a slice reads as the end)."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     import atc_py

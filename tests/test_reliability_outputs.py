@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from .conftest import MODELS, compile_om
-from .test_generate import compile_decoder, prompt_file
+from tests.helpers import MODELS, compile_om
+from tests.helpers.decoders import compile_decoder, prompt_file
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,14 @@ import dataclasses
 import pytest
 
 from atc_py.common.errors import AtcError
-from om_run.run.options import GearFlag, InputFiles, RunOptions, parse_gear, parse_named_shapes, run_options
+from om_run.run.options import (
+    GearFlag,
+    InputFiles,
+    RunOptions,
+    parse_gear,
+    parse_named_shapes,
+    run_options,
+)
 from om_run.sim.profile import RuntimeProfile
 
 DEFAULTS = dict(model_arg="m.om", model_opt=None, input_spec=None, output_dir=None, outfmt="npy", loop=1, seed=0,

@@ -6,11 +6,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from om_run.sim.execute import execute
-from om_run.run.io import random_inputs
 from om_run.load.loader import load_model
-
-from .conftest import MODELS, ORT_SAMPLES, compile_om
+from om_run.run.io import random_inputs
+from om_run.sim.execute import execute
+from tests.helpers import MODELS, ORT_SAMPLES, compile_om
 
 
 @pytest.fixture(scope="module")

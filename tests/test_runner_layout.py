@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import pathlib
 
-from .conftest import ROOT
+from tests.helpers import ROOT
 
 RUNNER = ROOT / "om_run"
 

@@ -3,26 +3,23 @@ the mel matrix fold into constants while importing, DFT / STFT run as static ker
 reference (onnxruntime's DFT differs from it in the inverse onesided layout)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
+from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import atc_py
 from atc_conformance.backend import AtcBackend
+from tests.helpers.onnx_builders import onnx_model
 
 RNG = np.random.default_rng(9)
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def model(nodes, inputs, outputs, inits=(), opset=20):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
-                          [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 9
-    return m
+model = partial(onnx_model, opset=20, ir_version=9)
 
 
 def check(m, feeds, rtol=1e-5, atol=1e-5):

@@ -11,8 +11,7 @@ from om_run.sim.device import DeviceRun
 from om_run.sim.host import Simulation
 from om_run.sim.machine import Job, Machine
 from om_run.sim.profile import RuntimeProfile
-
-from .conftest import MODELS
+from tests.helpers import MODELS
 
 SOC = "Ascend910B1"
 
@@ -116,6 +115,7 @@ def test_l2_resident_counts_whole_inner_pages_like_the_page_by_page_sum():
     """resident() adds the whole pages between a range's two ends at once: the same bytes as summing every
     page's overlap, over random ranges and a changing LRU."""
     import random
+
     from om_run.sim.l2 import L2Cache
     rng = random.Random(18)
     for cap in (1 << 20, 5000):
@@ -170,9 +170,9 @@ def test_convs_run_inline_write_their_output_where_it_lands_with_the_same_bits(t
 
 def test_conv_direct_output_is_refused_when_an_input_overlaps_it():
     """A residual planned in the output's memory (an in-place add) must be read before the GEMM writes there."""
+    from atc_py.ir.graph import TensorDesc
     from atc_py.ops import conv_pool
     from atc_py.ops.base import KernelArgs
-    from atc_py.ir.graph import TensorDesc
     buf = np.zeros(64, np.float32)
     dst = buf[:16].reshape(1, 4, 2, 2)
     args = KernelArgs({}, 0, 1, {}, [TensorDesc((1, 4, 2, 2), "float32")], [dst])
@@ -185,6 +185,7 @@ def test_concat_run_inline_writes_where_it_lands_with_the_same_bits(tmp_path, mo
     """A ConcatD run inline concatenates straight into the output's device memory; the same outputs and
     records as the queue path, which concatenates into a fresh array and copies it in at the end."""
     from onnx import TensorProto, helper
+
     from atc_py.ops import shape_layout
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sigmoid", ["x"], ["s"]),
                            helper.make_node("Concat", ["r", "s", "x"], ["c"], axis=1),
@@ -250,9 +251,9 @@ def test_a_device_format_tensor_is_read_back_from_the_array_its_kernel_wrote(tmp
 
 
 def test_the_shadow_of_bytes_is_dropped_when_they_are_written_and_a_pending_one_written_when_read():
-    from om_run.sim.device_memory import DeviceMemory
     from atc_py.ir.formats import to_device
     from atc_py.ir.graph import TensorDesc
+    from om_run.sim.device_memory import DeviceMemory
     mem = DeviceMemory(0x1000, 4096, 0x100000, b"\0" * 64)
     d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))
     logical = np.arange(12, dtype=np.float32).reshape(1, 3, 2, 2) + 1
@@ -288,10 +289,10 @@ def test_a_pending_tensor_written_over_in_part_keeps_its_other_bytes_until_read(
     """Memory reuse writes over part of a pending tensor: no kernel takes it any more, its other bytes are made
     only if something reads them; written over whole in two parts, none are made; past REMNANT_BYTES the oldest
     are made at once."""
-    from om_run.sim import device_memory
-    from om_run.sim.device_memory import DeviceMemory
     from atc_py.ir.formats import to_device
     from atc_py.ir.graph import TensorDesc
+    from om_run.sim import device_memory
+    from om_run.sim.device_memory import DeviceMemory
     made = []
     real = device_memory.to_device
     monkeypatch.setattr(device_memory, "to_device", lambda *a: made.append(1) or real(*a))
@@ -325,9 +326,10 @@ def test_a_landing_over_a_remnant_is_recorded_even_when_no_tensor_is_shadowed():
     """The only pending tensor became a remnant (the shadow itself is empty): an output landing over the rest of it
     must still count as written there, or reading that range later would bring the stale tensor's bytes back."""
     from types import SimpleNamespace
+
+    from atc_py.ir.graph import TensorDesc
     from om_run.sim.device import Landing
     from om_run.sim.device_memory import DeviceMemory
-    from atc_py.ir.graph import TensorDesc
     mem = DeviceMemory(0x1000, 8192, 0x100000, b"\0" * 64)
     d = TensorDesc((1, 1, 2, 2, 16), "float32", "NC1HWC0", "NCHW", (1, 3, 2, 2))
     mem.shadow_put(0x1000, d, np.ones((1, 3, 2, 2), np.float32), pending=True)

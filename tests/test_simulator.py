@@ -10,19 +10,23 @@ import pytest
 from onnx import TensorProto, helper
 
 import atc_py
-from atc_py.om import task_types as tt
 from atc_py.common.errors import AtcError
+from atc_py.om import task_types as tt
 from atc_py.platform import load_soc
 from atc_py.proto import ge_ir_pb2 as ge
 from om_run.load.loader import load_model
 from om_run.sim.device import DeviceRun
-from om_run.sim.machine import Job, Machine
 from om_run.sim.host import Simulation
+from om_run.sim.machine import Job, Machine
 from om_run.sim.profile import RuntimeProfile
 from om_run.sim.program import Call, Program, SimTask
-from om_run.sim.report import OP_SUMMARY_COLUMNS, chrome_trace, op_summary_csv, summary_json
-
-from .conftest import MODELS, PLUGIN
+from om_run.sim.report import (
+    OP_SUMMARY_COLUMNS,
+    chrome_trace,
+    op_summary_csv,
+    summary_json,
+)
+from tests.helpers import MODELS, PLUGIN
 
 PROF = RuntimeProfile()
 SOC = load_soc("Ascend910B1")
@@ -190,7 +194,8 @@ def test_samples_have_no_hazards():
         for sink in ("0", "1"):
             om = atc_py.build(str(MODELS / f"{name}.onnx"), {"ge.socVersion": "Ascend910B1",
                                                              "ge.tiling_schedule_optimize": sink, "op_plugin": plugin}).om
-            import tempfile, os
+            import os
+            import tempfile
             with tempfile.TemporaryDirectory() as d:
                 p = os.path.join(d, "m.om")
                 open(p, "wb").write(om)
@@ -331,10 +336,10 @@ def test_bandwidth_is_shared_max_min_fairly():
 def test_kernels_read_read_only_views_and_outputs_aliasing_memory_are_copied(tmp_path, monkeypatch):
     """Inputs are views (no copy per read); a kernel cannot write through them, and an output that is a view
     of device memory is copied when the kernel runs, so later writes to that memory do not change it."""
-    from atc_py.ops import get_op
-    from om_run.sim.device_memory import DeviceMemory
-    from om_run.sim import device as sim_device
     from atc_py.ir.graph import TensorDesc
+    from atc_py.ops import get_op
+    from om_run.sim import device as sim_device
+    from om_run.sim.device_memory import DeviceMemory
 
     mem = DeviceMemory(0x1000, 64, 0x8000, b"\0" * 16)
     desc = TensorDesc((4,), "float32")
@@ -372,7 +377,8 @@ def test_weights_are_loaded_once_per_simulation(monkeypatch):
     orig = sim_host.load_weights
     monkeypatch.setattr(sim_host, "load_weights", lambda w, *a: calls.append(len(w)) or orig(w, *a))
     p = MODELS / "small_cnn.onnx"
-    import tempfile, pathlib
+    import pathlib
+    import tempfile
     with tempfile.TemporaryDirectory() as d:
         om = pathlib.Path(d) / "m.om"
         atc_py.build(str(p), {"ge.socVersion": "Ascend910B1"}).save(om)
@@ -388,7 +394,9 @@ def test_weights_are_loaded_once_per_simulation(monkeypatch):
 def test_fp16_weights_of_cube_kernels_are_widened_once_with_the_same_bits(monkeypatch):
     """Cube kernels compute in fp32: their fp16 weights are widened once per loaded model, not per execution,
     and the outputs are bit-identical to widening inside the kernel every time."""
-    import tempfile, pathlib
+    import pathlib
+    import tempfile
+
     from om_run.sim import program
     with tempfile.TemporaryDirectory() as d:
         om = pathlib.Path(d) / "m.om"

@@ -16,14 +16,13 @@ import pytest
 
 import atc_py
 from atc_py.common.errors import AtcError
-from atc_py.om import read_om
-from atc_py.om import partitions as pt
 from atc_py.common.progress import Progress
+from atc_py.om import partitions as pt
+from atc_py.om import read_om
 from bench.llm_scale import run_child
+from tests.helpers import ROOT
+from tests.helpers.terminal import FakeTerminal
 from tools.llm_model import LlmShape, write_model
-
-from .conftest import ROOT
-from tests.fake_terminal import FakeTerminal
 
 SMALL = LlmShape(layers=2, hidden=64, intermediate=172, vocab=256, heads=4, seq=8, dtype="float32")
 ENV = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -14,8 +14,15 @@ from types import SimpleNamespace
 import pytest
 
 from om_sweep.engines import dask as dask_engine
-
-from .sweep_helpers import MODELS, PLUGIN, ROOT, om_sweep, sample_models, table, write_sweep
+from tests.helpers.sweep import (
+    MODELS,
+    PLUGIN,
+    ROOT,
+    om_sweep,
+    sample_models,
+    table,
+    write_sweep,
+)
 
 distributed = pytest.importorskip("distributed")
 

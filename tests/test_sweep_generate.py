@@ -7,12 +7,12 @@ import numpy as np
 import onnx
 import pytest
 
-from om_sweep.job import GENERATION_FIELDS as GENERATION, WALL_CLOCK_FIELDS, atb_settings, execute
+from om_sweep.job import GENERATION_FIELDS as GENERATION
+from om_sweep.job import WALL_CLOCK_FIELDS, atb_settings, execute
 from om_sweep.plan import make_plan
 from om_sweep.spec import load_spec
 from om_sweep.table import pyarrow, read_results
-
-from .sweep_helpers import MODELS, om_sweep, table, write_sweep
+from tests.helpers.sweep import MODELS, om_sweep, table, write_sweep
 from tools.kv_decoder import KvShape, build
 
 SHAPE = KvShape(layers=1, hidden=16, heads=2, intermediate=24, vocab=32, max_cache=8)

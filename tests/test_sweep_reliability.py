@@ -14,8 +14,7 @@ import pytest
 
 from atc_py.common.errors import AtcError
 from om_sweep.spec import DEFAULT_MAX_POINTS, MAX_SWEEP_FILE_BYTES, load_spec
-
-from .sweep_helpers import MODELS, om_sweep, table, write_sweep
+from tests.helpers.sweep import MODELS, om_sweep, table, write_sweep
 
 CNN = str(MODELS / "small_cnn.onnx")
 LENET = str(MODELS / "tf_lenet.pb")
@@ -255,8 +254,9 @@ def test_a_huge_record_is_ignored_without_reading_it(swept):
 
 
 def test_the_more_ignored_records_the_fewer_lines(tmp_path):
-    from om_sweep.sweep import warn_ignored
     import io
+
+    from om_sweep.sweep import warn_ignored
     stream = io.StringIO()
     warn_ignored([f"jobs/{i}.json: why" for i in range(8)], stream)
     lines = stream.getvalue().splitlines()

@@ -9,8 +9,7 @@ import pytest
 
 from om_sweep.report import variant
 from om_sweep.table import read_results, write_results
-
-from .sweep_helpers import MODELS, om_sweep, write_sweep
+from tests.helpers.sweep import MODELS, om_sweep, write_sweep
 
 GRID = {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1],
         "precision_mode": ["force_fp16", "must_keep_origin_dtype"]}

@@ -22,11 +22,17 @@ from om_run.sim.host import Simulation
 from om_run.sim.profile import RuntimeProfile
 from om_run.sim.report import summary_json
 from om_sweep import sandbox
-from om_sweep.spec import load_spec
 from om_sweep.plan import make_plan
-
-from .sweep_helpers import MODELS, ROOT, om_sweep, sample_models, table, write_sweep
-from tests.fake_terminal import FakeTerminal
+from om_sweep.spec import load_spec
+from tests.helpers.sweep import (
+    MODELS,
+    ROOT,
+    om_sweep,
+    sample_models,
+    table,
+    write_sweep,
+)
+from tests.helpers.terminal import FakeTerminal
 
 MINIMAL = """models:
   - path: models/small_cnn.onnx

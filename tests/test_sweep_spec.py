@@ -4,8 +4,7 @@ from __future__ import annotations
 import pytest
 
 from om_sweep.spec import load_spec
-
-from .sweep_helpers import MODELS, om_sweep, write_sweep
+from tests.helpers.sweep import MODELS, om_sweep, write_sweep
 
 CNN = str(MODELS / "small_cnn.onnx")
 GOOD_GRID = {"soc_version": ["Ascend910B1"]}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from atc_py.engines.modeldef import fill_tensor_desc
 from atc_py.ir.graph import TensorDesc
 from atc_py.om.attrs import set_attr
-from atc_py.engines.modeldef import fill_tensor_desc
 from atc_py.proto import ge_ir_pb2 as ge
 
 

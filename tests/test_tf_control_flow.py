@@ -6,14 +6,13 @@ The fixtures come from models/make_tf_rnn.py (TensorFlow, dev only)."""
 import numpy as np
 import pytest
 
-from atc_py.om import task_types as tt
 from atc_py.common.errors import AtcError
 from atc_py.frontend.tensorflow.functionalize import functionalize
+from atc_py.om import task_types as tt
 from atc_py.proto import tf_graph_pb2 as tf
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 RNN = MODELS / "tf_rnn"
 

@@ -5,8 +5,7 @@ import pytest
 
 from atc_py.ops import host_pool
 from om_run.sim import threads as th
-
-from .conftest import MODELS, compile_om
+from tests.helpers import MODELS, compile_om
 
 
 @pytest.mark.parametrize("cores,others,want", [(2, 0.0, 2), (2, 0.25, 2), (2, 0.8, 1), (2, 1.0, 1), (2, 2.0, 1),
@@ -80,11 +79,11 @@ def test_warm_leaves_the_first_execution_no_scratch_to_grow_and_reports_first_an
     """om_run/sim/warm.py reserves every thread's scratch before the first execution (padded planes, im2col
     columns, fp32 accumulators, row shifts): the execution grows none. om-run's wall clock line then gives the first
     execution beside the later ones."""
-    from om_run.run.io import random_inputs
     from om_run.load.loader import load_model
+    from om_run.run.io import random_inputs
     from om_run.sim.host import Simulation
     from om_run.sim.warm import warm
-    from .test_thread_determinism import big_model
+    from tests.helpers.big_model import big_model
     om = tmp_path / "big.om"
     om.write_bytes(compile_om(big_model()))
     model = load_model(str(om))

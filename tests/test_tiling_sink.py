@@ -8,19 +8,18 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py
-from atc_py.om import task_types as tt
-from atc_py.engines.sink import PARAM_DEF_SIZE
 from atc_py.common.errors import AtcError
-from atc_py.om import read_om
+from atc_py.engines.sink import PARAM_DEF_SIZE
 from atc_py.om import partitions as pt
+from atc_py.om import read_om
+from atc_py.om import task_types as tt
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
+from om_run.load.loader import load_model
 from om_run.sim.capabilities import Device
 from om_run.sim.execute import execute
-from om_run.load.loader import load_model
-
-from . import decoder_reference as ref
-from .conftest import MODELS, PLUGIN
+from tests.helpers import MODELS, PLUGIN
+from tests.helpers import decoder_reference as ref
 
 DECODER = MODELS / "decoder_step.onnx"
 

@@ -3,6 +3,8 @@ static inputs carries no -1 dim into an op, and a parameter that truly depends o
 value-dependent (dynamic partition) instead of an error."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto as TP
@@ -11,13 +13,12 @@ from onnx import helper, numpy_helper
 import atc_py
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers.onnx_builders import onnx_model
 
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+model = partial(onnx_model, opset=17, ir_version=8)
 
 
 def run_both(tmp_path, m, feeds: dict, **options):

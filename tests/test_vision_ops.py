@@ -5,11 +5,13 @@ sampling, GlobalLpPool, MaxPool indices round-tripped through MaxUnpool, GridSam
 grouped DeformConv, Col2Im and Resize with static parameters."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto as TP
-from onnx import helper, numpy_helper
+from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 import atc_py
@@ -17,19 +19,14 @@ from atc_conformance.backend import AtcBackend
 from atc_py.common.errors import AtcError
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers.onnx_builders import onnx_model
 
 RNG = np.random.default_rng(5)
 F, I64 = TP.FLOAT, TP.INT64
 ORIGIN = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, t, s) for n, t, s in inputs],
-                          [helper.make_tensor_value_info(n, t, None) for n, t in outputs],
-                          [numpy_helper.from_array(np.asarray(v), n) for n, v in inits])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
+model = partial(onnx_model, opset=17, ir_version=8)
 
 
 def ort_run(m, feeds):
