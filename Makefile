@@ -75,7 +75,7 @@ conformance: venv
 	$(PY) -m atc_conformance.suites
 
 golden: venv
-	$(PY) -m pytest tests/test_golden.py tests/test_gears.py::test_golden_mode6_of_a_gear_model --update-golden
+	$(PY) -m pytest tests/atc_py/om/test_golden.py tests/atc_py/options/test_gears.py::test_golden_mode6_of_a_gear_model --update-golden
 
 proto: venv
 	$(PY) tools/gen_proto.py

@@ -158,7 +158,7 @@ def reason_of(r: NodeResult) -> str:
 
 def write_exclusions(path: str, results: list[NodeResult]) -> None:
     lines = ["# ONNX node conformance cases atc-py + om-run do not pass yet, each with its reason.",
-             "# tests/test_node_conformance.py runs every other case; `make conformance` runs them all.",
+             "# tests/models/test_node_conformance.py runs every other case; `make conformance` runs them all.",
              "# Regenerate with: python -m atc_conformance.node_cases --write-exclusions " + path]
     lines += [f"{r.name}  # {reason_of(r)}" for r in results if not r.ok]
     with open(path, "w", encoding="utf-8") as f:

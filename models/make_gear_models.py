@@ -1,5 +1,5 @@
 """models/gears/: the two deployments of issue 17's "done means" (make demo compiles them and runs every gear
-against onnxruntime's outputs; tests/test_gears.py does the same).
+against onnxruntime's outputs; tests/atc_py/options/test_gears.py does the same).
 
 * vision_net.onnx: a MobileNet-style classifier, NCHW float input with a symbolic batch; deployed with AIPP
   (vision_aipp.cfg: RGB888_U8 images, mean / 1/std normalisation) and --dynamic_batch_size="1,2,4". The

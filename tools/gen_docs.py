@@ -7,7 +7,7 @@
   docs/reference/operators.md      the GE op registry (atc_py/ops), the ONNX adapters
                                    (atc_py/frontend/onnx/adapters) and the TensorFlow adapters
 
-`make docs` runs it before `mkdocs build`; tests/test_docs.py checks the checked-in pages against `render()`.
+`make docs` runs it before `mkdocs build`; tests/project/test_docs.py checks the checked-in pages against `render()`.
 Run: python tools/gen_docs.py [--check]   (--check writes nothing and exits 1 when a page is stale)
 Must run in a fresh process: the op registry would otherwise hold whatever plugins the process loaded.
 """

@@ -3,7 +3,7 @@ modules its model uses): atc_py/ops/op_index.py (GE op type -> the atc_py.ops mo
 it) and atc_py/frontend/onnx/adapter_index.py ((domain, ONNX op) -> the adapters module). Computed in this
 fresh process by importing the builtin modules in the eager order and noting which module's import registered
 each key; a key registered by two modules would make the lazy order matter, so it is an error.
-tests/test_lazy_index.py checks the checked-in files against `compute()`. Run: python tools/gen_lazy_index.py
+tests/atc_py/ops/test_lazy_index.py checks the checked-in files against `compute()`. Run: python tools/gen_lazy_index.py
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`make fidelity` (python -m bench.fidelity [--calibrate] [--docs]): prints, for the op sweep and whole models,
 simulated time against the roofline, then every anchor's prediction against its published figure.
 --calibrate refits the calibrated profile parameters from their anchors and rewrites calibration.json (the
-profile's defaults must then be updated to match: tests/test_fidelity.py); --docs rewrites the tables of the
+profile's defaults must then be updated to match: tests/om_run/sim/test_fidelity.py); --docs rewrites the tables of the
 documentation page docs/fidelity.md (between its fidelity:begin / fidelity:end markers) from this run."""
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the value at which the simulated figure equals the published one, found by bisection (the figure is monotonic
 in it), clipped to what physics allows (a share of a peak is at most 1; fp32_cube_rate at most
 roofline.FP32_CUBE_PEAK_SHARE). The result is a --sim-config JSON (calibration.json); the profile's defaults
-must equal it (tests/test_fidelity.py)."""
+must equal it (tests/om_run/sim/test_fidelity.py)."""
 from __future__ import annotations
 
 import json

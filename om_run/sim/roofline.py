@@ -5,7 +5,7 @@ compulsory bytes / L2 bandwidth), where the compulsory bytes are the kernel's in
 compulsory DRAM bytes the inputs the L2 did not hold when it started plus the outputs the L2 cannot keep (the
 L2 is write-back: outputs that fit stay there). The simulator never beats it: its efficiencies are shares of
 these peaks (at most 1) and every running kernel shares the same bandwidths (machine.py). op_summary.csv reports
-each kernel's roofline and bound; tests/test_fidelity.py checks simulated time >= roofline over an op sweep.
+each kernel's roofline and bound; tests/om_run/sim/test_fidelity.py checks simulated time >= roofline over an op sweep.
 """
 from __future__ import annotations
 

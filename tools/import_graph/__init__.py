@@ -3,7 +3,7 @@
 Why: an import cycle between two folders (sub-packages) ties their layering together, so neither can be
 read, tested or moved alone, and what a module sees at import time depends on who was imported first.
 This reads the source with `ast` (nothing is imported) and reports strongly connected components:
-tests/test_import_graph.py keeps cycles that cross folders out.
+tests/project/test_import_graph.py keeps cycles that cross folders out.
 
     scan.py    modules and import edges          scc.py       Tarjan's algorithm
     cycles.py  module cycles and package cycles  __main__.py  the report (python -m tools.import_graph)

@@ -1,7 +1,7 @@
 """Compiles every model fixture of tests/data with atc-py, runs it in om-run and compares with the framework's
 outputs, a table per fixture directory (tools/real_models/sections.py); `python -m tools.real_models.report
 [--docs]` prints the tables of docs/real-models.md (or rewrites them there). Needs only atc-py's own dependencies.
-The tests assert the same measures: tests/test_real_models.py these tolerances, the other directories' tests
+The tests assert the same measures: tests/models/test_real_models.py these tolerances, the other directories' tests
 theirs."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import rel_err  # noqa: F401  (tests/test_real_models.py imports it from here)
+from .checks import rel_err  # noqa: F401  (tests/models/test_real_models.py imports it from here)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "data" / "real_models"
 FP32_TOL = 1e-3            # max |got - ref| / max |ref| of an fp32 (must_keep_origin_dtype) build

@@ -10,8 +10,8 @@ import pytest
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.options.build_options import BuildOptions
+from tests.helpers import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models"
 SOC = {"ge.socVersion": "Ascend910B1"}
 

@@ -1,10 +1,9 @@
 """`make bench` runs `python bench/bench.py` as a script: its imports must resolve from the clone (bench/ is a
 package next to atc_py/; a script named bench.py once shadowed it). Not a benchmark: nothing is timed."""
-import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 
 def test_bench_script_imports_as_make_bench_runs_it():

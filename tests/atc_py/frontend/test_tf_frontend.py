@@ -1,6 +1,5 @@
 """TensorFlow frozen graphs (--framework=3): the TF 2.21 testdata models compile and match the expected outputs;
 GraphDef handling (outputs, --out_nodes, control inputs, unsupported ops, bad files)."""
-import pathlib
 
 import numpy as np
 import pytest
@@ -10,8 +9,9 @@ from atc_py.common.errors import AtcError
 from atc_py.proto import tf_graph_pb2 as tf
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers import DATA
 
-TF = pathlib.Path(__file__).resolve().parent / "data" / "tf"   # copied from ../shared/testdata/tf (TF 2.21)
+TF = DATA / "tf"   # copied from ../shared/testdata/tf (TF 2.21)
 OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 

@@ -3,7 +3,6 @@ with tools/real_models/tf_op_cases.py, its outputs saved) compiles and matches T
 folds away when it freezes a tf.function (ClipByValue, ZerosLike/OnesLike) and the frontend's own rules
 (unused Placeholders, a Conv1D filter computed from constants) are checked on GraphDefs built here."""
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -12,9 +11,10 @@ import atc_py
 from atc_py.proto import tf_graph_pb2 as tf
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
+from tests.helpers import DATA
 
-DATA = pathlib.Path(__file__).resolve().parent / "data" / "tf_ops"
-CASES = json.loads((DATA / "manifest.json").read_text())
+TF_OPS = DATA / "tf_ops"
+CASES = json.loads((TF_OPS / "manifest.json").read_text())
 OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
@@ -29,10 +29,10 @@ def run(tmp_path, model, inputs, **opts):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tf_op_case_matches_tensorflow(tmp_path, name):
-    z = np.load(DATA / f"{name}.npz")
+    z = np.load(TF_OPS / f"{name}.npz")
     ins = [z[f"in_{k}"] for k in range(len(CASES[name]["inputs"]))]
     exp = [z[k] for k in sorted((k for k in z.files if k.startswith("out_")), key=lambda k: int(k[4:]))]
-    r, outs = run(tmp_path, str(DATA / f"{name}.pb"), ins)
+    r, outs = run(tmp_path, str(TF_OPS / f"{name}.pb"), ins)
     assert len(outs) == len(exp)
     for k, (got, want) in enumerate(zip(outs, exp)):
         assert got.shape == want.shape, (name, k)
@@ -51,7 +51,7 @@ def test_cases_cover_the_issue_ops():
 
 def test_value_dependent_range_runs_in_the_dynamic_partition(tmp_path):
     """tf.range(reduce_sum(n)): the length is data: the Range node is unknown-shape, run by the host executor."""
-    r, _ = run(tmp_path, str(DATA / "range_cumsum.pb"),
+    r, _ = run(tmp_path, str(TF_OPS / "range_cumsum.pb"),
                [np.zeros((3, 4), np.float32), np.array([2, 3], np.int32)])
     assert r.summary["unknown_subgraphs"] >= 1
 
@@ -120,7 +120,7 @@ def test_unused_placeholder_warning_is_logged(atc, tmp_path):
 def test_conv1d_filter_through_expand_dims_of_a_big_constant_folds(tmp_path):
     """The Conv1D kernel (196 KB, more than import folds) reaches Conv2D through ExpandDims: the filter's
     layout change is a node the fold pass turns into a constant; no filter transform runs on the device."""
-    r, _ = run(tmp_path, str(DATA / "conv1d_big_filter.pb"), [np.zeros((1, 9, 128), np.float32)])
+    r, _ = run(tmp_path, str(TF_OPS / "conv1d_big_filter.pb"), [np.zeros((1, 9, 128), np.float32)])
     conv = next(n for n in r.graph.nodes if n.op_type == "Conv2D")
     assert conv.inputs[1].is_const
     assert not any(n.op_type == "TransposeD" and n.inputs[0].desc.shape == (1, 3, 128, 128) for n in r.graph.nodes)

@@ -13,8 +13,8 @@ from atc_py.platform import load_soc
 from om_run.sim.l2 import L2Cache
 from om_run.sim.profile import RuntimeProfile
 from om_run.sim.roofline import cube_peak
+from tests.helpers import ROOT
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from bench.fidelity import anchors, calibrate  # noqa: E402
 from bench.fidelity.sweep import (  # noqa: E402

@@ -15,6 +15,7 @@ from onnx import helper
 import atc_py
 from atc_py.cli.main import run as atc_run
 from atc_py.common.errors import AtcError
+from tests.helpers import ROOT
 from tests.helpers.precision_models import (
     APART,
     SOC,
@@ -344,7 +345,7 @@ def test_the_docs_list_every_atc_flag_atc_py_lacks():
 
     from atc_py.cli import atc_flags
     from atc_py.cli import flags as cmdline
-    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "atc-py.md").read_text()
+    text = (ROOT / "docs" / "atc-py.md").read_text()
     section = text.split("## ATC flags atc-py does not implement")[1].split("\n## ")[0]
     listed = set(re.findall(r"^\| `--(\w+)`", section, re.M))
     assert listed == set(atc_flags.NOT_IMPLEMENTED) | set(atc_flags.REMOVED)

@@ -1,12 +1,10 @@
 """The committed generated modules are what protoc makes of proto/*.proto (compared as descriptors)."""
-import pathlib
 
 import pytest
 from google.protobuf import descriptor_pb2
 
 from atc_py.proto import ge_ir_pb2, insert_op_pb2, task_pb2, tf_graph_pb2
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT
 
 
 def _strip_json_names(messages):

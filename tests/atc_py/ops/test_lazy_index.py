@@ -4,11 +4,10 @@ and a small compile leaves the unused families unimported."""
 from __future__ import annotations
 
 import json
-import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 
 def _run(code: str) -> str:
@@ -54,6 +53,7 @@ def test_a_small_compile_imports_only_the_families_it_uses(tmp_path):
     code = f"""
 import sys, json
 from atc_py.cli.main import run
+from tests.helpers import ROOT
 code = run(["--model=models/small_cnn.onnx", "--framework=5", "--output={tmp_path}/m", "--soc_version=Ascend910B1"])
 assert code == 0, code
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("atc_py.ops.", "atc_py.frontend.onnx.adapters.")))))

@@ -10,12 +10,13 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.helpers import DATA, MODELS
 from tests.helpers.overflow_models import X as OVF_X
 from tests.helpers.overflow_models import model as overflow_model
 from tests.helpers.overflow_models import overflow_ops
 from tools.resnet50_onnx import resnet50
 
-DATA = pathlib.Path(__file__).parent / "data" / "real_models"
+REAL_MODELS = DATA / "real_models"
 
 
 def _result(out_dir: pathlib.Path):
@@ -61,7 +62,7 @@ def test_resnet50_force_fp32_matches_every_tensor_inside_fused_convolutions(atc,
 
 
 def test_transformer_encoder_matches_autofused_and_compile_time_tensors(atc, om_run, tmp_path):
-    src = DATA / "hf_bert.eager.opset17.onnx"
+    src = REAL_MODELS / "hf_bert.eager.opset17.onnx"
     assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'bert'}", "--soc_version=Ascend910B3",
                "--precision_mode=force_fp32", "--input_shape=input_ids:1,16;attention_mask:1,16")[0] == 0
     _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "bert.om")
@@ -74,7 +75,7 @@ def test_transformer_encoder_matches_autofused_and_compile_time_tensors(atc, om_
 
 
 def test_tensorflow_cnn_through_the_reference_path_in_its_nhwc_layout(atc, om_run, tmp_path):
-    src = DATA / "tf_keras_convnext.pb"
+    src = REAL_MODELS / "tf_keras_convnext.pb"
     assert atc(f"--model={src}", "--framework=3", f"--output={tmp_path / 'cnx'}", "--soc_version=Ascend910B3",
                "--precision_mode=force_fp32")[0] == 0
     _, run, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "cnx.om")
@@ -193,7 +194,7 @@ def test_bad_compare_inputs_are_one_error_each(atc, om_run, tmp_path, case):
     ("hf_gpt2.sdpa.dynamo18", "input_ids:1,8;attention_mask:1,8", 0),   # views of the model's inputs
 ])
 def test_real_models_compare_without_false_divergence(atc, om_run, tmp_path, name, shape, empty):
-    src = DATA / f"{name}.onnx"
+    src = REAL_MODELS / f"{name}.onnx"
     assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'm'}", "--soc_version=Ascend910B3",
                "--precision_mode=force_fp32", f"--input_shape={shape}")[0] == 0
     _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "m.om")
@@ -205,7 +206,7 @@ def test_real_models_compare_without_false_divergence(atc, om_run, tmp_path, nam
 def test_default_fp16_builds_have_no_false_divergence(atc, om_run, tmp_path):
     """A fused LayerNorm that also exports its input's fp16 Cast: each output is matched by the AscIR node its
     Store writes, not by position (the Cast, named after the LayerNorm, once took its place)."""
-    src = pathlib.Path(__file__).parent.parent / "models" / "small_transformer.onnx"
+    src = MODELS / "small_transformer.onnx"
     assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'st'}", "--soc_version=Ascend910B1")[0] == 0
     _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "st.om")
     assert "first_divergent" not in summary and summary["matched_ratio"] == 1.0
@@ -217,7 +218,7 @@ def test_default_fp16_builds_have_no_false_divergence(atc, om_run, tmp_path):
 def test_a_detector_with_dynamic_post_processing_compares(atc, om_run, tmp_path):
     """RetinaNet with its box decoding and NMS: the host executor's ops (shapes met at run time) are dumped and
     rerun with the shapes they ran with; nothing diverges in fp32."""
-    data = pathlib.Path(__file__).parent / "data" / "detection"
+    data = DATA / "detection"
     np.save(tmp_path / "img.npy", np.load(data / "retinanet.npz")["images"])
     assert atc(f"--model={data / 'retinanet.onnx'}", "--framework=5", f"--output={tmp_path / 'r'}",
                "--soc_version=Ascend910B1", "--precision_mode=force_fp32", "--input_shape=images:3,64,64")[0] == 0

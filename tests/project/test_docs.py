@@ -15,7 +15,8 @@ import unicodedata
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
+
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 README_MAX_LINES = 300

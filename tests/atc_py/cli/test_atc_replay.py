@@ -13,11 +13,12 @@ import shutil
 import pytest
 
 from atc_py.cli.main import run as atc_run
+from tests.helpers import DATA
 from tests.helpers.replay_models import onnx_model, tf_graph
 from tests.helpers.replay_shell import atc_argv
 
-DATA = pathlib.Path(__file__).resolve().parent / "data" / "atc_replay"
-CASES = json.loads((DATA / "cases.json").read_text(encoding="utf-8"))["cases"]
+REPLAY = DATA / "atc_replay"
+CASES = json.loads((REPLAY / "cases.json").read_text(encoding="utf-8"))["cases"]
 MIN_CONVERTED = 0.98
 ERROR_LINE = re.compile(r"^(E\d{5}): ", re.M)
 
@@ -52,7 +53,7 @@ def stage(case: dict, argv: list[str], root: pathlib.Path) -> None:
     for dest, src in case.get("files", {}).items():
         target = work / dest
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(DATA / "files" / src, target)
+        shutil.copyfile(REPLAY / "files" / src, target)
     model = flag_value(argv, "model")
     if model:
         path = work / model
@@ -103,7 +104,7 @@ def test_the_lines_real_atc_accepts_convert(tmp_path, capsys):
             failed.append(case["id"])
     converted = len(accepted) - len(failed)
     assert len(accepted) >= 40 and converted / len(accepted) >= MIN_CONVERTED, failed
-    docs = (DATA.parents[2] / "docs" / "atc-py.md").read_text(encoding="utf-8")
+    docs = (REPLAY.parents[2] / "docs" / "atc-py.md").read_text(encoding="utf-8")
     assert f"replays {len(CASES)} `atc` command lines" in docs and f"accepts {len(accepted)} of them" in docs
     assert f"atc-py converts **{converted} of {len(accepted)}**" in docs and \
         f"The {len(CASES) - len(accepted)} real ATC refuses" in docs
@@ -118,4 +119,4 @@ def test_cases_are_verbatim_and_explained():
         if c["expect"] == "error":
             assert re.fullmatch(r"E\d{5}", c["error"]) and c["error_says"] and c["why"]
         for src in c.get("files", {}).values():
-            assert (DATA / "files" / src).is_file(), src
+            assert (REPLAY / "files" / src).is_file(), src

@@ -1,0 +1,1 @@
+"""Tests of the compiler, one folder per package of atc_py."""

@@ -1,0 +1,1 @@
+"""Automatic fusion: AscGraph, auto tiling, fused kernels, hostile AscGraphs."""

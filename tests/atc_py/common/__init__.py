@@ -1,0 +1,1 @@
+"""What every part uses: atomic writes, quiet IEEE exceptions."""

@@ -1,0 +1,1 @@
+"""ONNX and TensorFlow into the IR: adapters, sequences, control flow, value-aware import."""

@@ -1,0 +1,1 @@
+"""The .om file: container, protobuf schemas, tensor descriptors, golden JSON dumps."""

@@ -1,0 +1,1 @@
+"""The operator library: kernels against references, tiling, cost models, lazy registration."""

@@ -1,0 +1,1 @@
+"""Build options: BuildOptions, precision knobs, implementation modes, AIPP configs, gears."""

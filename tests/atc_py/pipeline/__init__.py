@@ -1,0 +1,1 @@
+"""The build as a whole: streaming compiles, compile-time shortcuts, malformed models."""

@@ -1,0 +1,1 @@
+"""Tests of the simulator, one folder per package of om_run."""

@@ -1,0 +1,1 @@
+"""om-run's command line on the samples."""

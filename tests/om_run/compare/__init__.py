@@ -1,0 +1,1 @@
+"""om-run compare: layer-by-layer accuracy against the framework model."""

@@ -1,0 +1,1 @@
+"""om-run --generate: decoding with KV caches."""

@@ -1,0 +1,1 @@
+"""Loading an .om: hostile files, memory-mapped weights."""

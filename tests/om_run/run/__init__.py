@@ -1,0 +1,1 @@
+"""Running a model: flags, msame and ais_bench inputs and outputs, hostile inputs."""

@@ -1,0 +1,1 @@
+"""The simulated machine: scheduling, threads, host heap, fast paths, dumps, overflow, fidelity."""

@@ -1,0 +1,1 @@
+"""om-sweep: sweep files, the local and Dask engines, reports, generation points, hostile sweeps."""

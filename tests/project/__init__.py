@@ -1,0 +1,1 @@
+"""The repository itself: import layering, docs, the fuzz campaign, bench entry points."""
