@@ -7,6 +7,12 @@ from click.testing import CliRunner
 from atc_py.cli.main import run as atc_run
 
 
+def pytest_collection_modifyitems(items):
+    """Tests marked heavy (each runs for seconds) go first: spread over the xdist workers from the start, none is
+    left to run alone after the others have finished. The order is otherwise the collection's."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="regenerate tests/golden/*.json")
 

@@ -103,6 +103,7 @@ def _output_step(m) -> float:
     return float(np.max(inits[node.input[1]]))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
 def test_static_qdq_cnns_match_in_every_precision_mode(name, tmp_path):
     rng = np.random.default_rng(0)
@@ -149,6 +150,7 @@ def test_dynamic_quantized_transformer(tmp_path):
 REAL = MODELS.parent / "tests" / "data" / "real_models"
 
 
+@pytest.mark.heavy
 def test_qdq_segmentation_and_a_dynamically_quantized_vit(tmp_path):
     """torchvision's DeepLabV3 (static QDQ, calibrated on its saved input) and Hugging Face's ViT (dynamic
     quantization of every MatMul on 3-D activations), from the real-model fixtures: the fp32 build gives onnx's
@@ -285,6 +287,7 @@ def _static_qoperator(src, out, rng):
     return onnx.load(str(out))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
 def test_qoperator_cnns_give_onnxruntime_bits(name, tmp_path):
     """The QDQ test's SqueezeNet and ShuffleNet quantized in the QOperator format instead (QLinearConcat,

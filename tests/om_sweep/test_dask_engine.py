@@ -112,6 +112,7 @@ def _stop(proc):
             proc.wait()
 
 
+@pytest.mark.heavy
 def test_separate_scheduler_and_worker_processes(tmp_path):
     """`dask scheduler` + `dask worker` as separate processes: a default (daemonic) nanny worker is refused
     with the fix named; one started with DASK_DISTRIBUTED__WORKER__DAEMON=False runs the sweep."""
@@ -205,6 +206,7 @@ def _kill_when(predicate, proc, timeout: float = 120):
     return t
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["--ship-files", "--shared-fs", "scheduler"])
 def test_losing_every_worker_fails_the_sweep_and_keeps_the_finished_records(tmp_path, mode, capfd):
     """Killing the last worker (or the scheduler) left the driver waiting for ever: now, after --worker-timeout
@@ -244,6 +246,7 @@ def test_losing_every_worker_fails_the_sweep_and_keeps_the_finished_records(tmp_
     assert code == 0 and f"4 points, {4 - kept} jobs run, {kept} reused" in stdout, stderr
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["--ship-files", "--shared-fs"])
 def test_a_worker_started_after_the_last_one_died_finishes_the_sweep(tmp_path, mode):
     """The only worker dies mid-sweep and another joins within --worker-timeout: nothing is lost. With shipped

@@ -83,6 +83,7 @@ def test_max_points_must_be_a_positive_integer(tmp_path, value):
     assert ": run.max_points: " in _one_error_line(code, stderr, "[ERROR] E40001")
 
 
+@pytest.mark.heavy
 def test_a_grid_key_of_many_values_is_checked_in_linear_time(tmp_path):
     """The duplicate check was quadratic: 200,000 values took minutes before the count could refuse them."""
     doc = {"models": [CNN], "grid": {"static_model_ops_lower_limit": list(range(200_000))}}

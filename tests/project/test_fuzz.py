@@ -10,9 +10,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import ROOT
 
 
+@pytest.mark.heavy
 def test_fuzz_campaign_finds_nothing(tmp_path):
     summary = tmp_path / "summary.json"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
@@ -31,6 +34,7 @@ def test_fuzz_campaign_finds_nothing(tmp_path):
     assert "E30001" in s["codes"]["om"] and "E14001" in s["codes"]["onnx"]
 
 
+@pytest.mark.heavy
 def test_fuzz_sweep_cases_find_nothing(tmp_path):
     """The campaign's om-sweep category: sweep files that are FIFOs, /dev/zero, 3 GiB or grids of billions of
     points, and output folders with planted symlinks, forged records and FIFOs (tools/fuzz/sweep_cases.py)."""

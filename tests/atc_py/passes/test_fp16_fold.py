@@ -2,6 +2,7 @@
 fp16 subnormal and overflow ranges it computes itself, exhaustively at the boundary exponents, and folded
 weights equal to what the Cast kernel computes."""
 import numpy as np
+import pytest
 
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
@@ -17,6 +18,7 @@ def _same_bits(x: np.ndarray) -> None:
     assert got.shape == ref.shape and np.array_equal(got, ref)
 
 
+@pytest.mark.heavy
 def test_every_float32_at_the_fp16_boundaries():
     """All mantissas (every 3rd) of the exponents around fp16's smallest subnormal/normal and its overflow,
     both signs, plus infinities and NaNs."""

@@ -4,6 +4,7 @@ that accumulate every earlier update; in fp16 a coordinate moves in steps of 1/1
 adds up (1.8 % of the flow's scale with every op in fp16). The coordinate arithmetic keeps fp32
 (passes/precision.coordinate_region), as torch's autocast keeps it: within 2x of torch's own fp16 error."""
 import numpy as np
+import pytest
 
 import atc_py
 from atc_py.passes.precision import coordinate_region
@@ -24,6 +25,7 @@ def run(mode, tmp_path):
     return outs[0], z, res
 
 
+@pytest.mark.heavy
 def test_raft_in_fp32_and_in_the_default_build(tmp_path):
     flow, z, _ = run("must_keep_origin_dtype", tmp_path)
     scale = np.abs(z["flow"]).max()

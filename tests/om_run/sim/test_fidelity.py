@@ -2,7 +2,6 @@
 no kernel and no interval of concurrent kernels beats physics, large ops stay within 2x of their roofline, the L2
 boundary is continuous, GEMV and full reductions use every core; the published anchors are met and the profile
 carries the calibrated values."""
-import pathlib
 import sys
 
 import numpy as np
@@ -145,6 +144,7 @@ def test_l2_residency_is_page_lru_with_write_back():
     assert l2.resident(16 * page, 24 * page) == 0
 
 
+@pytest.mark.heavy
 def test_published_anchors_are_met_and_the_profile_carries_the_calibration():
     prof = RuntimeProfile()
     assert calibrate.load() == {k: getattr(prof, k) for k in calibrate.load()}
