@@ -69,7 +69,7 @@ def _first_paragraph(doc: str | None) -> str:
 # -- atc-py ------------------------------------------------------------------------------------------------
 def atc_py_flags() -> str:
     from atc_py.options.flag_table import FLAGS
-    lines = _header("atc_py/options/flag_table.py (FLAGS)") + [
+    lines = _header("atc_py/options/flag_table.py (FLAGS) and atc_py/options/pass_table.py (PASSES)") + [
         "# atc-py flags",
         "",
         "Every flag of `atc-py` (and `python -m atc_py`), in the order `atc-py --help` prints them. The syntax is "
@@ -91,8 +91,24 @@ def atc_py_flags() -> str:
         checked = esc(_first_paragraph(flag.check.__doc__)) if flag.check else "—"
         lines.append(f"| {code('--' + name)} | {esc(flag.kind)} | {code(default) if default else '—'} | {allowed} | "
                      f"{checked} | {code(flag.ge_key) if flag.ge_key else '—'} | {esc(flag.help)} |")
-    lines += ["", f"{len(FLAGS)} flags."]
+    lines += ["", f"{len(FLAGS)} flags.", ""] + _graph_passes()
     return "\n".join(lines) + "\n"
+
+
+def _graph_passes() -> list[str]:
+    from atc_py.options.pass_table import PASSES, PHASES
+    lines = ["## Graph passes", "",
+             "The passes `--optimization_switch` turns on and off (`pass:off;pass:on`; all are on by default) and "
+             "the GE fusion passes of a `--fusion_switch_file` that switch them, in the order the build runs them. The build summary key is the count the pass adds to the build summary (and to "
+             "`atc_py.build(...).summary`); how each pass works: [atc-py](../atc-py.md#graph-passes).", "",
+             "| switch | runs | on | build summary key | GE fusion passes | function | what it does |",
+             "|---|---|---|---|---|---|---|"]
+    for p in sorted(PASSES.values(), key=lambda p: list(PHASES).index(p.phase)):   # stable: table order within
+        fusion = ", ".join(f"{code(name)} ({kind})" for kind, name in p.fusion) or "—"
+        lines.append(f"| {code(p.name)} | {esc(PHASES[p.phase])} | {esc(p.scope)} | "
+                     f"{code(p.stat) if p.stat else '—'} | {fusion} | {code(p.function)} | {esc(p.doc)} |")
+    lines += ["", f"{len(PASSES)} passes."]
+    return lines
 
 
 # -- click commands (om-run, om-sweep) ---------------------------------------------------------------------

@@ -15,6 +15,9 @@ SIMPLIFY = "simplify"    # on the model's dtypes: merge, fold, resolve control f
 FUSE = "fuse"            # on the model's dtypes, before the precision pass chooses the compute dtypes
 CLEANUP = "cleanup"      # after the dtypes are chosen (and the casts they add folded)
 MODEL = "model"          # per compiled model, after partitioning (atc_py/pipeline.py compile_model)
+PHASES = {IMPORT: "after import, before shape inference", SIMPLIFY: "simplification, on the model's dtypes",
+          FUSE: "fusion, on the model's dtypes", CLEANUP: "after the compute dtypes are chosen",
+          MODEL: "per compiled model, after partitioning"}    # in the order they run
 
 # what a pass runs on
 EVERY_GRAPH = "every graph"            # the graph and each subgraph (If branches, loop bodies): closed graphs
@@ -38,7 +41,7 @@ class GraphPass:
 
 PASSES = {p.name: p for p in [
     GraphPass("identity", "atc_py.passes.prune:remove_identities", "identities_removed", IMPORT,
-              doc="Identity nodes (and their like) removed"),
+              doc="Identity nodes bypassed"),
     GraphPass("cse", "atc_py.passes.cse:eliminate_common_subexpressions", "cse_merged", SIMPLIFY,
               fusion=((GRAPH_FUSION, "CommonSubexpressionEliminationPass"),),
               doc="Equal nodes and equal constants merged (each distinct constant computed once)"),
@@ -54,7 +57,8 @@ PASSES = {p.name: p for p in [
     GraphPass("bn_conv_fold", "atc_py.passes.fusion:bn_conv_fold", "bn_folded_into_conv", FUSE, WITH_LATE_JOBS,
               fusion=((GRAPH_FUSION, "ConvBatchnormFusionPass"), (GRAPH_FUSION, "ConvBnFusionPass"),
                       (GRAPH_FUSION, "BatchNormBnInferFusionPass")),
-              doc="An inference BatchNorm (or a constant scale) folded into the convolution's filter and bias"),
+              doc="An inference BatchNorm (or a constant per-channel scale) after a convolution folded into its filter "
+                  "and bias"),
     GraphPass("matmul_bias", "atc_py.passes.fusion:matmul_bias", "matmul_bias_fused", FUSE,
               fusion=((GRAPH_FUSION, "MatMulBiasAddFusionPass"),),
               doc="A constant Add after a MatMul becomes its bias"),
