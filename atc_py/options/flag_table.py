@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from . import flag_checks as check
+from . import flag_checks as checks
 from .flag_checks import FRAMEWORK_ONNX, FRAMEWORK_TF
 from .pass_table import OPTIMIZATION_PASSES
 
@@ -31,12 +31,12 @@ FLAGS = {f.name: f for f in [
     Flag("mode", "int", "0", "Run mode. 0(default): generate offline model; 1: convert model to JSON format; "
                              "3: only pre-check; 6: display model info",
          allowed=("0", "1", "3", "5", "6", "7", "30")),
-    Flag("model", help="Model file", check=check.readable_model),
+    Flag("model", help="Model file", check=checks.readable_model),
     Flag("framework", "int", "-1", "Framework type. 3: TensorFlow; 5: Onnx", "ge.frameworkType",
-         allowed=("0", "1", FRAMEWORK_TF, FRAMEWORK_ONNX), range_code="E10007", check=check.framework_given),
+         allowed=("0", "1", FRAMEWORK_TF, FRAMEWORK_ONNX), range_code="E10007", check=checks.framework_given),
     Flag("input_format", help="Format of input data. TF: NHWC (default), NCHW, ND, NCDHW, NDHWC; "
                               "ONNX: NCHW (default), ND, NCDHW",
-         ge_key="input_format", check=check.input_format_of_framework),
+         ge_key="input_format", check=checks.input_format_of_framework),
     Flag("precision_mode", help="Precision mode: force_fp16 (default), force_fp32, cube_fp16in_fp32out, "
                                 "allow_mix_precision, allow_fp32_to_fp16, must_keep_origin_dtype",
          ge_key="ge.exec.precision_mode"),
@@ -61,8 +61,8 @@ FLAGS = {f.name: f for f in [
     Flag("optimization_switch", help='Graph passes on/off: "pass:on;pass:off"; passes: '
                                      + ", ".join(OPTIMIZATION_PASSES),
          ge_key="optimization_switch"),
-    Flag("output", help="Output file path&name (the .om suffix is added)", check=check.writable_output),
-    Flag("soc_version", help="The soc version.", ge_key="ge.socVersion", check=check.required_soc),
+    Flag("output", help="Output file path&name (the .om suffix is added)", check=checks.writable_output),
+    Flag("soc_version", help="The soc version.", ge_key="ge.socVersion", check=checks.required_soc),
     Flag("input_shape", help='Shape of input data. E.g.: "input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"; '
                              'a dim may be -1 or a range lo~hi (a dynamic-shape model)',
          ge_key="input_shape"),
@@ -84,9 +84,9 @@ FLAGS = {f.name: f for f in [
     Flag("log", "str", "null", "Generate log with level. Support debug, info, warning, error, null",
          allowed=("debug", "info", "warning", "error", "null"), range_code="E10010"),
     Flag("tiling_schedule_optimize", "str", "0", "Enable tiling sink. 1: enable; 0(default): disable",
-         "ge.tiling_schedule_optimize", check=check.zero_or_one),
+         "ge.tiling_schedule_optimize", check=checks.zero_or_one),
     Flag("static_model_ops_lower_limit", help="Minimum node count of a static subgraph; -1: all dynamic",
-         ge_key="ge.exec.static_model_ops_lower_limit", check=check.lower_limit),
+         ge_key="ge.exec.static_model_ops_lower_limit", check=checks.lower_limit),
     Flag("display_model_info", "str", "0", "Whether to display model info after generation. 0(default), 1",
          allowed=("0", "1"), range_code="E10006"),
     Flag("disable_reuse_memory", "str", "0", "The switch of reuse memory. 0(default): reuse; 1: do not reuse",
@@ -95,9 +95,9 @@ FLAGS = {f.name: f for f in [
                            "ASCEND_CUSTOM_OPP_PATH is read too",
          ge_key="op_plugin"),
     Flag("insert_op_conf", help="AIPP configuration file (GE's insert_op.proto in protobuf text format; static AIPP)",
-         ge_key="insert_op_conf", check=check.existing_file),
+         ge_key="insert_op_conf", check=checks.existing_file),
     Flag("op_attr_config", help="JSON file: node name -> attributes to set (e.g. _super_kernel_scope)",
-         ge_key="op_attr_config", check=check.existing_file),
+         ge_key="op_attr_config", check=checks.existing_file),
     Flag("debug_sink_nops", help="DEBUG ONLY: NOPs before each tiling-sink kernel instead of the SoC's prefetch_num "
                                  "(shows the prefetch hazard)",
          ge_key="debug_sink_nops"),
@@ -105,7 +105,7 @@ FLAGS = {f.name: f for f in [
                                  "stay in the graph and run on the device (default: 268435456)",
          ge_key="fold_size_limit"),
     Flag("enable_single_stream", help="Put every task on one stream. true or false (default: false)",
-         ge_key="ge.enableSingleStream", check=check.true_or_false),
+         ge_key="ge.enableSingleStream", check=checks.true_or_false),
     Flag("op_precision_mode", help="INI file of per-op precision modes: OpType=mode lines, or [ByOpType] / "
                                    "[ByNodeName] sections (node names win); modes high_precision, high_performance, "
                                    "enable_float_32_execution, enable_hi_float_32_execution, "
@@ -138,7 +138,7 @@ FLAGS = {f.name: f for f in [
 
 def check_value(name: str, value: str) -> None:
     """ATC's check of one flag's value as it is read (value range, then type); raises AtcError."""
-    check.check_value(FLAGS[name], value)
+    checks.check_value(FLAGS[name], value)
 
 
 def check_flag(name: str, value_of: Callable[[str], str]) -> None:

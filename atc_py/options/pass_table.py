@@ -21,7 +21,7 @@ PHASES = {IMPORT: "after import, before shape inference", SIMPLIFY: "simplificat
 
 # what a pass runs on
 EVERY_GRAPH = "every graph"            # the graph and each subgraph (If branches, loop bodies): closed graphs
-ROOT_ONLY = "root only"                # the root graph: it rewrites the control nodes there
+ROOT_ONLY = "root only"                # the graph it is given (the root, or a compiled model's), not subgraphs
 WITH_LATE_JOBS = "every graph, late jobs on the root"   # the root graph's heavy constants computed on host
                                                         # threads while the build goes on (passes/const_jobs.py)
 GRAPH_FUSION, UB_FUSION = "GraphFusion", "UBFusion"    # the two tables of a --fusion_switch_file
@@ -30,7 +30,8 @@ GRAPH_FUSION, UB_FUSION = "GraphFusion", "UBFusion"    # the two tables of a --f
 @dataclass(frozen=True)
 class GraphPass:
     name: str                       # the --optimization_switch name (and the stage name --log=info prints)
-    function: str                   # "module:function" doing it: fn(graph, **takes) -> count
+    function: str                   # "module:function" doing it: fn(graph, **takes) -> its count (autofuse:
+                                    # FuseStats, summed by pipeline.fuse_model)
     stat: str                       # the build summary key of its count ("": counted under another pass's key)
     phase: str
     scope: str = EVERY_GRAPH
