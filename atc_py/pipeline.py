@@ -12,7 +12,7 @@ import pathlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Callable, Mapping
 
 from .frontend.onnx import onnx_lite as onnx
@@ -31,33 +31,22 @@ from .om import partitions as pt
 from .om.inout_info import IoDesc, build_inout, gear_blocks
 from .engines.modeldef import model_def
 from .ops import get_op
-from .common.limits import DEFAULT_FOLD_SIZE_LIMIT
 from .options.build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
+from .options.pass_table import PASSES
 from .options.shapes import InputShapes
-from .passes.fusion import bn_conv_fold, conv_add_fusion, conv_bias, matmul_bias, relu_fusion
-from .autofuse.fusion import FuseStats, autofuse
-from .options.output_type import OutputTypes
-from .passes.output_type import apply_output_type
-from .options.precision import MixList
-from .passes.precision import SATURATE, apply_precision, compute_in
+from .autofuse.fusion import FuseStats
+from .passes.aipp_fusion import aipp_output
+from .passes.optimize import PassInputs, optimize, pass_function, run_pass
 from .passes.aipp import feed_fp16, insert_aipp
-from .passes.aipp_fusion import aipp_conv_fusion, aipp_output
 from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
 from .passes.attr_config import apply_attr_config
 from .passes.engine import assign_engines, engine_counts, fallbacks
 from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
-from .passes.control_flow import select_branches, unroll_loops
-from .passes.cse import eliminate_common_subexpressions
-from .passes.fold import fold_constants
-from .passes.transpose_sink import cancel_transposes
-from .ops.infer import infer_graph
 from .ops.impl_modes import IMPL_ATTR, flag_mode
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
-from .passes.formats import select_formats
 from .passes.partition import PartitionResult, partition
-from .passes.prune import remove_dead_nodes, remove_identities
 from .passes.soc_kernels import mark_implementations, mark_internal_dtypes
 from .passes.static_cache_attention import lower_static_cache_attention
 from .passes.tiling_sink import decide_tiling_sink, summary_line
@@ -157,68 +146,6 @@ def _input_format(graph: Graph, fmt: str) -> None:
         d = node.outputs[0].desc
         if fmt == "ND" or len(d.shape) == rank:
             d.format = d.origin_format = fmt
-
-
-def optimize(graph: Graph, soc, st: _Stages, switches: dict[str, bool] | None = None,
-             precision: str = "must_keep_origin_dtype", output_type: OutputTypes = OutputTypes(),
-             late: ConstJobs | None = None, fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT,
-             mix: MixList | None = None, keep: frozenset = frozenset(), low: dict[str, str] | None = None
-             ) -> dict[str, int]:
-    """The graph passes in order; --optimization_switch NAME:off skips one (infer always runs). The weight
-    Casts of the dtype round are left computing on host threads in `late`, if given, while compiling goes on.
-    Graph-local passes run on the graph and on every subgraph (If branches, loop bodies: they are closed,
-    their captures are explicit inputs); output_type works on the model's outputs only, so on the root."""
-    on = lambda name: (switches or {}).get(name, True)  # noqa: E731
-
-    def each(fn, *args):
-        """fn over every graph."""
-        return sum(fn(g, *args) or 0 for g in all_graphs(graph))
-
-    def fold_each(*args):
-        """Folds of subgraphs run on their own (late jobs add constants to the root graph)."""
-        return sum(fold_constants(g, soc, late if g is graph else None, fold_limit) for g in all_graphs(graph))
-    stats = {"identities_removed": st.run("identity", each, remove_identities) if on("identity") else 0}
-    st.run("infer", infer_graph, graph)
-    # merge equal subexpressions (each distinct constant is then computed once), fold (weights computed by
-    # ConstantOfShape & co become constants), fuse on the model's dtypes, then choose dtypes; the weight
-    # Casts that adds are merged and fold in a second, cheap round
-    stats["cse_merged"] = st.run("cse", each, eliminate_common_subexpressions) if on("cse") else 0
-    stats["constants_folded"] = st.run("fold", fold_each) if on("fold") else 0
-    stats["branches_selected"] = st.run("control_flow", select_branches, graph) if on("control_flow") else 0
-    stats["loops_unrolled"] = st.run("loop_unroll", unroll_loops, graph) if on("loop_unroll") else 0
-    if stats["branches_selected"] or stats["loops_unrolled"]:
-        st.run("infer control flow", infer_graph, graph)
-        if on("fold"):
-            stats["constants_folded"] += st.run("fold control flow", fold_each)
-    for name, fn, key in (("transpose_cancel", cancel_transposes, "transposes_cancelled"),
-                          ("conv_bias", conv_bias, "bias_fused_into_conv"),
-                          ("bn_conv_fold", partial(bn_conv_fold, jobs=late), "bn_folded_into_conv"),
-                          ("matmul_bias", matmul_bias, "matmul_bias_fused"),
-                          ("relu_fusion", relu_fusion, "relu_fused"),
-                          ("conv_add_fusion", conv_add_fusion, "conv_add_fused")):
-        if name == "bn_conv_fold":
-            stats[key] = st.run(name, lambda g: sum(bn_conv_fold(s, jobs=late if s is g else None)
-                                                    for s in all_graphs(g)), graph) if on(name) else 0
-            continue
-        stats[key] = st.run(name, each, fn) if on(name) else 0
-    counts = [st.run("precision", apply_precision, g, precision, mix, keep) for g in all_graphs(graph)]
-    stats["fp16_cube_ops"], stats["fp16_vector_ops"] = sum(c[0] for c in counts), sum(c[1] for c in counts)
-    stats["custom_dtype_ops"] = sum(st.run("customize_dtypes", compute_in, g, low, "customize_dtypes")
-                                    for g in all_graphs(graph)) if low else 0
-    stats["outputs_cast"] = st.run("output_type", apply_output_type, graph, output_type)
-    if on("fold") and (stats["fp16_cube_ops"] or stats["fp16_vector_ops"] or stats["outputs_cast"] or
-                       stats["custom_dtype_ops"]):
-        if on("cse"):
-            stats["cse_merged"] += st.run("cse dtypes", each, eliminate_common_subexpressions, False)
-        stats["constants_folded"] += st.run("fold dtypes", fold_each)
-    for node in all_nodes(graph):   # the folds took their copy; the .om carries no build-internal marks
-        node.attrs.pop(SATURATE, None)
-    stats["dead_removed"] = st.run("dce", each, remove_dead_nodes) if on("dce") else 0
-    for g in all_graphs(graph):
-        g.topo_sort()
-    if any(g is not graph for g in all_graphs(graph)):
-        st.run("infer subgraphs", infer_graph, graph)   # control nodes' outputs after their bodies changed
-    return stats
 
 
 @dataclass
@@ -421,22 +348,17 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     name = opts.om_name or graph.name
     record.sink_decisions = [d.line() for d in decisions]
     fused = FuseStats()
-    autofuse_on = opts.switch("autofuse")
     if part is None:
-        mark_implementations(graph, soc)
-        fuse_model(graph, autofuse_on, st, fused)
-        stats["internal_dtype_ops"] = mark_internal_dtypes(graph, soc)
-        stats.update(_device_formats(graph, opts, st))
-        engines = engine_counts(graph)
-        sm = st.run("compile", compile_static, graph, _ids(graph), soc, opts.single_stream, opts.reuse_memory,
-                    opts.sink_nops)
+        compiled = compile_model(graph, opts, st, fused)
+        stats.update(compiled.stats)
+        engines, sm = compiled.engines, compiled.static
         parts = st.run("model_def", static_partitions, sm, name, record)
         parts[pt.MODEL_INOUT_INFO] = build_inout(_io_descs(graph, True), _io_descs(graph, False),
                                                  gear_blocks(record.gear_attrs))
         om = st.run("om", write_om, [_om_model(parts)], name)
         statics, dynamics = [sm], []
     else:
-        om, statics, dynamics = _build_partitioned(part, name, record, st, fused, autofuse_on)
+        om, statics, dynamics = _build_partitioned(part, name, record, st, fused)
     stats.update({"autofused_ops": fused.ops_fused, "ascbackend_nodes": fused.asc_backend,
                   "fused_ascbackend_nodes": fused.fused_asc_backend})
     st.run("weights", late.wait)   # a failing cast is reported here, not from the hashing thread
@@ -470,6 +392,32 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     return BuildResult(om, summary, graph)
 
 
+@dataclass
+class CompiledModel:
+    """One model of the .om compiled: the counts of its per-model passes, its ops by engine and, for a static model,
+    its tasks and memory (a dynamic-shape subgraph's graph is what the host executor runs)."""
+    stats: dict[str, int]
+    engines: dict[str, int] = field(default_factory=dict)
+    static: StaticModel | None = None
+
+
+def compile_model(graph: Graph, opts: BuildOptions, st: _Stages, fused: FuseStats, known: bool = True,
+                  label: str = "") -> CompiledModel:
+    """The per-model sequence, the same for a single static model and for each subgraph of a partitioned one: the
+    kernel implementations, automatic fusion, the kernels' internal dtypes, then for a static (`known`) model the
+    device formats with the AIPP fusion and the tasks. `label` names the subgraph in the stage names."""
+    mark_implementations(graph, opts.soc)
+    fuse_model(graph, opts.switch("autofuse"), st, fused)
+    stats = {"internal_dtype_ops": mark_internal_dtypes(graph, opts.soc)}
+    if not known:
+        return CompiledModel(stats)
+    stats.update(_device_formats(graph, opts, st, label))
+    engines = engine_counts(graph)
+    sm = st.run(f"compile{label}", compile_static, graph, _ids(graph), opts.soc, opts.single_stream,
+                opts.reuse_memory, opts.sink_nops)
+    return CompiledModel(stats, engines, sm)
+
+
 def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> None:
     """Automatic fusion per model, after partitioning (as GE fuses per subgraph compile):
     --static_model_ops_lower_limit counts the graph's own ops; control-flow bodies fuse too. Dynamic subgraphs
@@ -478,6 +426,7 @@ def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> No
     --fusion_switch_file's TbeElemwiseFusion)."""
     if not enabled:
         return
+    autofuse = pass_function("autofuse")
     for g in all_graphs(graph):   # bodies of If / While / Case too
         s = st.run(f"autofuse {g.name}", autofuse, g)
         total.ops_fused += s.ops_fused
@@ -488,16 +437,17 @@ def fuse_model(graph: Graph, enabled: bool, st: _Stages, total: FuseStats) -> No
 def _device_formats(graph: Graph, opts: BuildOptions, st: _Stages, label: str = "") -> dict[str, int]:
     """Formats and TransData (passes/formats.py), then AIPP writing the first convolution's input or fused into it
     (passes/aipp_fusion.py), on a static graph."""
-    soc = opts.soc
-    return {"trans_data_inserted": st.run(f"formats{label}", select_formats, graph, opts.small_channel, soc)
-            if opts.switch("formats") else 0,
+    inputs = PassInputs(soc=opts.soc, small_channel=opts.small_channel,
+                        pool_fusion=opts.switch("aipp_conv_pool_fusion"))
+    formats, aipp_conv = PASSES["formats"], PASSES["aipp_conv_fusion"]
+    return {formats.stat: st.run(f"formats{label}", run_pass, formats, graph, inputs)
+            if opts.switch(formats.name) else 0,
             "aipp_outputs_folded": st.run(f"aipp_output{label}", aipp_output, graph),
-            "aipp_conv_fused": st.run(f"aipp_conv_fusion{label}", aipp_conv_fusion, graph, soc,
-                                      opts.switch("aipp_conv_pool_fusion")) if opts.switch("aipp_conv_fusion") else 0}
+            aipp_conv.stat: st.run(f"aipp_conv_fusion{label}", run_pass, aipp_conv, graph, inputs)
+            if opts.switch(aipp_conv.name) else 0}
 
 
-def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st: _Stages,
-                       fused: FuseStats, autofuse_on: bool):
+def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st: _Stages, fused: FuseStats):
     root_plan = MemoryPlan()
     root_attrs = _model_attrs(record, 0, 0)
     opts = record.opts
@@ -507,13 +457,8 @@ def _build_partitioned(part: PartitionResult, name: str, record: ModelRecord, st
                          pt.MODEL_DEF: root_md.SerializeToString(deterministic=True)})]
     statics, dynamics = [], []
     for sub in part.subgraphs:
-        mark_implementations(sub.graph, opts.soc)
-        fuse_model(sub.graph, autofuse_on, st, fused)
-        mark_internal_dtypes(sub.graph, opts.soc)
-        if sub.known:
-            _device_formats(sub.graph, opts, st, f" {sub.name}")
-            sm = st.run(f"compile {sub.name}", compile_static, sub.graph, _ids(sub.graph), opts.soc,
-                        opts.single_stream, opts.reuse_memory, opts.sink_nops)
+        sm = compile_model(sub.graph, opts, st, fused, sub.known, f" {sub.name}").static
+        if sm is not None:
             statics.append(sm)
             models.append(_om_model(static_partitions(sm, sub.name, record)))
         else:

@@ -1,6 +1,7 @@
 """Writes the reference pages of the documentation site from the code, so they cannot drift from it:
 
-  docs/reference/atc-py-flags.md   atc_py/cli/flags.py: FLAGS (name, kind, default, help) and VALUE_RANGE
+  docs/reference/atc-py-flags.md   atc_py/options/flag_table.py: FLAGS (a row per flag) and
+                                   atc_py/options/pass_table.py: PASSES (a row per graph pass)
   docs/reference/om-run-flags.md   the click command om_run.cli.main.main: its params
   docs/reference/om-sweep-flags.md the click group om_sweep.cli.main (run, report) and the sweep-file keys
                                    of om_sweep/spec.py
@@ -67,9 +68,8 @@ def _first_paragraph(doc: str | None) -> str:
 
 # -- atc-py ------------------------------------------------------------------------------------------------
 def atc_py_flags() -> str:
-    from atc_py.cli import flags as cmdline
-    value_range = getattr(cmdline, "VALUE_RANGE", {})
-    lines = _header("atc_py/cli/flags.py (FLAGS, VALUE_RANGE)") + [
+    from atc_py.options.flag_table import FLAGS
+    lines = _header("atc_py/options/flag_table.py (FLAGS) and atc_py/options/pass_table.py (PASSES)") + [
         "# atc-py flags",
         "",
         "Every flag of `atc-py` (and `python -m atc_py`), in the order `atc-py --help` prints them. The syntax is "
@@ -78,19 +78,37 @@ def atc_py_flags() -> str:
         "`--op_precision_mode`). ATC flags atc-py does not implement are listed in "
         "[atc-py](../atc-py.md#atc-flags-atc-py-does-not-implement). A flag of kind `int` takes digits only; a `bool` flag takes "
         "`true`/`false` (also `1`/`0`, `yes`/`no`) or no value. What the flags do, with examples: "
-        "[atc-py](../atc-py.md).",
+        "[atc-py](../atc-py.md). The value range is checked as the command line is read; the checks before the build "
+        "run in ATC's order once every flag is read (the first failure is the error). The GE option is the key the "
+        "Python API (`atc_py.build`) takes the value under.",
         "",
-        "| flag | kind | default | ATC's value range | description |",
-        "|---|---|---|---|---|",
+        "| flag | kind | default | ATC's value range | checked before the build | GE option | description |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for name, flag in cmdline.FLAGS.items():
-        kind = getattr(flag, "kind", "")
-        default = getattr(flag, "default", "")
-        allowed = value_range.get(name)
-        lines.append(f"| {code('--' + name)} | {esc(kind)} | {code(default) if default not in ('', None) else '—'} | "
-                     f"{', '.join(code(v) for v in allowed) if allowed else '—'} | {esc(getattr(flag, 'help', ''))} |")
-    lines += ["", f"{len(cmdline.FLAGS)} flags."]
+    for name, flag in FLAGS.items():
+        default = flag.default
+        allowed = ", ".join(code(v) for v in flag.allowed) or "—"
+        checked = esc(_first_paragraph(flag.check.__doc__)) if flag.check else "—"
+        lines.append(f"| {code('--' + name)} | {esc(flag.kind)} | {code(default) if default else '—'} | {allowed} | "
+                     f"{checked} | {code(flag.ge_key) if flag.ge_key else '—'} | {esc(flag.help)} |")
+    lines += ["", f"{len(FLAGS)} flags.", ""] + _graph_passes()
     return "\n".join(lines) + "\n"
+
+
+def _graph_passes() -> list[str]:
+    from atc_py.options.pass_table import PASSES, PHASES
+    lines = ["## Graph passes", "",
+             "The passes `--optimization_switch` turns on and off (`pass:off;pass:on`; all are on by default) and "
+             "the GE fusion passes of a `--fusion_switch_file` that switch them, in the order the build runs them. The build summary key is the count the pass adds to the build summary (and to "
+             "`atc_py.build(...).summary`); how each pass works: [atc-py](../atc-py.md#graph-passes).", "",
+             "| switch | runs | on | build summary key | GE fusion passes | function | what it does |",
+             "|---|---|---|---|---|---|---|"]
+    for p in sorted(PASSES.values(), key=lambda p: list(PHASES).index(p.phase)):   # stable: table order within
+        fusion = ", ".join(f"{code(name)} ({kind})" for kind, name in p.fusion) or "—"
+        lines.append(f"| {code(p.name)} | {esc(PHASES[p.phase])} | {esc(p.scope)} | "
+                     f"{code(p.stat) if p.stat else '—'} | {fusion} | {code(p.function)} | {esc(p.doc)} |")
+    lines += ["", f"{len(PASSES)} passes."]
+    return lines
 
 
 # -- click commands (om-run, om-sweep) ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ ATC_FLAGS = (
     "atomic_clean_policy", "external_weight", "deterministic", "deterministic_level", "host_env_os", "host_env_cpu",
     "cluster_config", "hccl_sub_comm_config", "quant_dumpable", "is_weight_clip", "oo_level", "build_config",
 )
+BOOL_FLAGS = {"help", "raw_ge_options_ignore_unsupported"}   # ATC's bool flags: their value is optional (getopt_long)
 
 # ATC flag -> what it does in ATC, and so why atc-py cannot honour it (the reason of its E10055).
 NOT_IMPLEMENTED = {

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
 import sys
 
 from google.protobuf.message import DecodeError
@@ -14,6 +13,8 @@ from ..common.errors import AtcError
 from ..common.atomic_write import write_atomic
 from ..common.progress import NoProgress, Progress
 from ..common.userfiles import read_bytes
+from ..options.flag_checks import output_path
+from ..options.flag_table import check_flag
 
 MAX_OM_BYTES = 64 << 30
 
@@ -22,7 +23,6 @@ SUCCESS = "ATC run success, welcome to the next use."
 FAILURE = "ATC run failed, Please check the detail log, Try 'atc-py --help' for more information"
 EXIT_FAILURE = 255  # main_impl returns int32 -1
 LOG_LEVELS = {"debug": 0, "info": 1, "warning": 2, "error": 3, "null": 9, "alert": 10}  # alert: always shown
-PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
 
 
 _PROGRESS = NoProgress()   # mode 0's progress line on stderr, when it is a terminal (atc_py/common/progress.py)
@@ -46,83 +46,26 @@ def _logger(level_name: str):
     return log
 
 
-def _output_path(output: str) -> pathlib.Path:
-    if not output:
-        raise AtcError("E10004", parameter="output")
-    if output.endswith("/"):
-        raise AtcError("E10022", path=output, parameter="output")
-    if not PATH_CHARS.match(output):
-        raise AtcError("E10001", value=output, parameter="--output",
-                       reason="The path can only contain 'a-z' 'A-Z' '0-9' '-' '.' '_' and Chinese characters.")
-    path = pathlib.Path(output + ".om")
-    if not path.parent.is_dir():
-        raise AtcError("E10001", value=output, parameter="--output", reason="The directory does not exist.")
-    return path
+# ATC's CheckFlags order: the first failure wins (each check is its flag's row, atc_py/options/flag_table.py)
+CHECK_ORDER = ("framework", "soc_version", "output", "model", "tiling_schedule_optimize", "enable_single_stream",
+               "op_attr_config", "insert_op_conf", "input_format", "static_model_ops_lower_limit")
+PRECHECK_ORDER = ("framework", "soc_version", "model")     # --mode=3 (no .om written)
+# GE options the command line gives besides its flags' own
+FIXED_OPTIONS = {"ge.buildGraphMode": "offline"}
 
 
-def _check_flags(given: dict[str, str]) -> None:
-    """CheckFlags order of ATC: the first failure wins."""
-    v = lambda n: cmdline.value(given, n)  # noqa: E731
-    if not v("soc_version"):
-        raise AtcError("E10054")
-    _output_path(v("output"))
-    model = v("model")
-    if not model:
-        raise AtcError("E10004", parameter="model")
-    if not os.path.isfile(model) or not os.access(model, os.R_OK):
-        raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
-    if v("tiling_schedule_optimize") not in ("", "0", "1"):
-        raise AtcError("E10006", value=v("tiling_schedule_optimize"), parameter="tiling_schedule_optimize")
-    if v("enable_single_stream") not in ("", "true", "false"):
-        raise AtcError("E10005", value=v("enable_single_stream"), parameter="enable_single_stream")
-    for key in ("op_attr_config", "insert_op_conf"):
-        if v(key) and not os.path.isfile(v(key)):
-            raise AtcError("E10001", value=v(key), parameter=f"--{key}", reason="The file does not exist.")
-    check_input_format(v("framework"), v("input_format"))
-    limit = v("static_model_ops_lower_limit")
-    if limit and not re.fullmatch(r"-1|\d+", limit):
-        raise AtcError("E10001", value=limit, parameter="--static_model_ops_lower_limit",
-                       reason="The value must be an integer greater than or equal to -1.")
-
-
-INPUT_FORMATS = {"3": (("NCHW", "NHWC", "ND", "NCDHW", "NDHWC"), "The value must be NCHW, NHWC, ND, NCDHW or NDHWC "
-                                                                 "in TF model."),
-                 "5": (("NCHW", "ND", "NCDHW"), "The value must be NCHW, ND or NCDHW in ONNX model.")}
-
-
-def check_input_format(framework: str, fmt: str) -> None:
-    """ATC's CheckInputFormat: the allowed --input_format values depend on the framework."""
-    allowed, reason = INPUT_FORMATS.get(framework, ((), ""))
-    if fmt and allowed and fmt not in allowed:
-        raise AtcError("E10001", value=fmt, parameter="--input_format", reason=reason)
+def _check_flags(given: dict[str, str], order: tuple[str, ...] = CHECK_ORDER) -> None:
+    """CheckFlags of ATC: its flags' checks in ATC's order, the first failure wins."""
+    for name in order:
+        check_flag(name, lambda n: cmdline.value(given, n))
 
 
 def _options(given: dict[str, str], argv: list[str]) -> dict[str, str]:
-    """The flags under GE's option names: what the Python API takes, parsed once by BuildOptions.parse."""
-    v = lambda n: cmdline.value(given, n)  # noqa: E731
-    return {
-        "ge.socVersion": v("soc_version"), "ge.frameworkType": v("framework"), "input_shape": v("input_shape"),
-        "input_shape_range": v("input_shape_range"),
-        "ge.outputNodeName": v("out_nodes"), "ge.tiling_schedule_optimize": v("tiling_schedule_optimize"),
-        "ge.exec.static_model_ops_lower_limit": v("static_model_ops_lower_limit"),
-        "ge.exec.disableReuseMemory": v("disable_reuse_memory"), "ge.buildGraphMode": "offline",
-        "ge.enableSingleStream": v("enable_single_stream"),
-        "atc_cmdline": " ".join(["atc-py"] + argv), "om_name": pathlib.Path(v("output")).name,
-        "debug_sink_nops": v("debug_sink_nops"), "op_plugin": v("op_plugin"), "op_attr_config": v("op_attr_config"),
-        "input_format": v("input_format"), "ge.exec.precision_mode": v("precision_mode"),
-        "output_type": v("output_type"), "optimization_switch": v("optimization_switch"),
-        "fold_size_limit": v("fold_size_limit"), "insert_op_conf": v("insert_op_conf"),
-        "ge.exec.precision_mode_v2": v("precision_mode_v2"), "input_fp16_nodes": v("input_fp16_nodes"),
-        "keep_dtype": v("keep_dtype"), "modify_mixlist": v("modify_mixlist"),
-        "op_select_implmode": v("op_select_implmode"), "optypelist_for_implmode": v("optypelist_for_implmode"),
-        "fusion_switch_file": v("fusion_switch_file"),
-        "ge.dynamicBatchSize": v("dynamic_batch_size"), "ge.dynamicImageSize": v("dynamic_image_size"),
-        "ge.dynamicDims": v("dynamic_dims"), "ge.exec.op_precision_mode": v("op_precision_mode"),
-        "ge.customizeDtypes": v("customize_dtypes"), "ge.bufferOptimize": v("buffer_optimize"),
-        "ge.enableSmallChannel": v("enable_small_channel"), "ge.opDebugLevel": v("op_debug_level"),
-        "enable_scope_fusion_passes": v("enable_scope_fusion_passes"), "ge.exec.tuneDeviceIds": v("device_id"),
-        "ge.status_check": v("status_check"),
-    }
+    """The flags under GE's option names (each row's ge_key): what the Python API takes, parsed once by
+    BuildOptions.parse."""
+    options = {f.ge_key: cmdline.value(given, f.name) for f in cmdline.FLAGS.values() if f.ge_key}
+    return {**options, **FIXED_OPTIONS, "atc_cmdline": " ".join(["atc-py"] + argv),
+            "om_name": pathlib.Path(cmdline.value(given, "output")).name}
 
 
 def _read_om(path: str):
@@ -141,8 +84,6 @@ def build_from_flags(given: dict[str, str], argv: list[str], log=None, progress=
     """Mode 0 without the messages: ATC's flag checks, flags -> GE options, build. om-sweep builds through
     this too, so a sweep point compiles exactly as `atc-py` with the same flags would (same errors)."""
     from ..pipeline import build
-    if cmdline.value(given, "framework") == "-1":
-        raise AtcError("E10007", parameter="framework", support=cmdline.FRAMEWORK_SUPPORT)
     _check_flags(given)
     kwargs = {"log": log} if log is not None else {}
     return build(cmdline.value(given, "model"), _options(given, argv), progress=progress, **kwargs)
@@ -158,7 +99,7 @@ def run_mode_0(given, argv, log) -> None:
             if exc.code == "E19010":    # the parse failed on op types: ATC writes its pre-check report too
                 _parse_report(given, exc)
             raise
-        out = _output_path(cmdline.value(given, "output"))
+        out = output_path(cmdline.value(given, "output"))
         for line in summary_lines(result.summary):
             echo(line)
         result.save(out, _PROGRESS)
@@ -225,15 +166,8 @@ def run_mode_3(given, argv, log) -> None:
     from ..pipeline import build
     from .precheck import report_path, run_precheck
     v = lambda n: cmdline.value(given, n)  # noqa: E731
-    if v("framework") == "-1":
-        raise AtcError("E10007", parameter="framework", support=cmdline.FRAMEWORK_SUPPORT)
-    if not v("soc_version"):
-        raise AtcError("E10054")
+    _check_flags(given, PRECHECK_ORDER)
     model = v("model")
-    if not model:
-        raise AtcError("E10004", parameter="model")
-    if not os.path.isfile(model) or not os.access(model, os.R_OK):
-        raise AtcError("E10001", value=model, parameter="--model", reason="The file does not exist or cannot be read.")
     verdicts = run_precheck(model, v("framework"), lambda: build(model, _options(given, argv), log=log),
                             v("soc_version"), v("check_report"))
     echo(f"[INFO] pre-check of {verdicts.model}: {len(verdicts.order)} ops, {len(verdicts.order) - verdicts.failed} "

@@ -2,8 +2,9 @@
 object the pipeline passes down: no pass, engine or frontend reads an option string.
 
 The input is GE's option dict (ge.socVersion, input_shape, ge.exec.precision_mode, ...) as the Python API takes
-it; the CLI maps its flags onto those names first (atc_py/cli/main.py). The checks run in one fixed order, so the
-first bad option is the error the user sees, before the model is read (as ATC checks its flags first)."""
+it; the CLI maps its flags onto those names first (each flag's row in flag_table.py names its GE option). The
+checks run in one fixed order, so the first bad option is the error the user sees, before the model is read (as ATC
+checks its flags first)."""
 from __future__ import annotations
 
 import json
@@ -16,16 +17,15 @@ from ..common.errors import AtcError
 from .gears import OPTION as GEAR_OPTIONS, GearSpec, parse_gears
 from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, DEFAULT_LOWER_LIMIT
 from .op_precision import CustomizeDtypes, OpPrecisionModes, parse_customize_dtypes, parse_op_precision_mode
-from .shapes import (InputShapes, check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape, parse_input_shape_range, parse_optimization_switch, parse_out_nodes)
+from .flag_checks import FRAMEWORK_ONNX, FRAMEWORK_SUPPORT, FRAMEWORK_TF
+from .flag_table import FLAGS, check_value
+from .shapes import (InputShapes, check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape, parse_input_shape_range, parse_optimization_switch, parse_out_nodes, static_model_ops_lower_limit)
 from .attr_config import parse_attr_config
 from .output_type import OutputTypes, parse_output_type
 from ..platform import load_soc
 from ..platform.soc import SocSpec
 from .precision import MixList, check_precision_mode, fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode
 
-FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
-FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
-BUFFER_OPTIMIZE = ("l2_optimize", "l1_optimize", "off_optimize")
 Log = Callable[[str, str], None]
 
 
@@ -97,7 +97,7 @@ class BuildOptions:
         soc = load_soc(get("ge.socVersion"))
         fold_limit = fold_size_limit(get("fold_size_limit"))
         sink_nops = debug_sink_nops(get("debug_sink_nops"))
-        lower_limit = _lower_limit(get("ge.exec.static_model_ops_lower_limit"))
+        lower_limit = static_model_ops_lower_limit(get("ge.exec.static_model_ops_lower_limit"))
         shape_text, ranges_text = get("input_shape"), get("input_shape_range")
         if shape_text and ranges_text:
             raise AtcError("E10056", parameter1="--input_shape", parameter2="--input_shape_range")
@@ -115,19 +115,17 @@ class BuildOptions:
         aipp = tuple(parse_config(get("insert_op_conf"))) if get("insert_op_conf") else ()
         precision, recorded = _precision(options)
         buffer_optimize = get("ge.bufferOptimize", "l2_optimize")
-        if buffer_optimize not in BUFFER_OPTIMIZE:
+        if buffer_optimize not in FLAGS["buffer_optimize"].allowed:
             raise AtcError("E10001", value=buffer_optimize, parameter="--buffer_optimize",
-                           reason=f"The value must be one of {', '.join(BUFFER_OPTIMIZE)}.")
+                           reason=f"The value must be one of {', '.join(FLAGS['buffer_optimize'].allowed)}.")
         small_channel = get("ge.enableSmallChannel", "0")
-        if small_channel not in ("0", "1"):
-            raise AtcError("E10006", value=small_channel, parameter="enable_small_channel")
+        check_value("enable_small_channel", small_channel)
         debug_level, passes = op_debug_level(get("ge.opDebugLevel")), scope_fusion_passes(
             get("enable_scope_fusion_passes"))
         device = device_id(get("ge.exec.tuneDeviceIds"))
         _log_recorded_only(debug_level, passes, framework, log)
         status_check = get("ge.status_check", "0")
-        if status_check not in ("0", "1"):
-            raise AtcError("E10006", value=status_check, parameter="status_check")
+        check_value("status_check", status_check)
         recorded = {**recorded, **({"op_debug_level": str(debug_level)} if debug_level else {}),
                     **({"status_check": "1"} if status_check == "1" else {}),
                     **({"enable_scope_fusion_passes": ",".join(passes)} if passes else {})}
@@ -161,20 +159,6 @@ def _log_recorded_only(debug_level: int, passes: tuple[str, ...], framework: str
                        "scope fusion passes; the graph converts op by op")
     elif passes:
         log("warning", "--enable_scope_fusion_passes applies to TensorFlow models (--framework=3); ignored")
-
-
-def _lower_limit(text: str) -> int:
-    """--static_model_ops_lower_limit: an integer >= -1 (-1: every op dynamic)."""
-    if text == "":
-        return DEFAULT_LOWER_LIMIT
-    try:
-        value = int(text)
-    except ValueError:
-        value = -2
-    if value < -1:
-        raise AtcError("E10001", value=text, parameter="--static_model_ops_lower_limit",
-                       reason="The value must be an integer greater than or equal to -1.")
-    return value
 
 
 def _precision(options: Mapping[str, str]) -> tuple[Precision, dict[str, str]]:

@@ -7,18 +7,16 @@ from __future__ import annotations
 import re
 
 from ..common.errors import AtcError
+from .flag_table import check_value
 
-OP_DEBUG_LEVELS = range(0, 5)
 MAX_DEVICE_ID = 1 << 16
 
 
 def op_debug_level(text: str) -> int:
-    """0 (default) to 4, as ATC's value range (cmd_flag_info.cc kStrValueRange)."""
+    """0 (default) to 4: the flag's value range (flag_table.py), with the command line's error."""
     if text in ("", "0"):
         return 0
-    if not re.fullmatch(r"[0-4]", text):
-        raise AtcError("E10001", value=text, parameter="--op_debug_level",
-                       reason="The value is not within the range of values. The valid range is [0] [1] [2] [3] [4] .")
+    check_value("op_debug_level", text)
     return int(text)
 
 

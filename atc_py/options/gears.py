@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass
 
 from ..common.errors import AtcError
+from .flag_table import FLAGS
 from .shapes import InputShapes
 
 MIN_GEARS, MAX_GEARS = 2, 100
 MAX_GEAR_DIM = 1 << 30           # larger dims fail the tensor-size limits anyway; keeps the ints bounded
-OPTION = {"batch": "ge.dynamicBatchSize", "image": "ge.dynamicImageSize", "dims": "ge.dynamicDims"}
 FLAG = {"batch": "dynamic_batch_size", "image": "dynamic_image_size", "dims": "dynamic_dims"}
+OPTION = {kind: FLAGS[flag].ge_key for kind, flag in FLAG.items()}     # the GE options of the three flags
 # GE's DynamicInputType values (the .om's model attribute `mbatch_dynamic_type`)
 DYNAMIC_TYPE = {"batch": 1, "image": 2, "dims": 3}
 HW_AXES = {"NCHW": (2, 3), "NHWC": (1, 2)}

@@ -9,7 +9,7 @@
   {"to-add": [...], "to-remove": [...]}} of op types;
 * --op_select_implmode high_performance | high_precision (| _for_all) and --optypelist_for_implmode (needs it);
 * --fusion_switch_file FILE: {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}} with "on"/"off" per GE
-  fusion pass name (or ALL), mapped onto atc-py's passes (FUSION_PASSES).
+  fusion pass name (or ALL), mapped onto atc-py's passes (the GE names of pass_table.py's rows).
 Each is recorded in the .om's model attributes (atc_py/options/build_options.py gathers them)."""
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..common.errors import AtcError
 from ..common.userfiles import read_bytes, read_json
+from .pass_table import fusion_passes
 
 CUBE_OPS = {"Conv2D", "Conv3D", "Conv2DTransposeD", "MatMulV2", "BatchMatMulV2"}
 MODES = ("force_fp16", "force_fp32", "cube_fp16in_fp32out", "allow_mix_precision", "allow_fp32_to_fp16",
@@ -43,18 +44,6 @@ class MixList:
 PRECISION_V2 = {"fp16": "force_fp16", "origin": "must_keep_origin_dtype", "cube_fp16in_fp32out": "cube_fp16in_fp32out",
                 "mixed_float16": "allow_mix_precision_fp16", "mixed_bfloat16": "allow_mix_precision_bf16"}
 IMPL_MODES = ("high_performance", "high_precision", "high_performance_for_all", "high_precision_for_all")
-# GE fusion pass names (GraphFusion / UBFusion) -> the atc-py pass that does that fusion
-FUSION_PASSES = {
-    "GraphFusion": {"ConvBatchnormFusionPass": "bn_conv_fold", "ConvBnFusionPass": "bn_conv_fold",
-                    "BatchNormBnInferFusionPass": "bn_conv_fold", "ConvBiasAddFusionPass": "conv_bias",
-                    "MatMulBiasAddFusionPass": "matmul_bias", "TransposeTransposeFusionPass": "transpose_cancel",
-                    "ConstantFoldingPass": "fold", "CommonSubexpressionEliminationPass": "cse"},
-    "UBFusion": {"TbeConvElemwiseReluFusion": "conv_add_fusion", "TbeConvReluFusion": "relu_fusion",
-                 "TbeEltwiseReluFusion": "relu_fusion", "TbeElemwiseFusion": "autofuse",
-                 "TbeAippConvFusion": "aipp_conv_fusion", "TbeAippConvZ": "aipp_conv_fusion",   # (its registered name)
-                 "TbeAippConvSingleInFusion": "aipp_conv_fusion",
-                 "TbeAippConvReluMaxpoolingFusion": "aipp_conv_pool_fusion"},
-}
 
 
 def precision_mode(v1: str, v2: str) -> str:
@@ -147,7 +136,7 @@ def fusion_switches(path: str, log=None) -> dict[str, bool]:
         return _fusion_switch_lines(path, data, log)
     doc = read_json(path, fail)
     switch = doc.get("Switch") if isinstance(doc, dict) else None
-    if not isinstance(switch, dict) or set(switch) - set(FUSION_PASSES):
+    if not isinstance(switch, dict) or set(switch) - set(fusion_passes()):
         raise AtcError("E10001", value=path, parameter="--fusion_switch_file",
                        reason='The file must be {"Switch": {"GraphFusion": {...}, "UBFusion": {...}}}.')
     out: dict[str, bool] = {}
@@ -173,7 +162,7 @@ def _fusion_switch_lines(path: str, data: bytes, log) -> dict[str, bool]:
         if not sep or not name:
             raise AtcError("E10001", value=line, parameter="--fusion_switch_file",
                            reason='Each line of the text form is "PassName:on" or "PassName:off".')
-        _switch(out, tuple(FUSION_PASSES), name, state.strip('"'), log)
+        _switch(out, tuple(fusion_passes()), name, state.strip('"'), log)
     return out
 
 
@@ -182,8 +171,9 @@ def _switch(out: dict[str, bool], kinds: tuple[str, ...], name: str, state, log)
     if state not in ("on", "off"):
         raise AtcError("E10001", value=f"{name}: {state}", parameter="--fusion_switch_file",
                        reason="Each fusion switch is \"on\" or \"off\".")
-    targets = {t for kind in kinds for t in (FUSION_PASSES[kind].values() if name == "ALL" else
-                                              [FUSION_PASSES[kind][name]] if name in FUSION_PASSES[kind] else [])}
+    table = fusion_passes()     # GE fusion pass names by kind -> the atc-py pass doing that fusion
+    targets = {t for kind in kinds for t in (table[kind].values() if name == "ALL" else
+                                              [table[kind][name]] if name in table[kind] else [])}
     if not targets and log is not None:
         log("warning", f"--fusion_switch_file: {'/'.join(kinds)} pass {name} has no atc-py counterpart; ignored")
     for t in targets:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 
 from ..common.errors import AtcError
+from ..common.limits import DEFAULT_LOWER_LIMIT
+from .pass_table import OPTIMIZATION_PASSES
 
 INPUT_SHAPE_SAMPLE = '"input_name1:n1,c1,h1,w1;input_name2:n2,c2,h2,w2"'
 DIGITS_SAMPLE = '"input_name1:1,3,224,224"'
@@ -142,13 +144,8 @@ def check_tiling_schedule_optimize_session(value: str) -> None:
                        reason="The current value is not within the valid range.")
 
 
-OPTIMIZATION_PASSES = ("identity", "cse", "fold", "transpose_cancel", "conv_bias", "bn_conv_fold", "matmul_bias",
-                       "relu_fusion", "conv_add_fusion", "dce", "autofuse", "control_flow",
-                       "loop_unroll", "formats", "aipp_conv_fusion", "aipp_conv_pool_fusion")
-
-
 def parse_optimization_switch(text: str) -> dict[str, bool]:
-    """--optimization_switch "pass:on;pass:off" over OPTIMIZATION_PASSES."""
+    """--optimization_switch "pass:on;pass:off" over the graph passes (pass_table.py)."""
     out: dict[str, bool] = {}
     for item in (t.strip() for t in text.split(";")):
         if not item:
@@ -159,6 +156,17 @@ def parse_optimization_switch(text: str) -> dict[str, bool]:
                            reason=f'The format is "pass:on;pass:off" and pass is one of {", ".join(OPTIMIZATION_PASSES)}.')
         out[name] = state == "on"
     return out
+
+
+def static_model_ops_lower_limit(text: str) -> int:
+    """--static_model_ops_lower_limit: -1 (every op dynamic) or a node count, digits only (ATC's check; the
+    command line checks it in ATC's order, BuildOptions.parse with the same function)."""
+    if text == "":
+        return DEFAULT_LOWER_LIMIT
+    if not re.fullmatch(r"-1|\d+", text):
+        raise AtcError("E10001", value=text, parameter="--static_model_ops_lower_limit",
+                       reason="The value must be an integer greater than or equal to -1.")
+    return int(text)
 
 
 def parse_int_option(text: str, parameter: str, low: int, high: int, default: int) -> int:
