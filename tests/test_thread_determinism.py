@@ -90,7 +90,7 @@ def test_a_big_conv_and_matmul_model_is_cut_into_pieces_and_gives_the_same_bits(
         pieces.append(count)
         return real(count, fn)
     monkeypatch.setattr(host_pool, "run_pieces", spy)
-    for mod in ("gemm", "conv_pool", "elementwise", "shape_layout"):
+    for mod in ("gemm", "conv_pool", "elementwise_tiling", "shape_layout"):
         monkeypatch.setattr(f"atc_py.ops.{mod}.run_pieces", spy)
     got = runs(compile_om(big_model()), tmp_path)
     assert max(pieces) > 1                       # the work was cut: the threads had pieces to share

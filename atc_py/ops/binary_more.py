@@ -6,7 +6,8 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import OpError, TilingContext, TilingResult
-from .elementwise import NUM_TYPES, BinaryOp, elementwise_tiling, run_blocks
+from .elementwise import NUM_TYPES, BinaryOp
+from .elementwise_tiling import elementwise_tiling, run_blocks
 from .registry import register
 
 ALL_NUM = NUM_TYPES

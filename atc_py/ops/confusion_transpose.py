@@ -10,7 +10,8 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling
+from .elementwise import MOVE_TYPES
+from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling
 from .registry import register
 
 NZ = {"x": "FRACTAL_NZ", "y": "FRACTAL_NZ"}

@@ -14,7 +14,8 @@ from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
                    ceil_div, cores_for, covered, prod, split_rows)
-from .elementwise import ELEMWISE_TILING, FLOAT_TYPES, NUM_TYPES, BinaryOp, UnaryOp, elementwise_tiling, run_blocks
+from .elementwise import FLOAT_TYPES, NUM_TYPES, BinaryOp, UnaryOp
+from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .registry import register
 from .scan_mask import Cumsum
 

@@ -11,7 +11,8 @@ from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .base import OpError
 from .cast_rules import ROUND_MODES, convert
-from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, rounded_once, run_blocks
+from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
+from .elementwise_tiling import for_blocks, run_blocks
 from .erf_fast import erf_rounded
 from .impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
 from .registry import register

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import TilingContext, TilingResult, Work, ceil_div, prod
-from .elementwise import elementwise_tiling
+from .elementwise_tiling import elementwise_tiling
 
 BLOCK = 32                 # bytes in one UB block: the granule every move and burst is counted in
 VNC_LANES = 16             # vnchwconv transposes 16 x 16 blocks: an element-as-block pass writes 16 slots a value

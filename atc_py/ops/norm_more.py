@@ -13,7 +13,8 @@ from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
                    prod, split_rows)
-from .elementwise import ELEMWISE_TILING, FLOAT_TYPES, elementwise_tiling, run_blocks
+from .elementwise import FLOAT_TYPES
+from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .norm import LayerNorm
 from .reduce import reduce_axes
 from .registry import register

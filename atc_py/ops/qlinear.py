@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
-from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .quant import INT_RANGES
 from .registry import register
 

@@ -16,7 +16,8 @@ from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
 from .base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                    ceil_div, cores_for, split_rows)
-from .elementwise import NUM_TYPES, run_blocks
+from .elementwise import NUM_TYPES
+from .elementwise_tiling import run_blocks
 from .registry import register
 
 NUM = NUM_TYPES

@@ -6,7 +6,8 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
                    cores_for, covered, direct_output, prod, split_rows)
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
+from .elementwise import MOVE_TYPES
+from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .host_pool import cuts, run_pieces
 from .move_plans import PlannedMove, transpose_plan
 from .registry import register

@@ -11,7 +11,8 @@ import numpy as np
 from ..ir.formats import DEVICE_FORMATS, NC1HWC0, c0_for, device_shape
 from ..ir.graph import Node, TensorDesc
 from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, cores_for
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, run_blocks
+from .elementwise import MOVE_TYPES
+from .elementwise_tiling import ELEMWISE_TILING, run_blocks
 from .move_plans import PlannedMove, from_5hd_plan, to_5hd_plan
 from .registry import register
 
