@@ -51,8 +51,8 @@ from .passes.control_flow import select_branches, unroll_loops
 from .passes.cse import eliminate_common_subexpressions
 from .passes.fold import fold_constants
 from .passes.transpose_sink import cancel_transposes
-from .ops.infer import infer_graph
-from .ops.impl_modes import IMPL_ATTR, flag_mode
+from .ops.core.infer import infer_graph
+from .ops.core.impl_modes import IMPL_ATTR, flag_mode
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
 from .passes.out_nodes import apply_out_nodes
 from .passes.formats import select_formats

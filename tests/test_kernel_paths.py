@@ -8,7 +8,7 @@ import atc_py
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import conv_pool, get_op, matmul
 from atc_py.autofuse import ascgraph_kernel
-from atc_py.ops.execute import run_op
+from atc_py.ops.core.execute import run_op
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation

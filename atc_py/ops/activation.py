@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
-                   prod, split_rows)
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        covered, prod, split_rows)
 from .elementwise import UnaryOp
-from .impl_modes import HIGH_PERFORMANCE
-from .registry import register
+from .core.impl_modes import HIGH_PERFORMANCE
+from .core.registry import register
 
 
 @register
@@ -73,7 +73,7 @@ def norm_axis(axis: int, rank: int) -> int:
 
 @register
 class SoftmaxV2(OpSpec):
-    """Softmax along one axis. Two implementations (ops/impl_modes.py): high_performance, the default, computes
+    """Softmax along one axis. Two implementations (ops/core/impl_modes.py): high_performance, the default, computes
     fp16 rows in fp16 (the subtract, exp and divide each rounded); high_precision casts them to fp32 and rounds
     once. TBE's SoftmaxV2 keeps only the max and subtract in fp16 in either mode (its exp, sum and divide in fp32
     where vexp takes fp32, its mode choosing the reciprocal's precision): atc-py's high_performance rounds more

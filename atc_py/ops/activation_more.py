@@ -9,11 +9,11 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, run_row_blocks
-from .base import KernelArgs, OpError, TilingContext, Work
+from .core.base import KernelArgs, OpError, TilingContext, Work
 from .elementwise import FLOAT_TYPES, BinaryOp
-from .elementwise_tiling import elementwise_tiling, run_blocks
+from .core.elementwise_tiling import elementwise_tiling, run_blocks
 from .math_unary import AttrUnaryOp
-from .registry import register
+from .core.registry import register
 
 
 def _sigmoid(x):

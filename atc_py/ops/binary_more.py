@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import OpError, TilingContext, TilingResult
+from .core.base import OpError, TilingContext, TilingResult
 from .elementwise import NUM_TYPES, BinaryOp
-from .elementwise_tiling import elementwise_tiling, run_blocks
-from .registry import register
+from .core.elementwise_tiling import elementwise_tiling, run_blocks
+from .core.registry import register
 
 ALL_NUM = NUM_TYPES
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
-from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
-from .registry import register
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
 
 FLOAT_TYPES = ("float32", "float16", "float64", "bfloat16")
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")   # every ONNX integer width

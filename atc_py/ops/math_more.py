@@ -12,11 +12,11 @@ import numpy as np
 
 from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, cores_for, covered, prod, split_rows)
+from .core.base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
+                        ceil_div, cores_for, covered, prod, split_rows)
 from .elementwise import FLOAT_TYPES, NUM_TYPES, BinaryOp, UnaryOp
-from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
-from .registry import register
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
 from .scan_mask import Cumsum
 
 

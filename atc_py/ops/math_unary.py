@@ -9,13 +9,13 @@ import numpy as np
 
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
-from .base import OpError
-from .cast_rules import ROUND_MODES, convert
+from .core.base import OpError
+from .core.cast_rules import ROUND_MODES, convert
 from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
-from .elementwise_tiling import for_blocks, run_blocks
-from .erf_fast import erf_rounded
-from .impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
-from .registry import register
+from .core.elementwise_tiling import for_blocks, run_blocks
+from .core.erf_fast import erf_rounded
+from .core.impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
+from .core.registry import register
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
 NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")
@@ -47,7 +47,7 @@ def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: t
     return register(cls)
 
 
-# TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/impl_modes.py)
+# TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/core/impl_modes.py)
 _unary("Exp", rounded_once(np.exp), 2, intrinsics=("vexp",), impl_default=HIGH_PERFORMANCE)
 _unary("Log", rounded_once(np.log), 3, intrinsics=("vln",))
 _unary("Neg", np.negative, 1, NUMERIC)
@@ -85,7 +85,7 @@ def fast_gelu(x: np.ndarray) -> np.ndarray:
 
 @register
 class Gelu(UnaryOp):
-    """GELU, x * Phi(x) with erf (ONNX Gelu, approximate='none'). Two implementations (ops/impl_modes.py):
+    """GELU, x * Phi(x) with erf (ONNX Gelu, approximate='none'). Two implementations (ops/core/impl_modes.py):
     high_precision, the kernel's default as TBE's gelu.py, computes fp16 in fp32 inside and rounds once;
     high_performance is TBE's fast_gelu_v2 polynomial in the input dtype (its error against GELU reaches 0.018).
     TBE's high-precision kernel evaluates the tanh form (within 5e-4 of erf's); atc-py keeps ONNX's erf, as its

@@ -5,10 +5,10 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from ..platform.soc import SocSpec
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
-                   prod, split_rows)
-from .impl_modes import HIGH_PERFORMANCE
-from .registry import register
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        covered, prod, split_rows)
+from .core.impl_modes import HIGH_PERFORMANCE
+from .core.registry import register
 
 BN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("planes_per_block", "Q"), ("epsilon", "f"))
 

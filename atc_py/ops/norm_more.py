@@ -11,13 +11,13 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
-                   prod, split_rows)
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        covered, prod, split_rows)
 from .elementwise import FLOAT_TYPES
-from .elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .norm import LayerNorm
 from .reduce import reduce_axes
-from .registry import register
+from .core.registry import register
 
 ROWS_TILING = TilingStruct(("rows", "Q"), ("row_len", "Q"), ("rows_per_block", "Q"), ("epsilon", "f"))
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   check_tiling_shape, cores_for, covered, prod, split_rows)
-from .registry import register
+from .core.base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
+                        check_tiling_shape, cores_for, covered, prod, split_rows)
+from .core.registry import register
 
 TRILU_TILING = TilingStruct(("batch", "Q"), ("rows", "Q"), ("cols", "Q"), ("mats_per_block", "Q"), ("k", "q"),
                             ("upper", "B"))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..platform.soc import SocSpec
+from ...platform.soc import SocSpec
 from .base import AIC, MIX, OpSpec, TilingContext, Work
 
 VEC_REF_ITEMSIZE = 2  # vec_calc_size counts fp16 elements per cycle
