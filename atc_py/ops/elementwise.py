@@ -1,4 +1,4 @@
-"""Elementwise family: binary ops with broadcasting (Add, Sub, Mul, RealDiv) and the unary base class, both
+"""Elementwise family: binary ops with broadcasting (Add, Sub, Mul, RealDiv, Mod) and the unary base class, both
 tiled and walked by elementwise_tiling.py."""
 from __future__ import annotations
 
@@ -87,6 +87,27 @@ class RealDiv(BinaryOp):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops *= 2  # reciprocal + multiply on the vector unit (vdiv is multi-pass)
+        return w
+
+
+def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C fmod: a - trunc(a / b) * b. An integer divided by zero gives 0 (no fault on the vector unit)."""
+    if a.dtype.kind in "iu":
+        safe = np.where(b == 0, 1, b)
+        return np.where(b == 0, 0, np.fmod(a, safe)).astype(a.dtype)
+    return np.fmod(a, b)
+
+
+@register
+class Mod(BinaryOp):
+    """ONNX Mod with fmod=1 (the remainder has the dividend's sign); fmod=0 is FloorMod."""
+    op_type = "Mod"
+    dtypes = NUM_TYPES
+    fn = staticmethod(_fmod)
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= 3   # divide, truncate, multiply-subtract
         return w
 
 

@@ -1,6 +1,7 @@
 """Elementwise unary math with attributes: Exp, Log, Neg, Abs, Sqrt, Rsqrt, Reciprocal, Erf, Sign, Floor, Ceil,
-Square, Elu, Selu, LeakyRelu, Softplus, Softsign, HardSigmoid, HardSwish, Shrink, ClipByValue, Relu6, Gelu,
-Cast, LogicalNot. One class per GE op; the kernel walks the elementwise tiling's blocks."""
+Square, Round, Elu, Selu, LeakyRelu, Softplus, Softsign, HardSigmoid, HardSwish, Shrink, ClipByValue, Relu6, Gelu,
+Cast, LogicalNot, and the float tests IsNan and IsInf (bool output). One class per GE op; the kernel walks the
+elementwise tiling's blocks."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import numpy as np
 
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
-from .core.base import OpError
+from .core.base import KernelArgs, OpError
 from .core.cast_rules import ROUND_MODES, convert
 from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
 from .core.elementwise_tiling import for_blocks, run_blocks
@@ -210,3 +211,51 @@ class Cast(UnaryOp):
                     np.copyto(out[lo:hi], x[lo:hi], casting="unsafe")   # one pass, no temp
             for_blocks(args, body)
         return [out.reshape(args.outputs[0].shape)]
+
+
+class _FloatPredicate(UnaryOp):
+    """A float -> bool elementwise test."""
+    dtypes = FLOATS + ("bool",)
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        d = node.input_desc(0)
+        if d.dtype not in FLOATS:
+            raise OpError(f"{self.op_type} takes a float tensor, got {d.dtype}")
+        return [TensorDesc(d.shape, "bool", d.format, d.origin_format)]
+
+    def compute(self, args: KernelArgs, inputs):
+        a = {k: self.attr(args.attrs, k) for k in self.attrs}
+        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: self.test(x, a), "bool")]
+
+    @staticmethod
+    def test(x, a):
+        raise NotImplementedError
+
+
+@register
+class IsNan(_FloatPredicate):
+    op_type = "IsNan"
+    test = staticmethod(lambda x, a: np.isnan(x))
+
+
+@register
+class IsInf(_FloatPredicate):
+    """Infinities, of the signs `detect_positive` / `detect_negative` select."""
+    op_type = "IsInf"
+    attrs = {"detect_positive": True, "detect_negative": True}
+    vector_ops_per_elem = 2
+
+    @staticmethod
+    def test(x, a):
+        pos = np.isposinf(x) if a["detect_positive"] else np.zeros(x.shape, bool)
+        neg = np.isneginf(x) if a["detect_negative"] else np.zeros(x.shape, bool)
+        return pos | neg
+
+
+@register
+class Round(UnaryOp):
+    """Round half to even (ONNX Round, numpy's rounding)."""
+    op_type = "Round"
+    dtypes = FLOATS
+    vector_ops_per_elem = 2
+    fn = staticmethod(np.round)
