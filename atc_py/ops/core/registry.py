@@ -69,10 +69,10 @@ FAMILIES_PACKAGE = __package__.rpartition(".")[0]
 # with autofuse, whose fusion pass imports the op library: an import from here would close a cycle).
 BUILTIN_MODULES = (
     "activation", "aipp", "atc_py.autofuse.asc_backend", "attention_moe", "control", "conv_nd",
-    "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "norm", "reduce",
+    "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "channel_norm", "layer_norm", "reduce",
     "resize", "scan_mask", "shape_layout", "strings", "value_params",
     "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",
-    "attention", "bitwise", "gather_scatter", "linear_algebra", "norm_more", "recurrent_state",
+    "attention", "bitwise", "gather_scatter", "linear_algebra", "axes_norm", "recurrent_state",
     "trig", "value_dependent", "transdata", "confusion_transpose", "qlinear", "qlinear_pool")
 
 
