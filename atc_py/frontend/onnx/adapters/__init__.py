@@ -3,7 +3,7 @@ the modules its model's ops need (adapter.ADAPTERS looks them up in adapter_inde
 every one in this order (plugins, which may replace builtin adapters, load after all of them)."""
 import importlib
 
-MODULES = ("math", "elementwise", "nn", "tensor", "index", "reduce", "sequence", "training",
+MODULES = ("math", "activation", "nn", "tensor", "index", "reduce", "sequence", "training",
            "ascend", "misc", "scan",
            "losses", "quant", "recurrent", "signal", "vision",   # issue 14b: quantized, vision, recurrent, signal, loss ops
            "gather_scatter", "math_more", "transformer",
