@@ -5,8 +5,8 @@ import importlib
 
 MODULES = ("math", "activation", "nn", "tensor", "index", "reduce", "sequence", "training",
            "ascend", "misc", "scan",
-           "losses", "quant", "recurrent", "signal", "vision",   # issue 14b: quantized, vision, recurrent, signal, loss ops
-           "gather_scatter", "math_more", "transformer",
+           "losses", "quant", "recurrent", "signal", "vision",
+           "gather_scatter", "bitwise", "linear_algebra", "transformer",
            "control", "optional", "sequence_map", "quant_ms")
 
 
