@@ -6,7 +6,7 @@ import importlib
 MODULES = ("math", "activation", "nn", "tensor", "index", "reduce", "sequence", "training",
            "ascend", "misc", "scan",
            "losses", "quant", "recurrent", "signal", "vision",
-           "gather_scatter", "bitwise", "linear_algebra", "transformer",
+           "gather_scatter", "bitwise", "linear_algebra", "norm", "transformer",
            "control", "optional", "sequence_map", "quant_ms")
 
 
