@@ -1,5 +1,5 @@
 """Math adapters: unary functions (trigonometric and hyperbolic ones, Round, IsNaN and IsInf included), broadcasting
-binaries (Pow with an exponent of another type), comparisons, Where, Clip, variadic Max/Min/Mean."""
+binaries (Pow with an exponent of another type), comparisons, Where, Clip, variadic Max/Min/Mean/Sum."""
 from __future__ import annotations
 
 import numpy as np
@@ -202,3 +202,13 @@ class Mean(OnnxOp):
         total = xs[0] if len(xs) == 1 else ctx.emit("AddN", xs, suffix="sum")[0]
         n = ctx.make_const("count", np.array(len(xs), dtype=xs[0].desc.dtype))
         return ctx.emit("RealDiv", [total, n])
+
+
+@onnx_op("Sum")
+class Sum(OnnxOp):
+    @classmethod
+    def _impl_v6(cls, ctx: NodeCtx):
+        xs = [ctx.input(i) for i in range(ctx.n_inputs)]
+        if len(xs) == 1:
+            return ctx.emit("Identity", xs)
+        return ctx.emit("AddN", xs)

@@ -1,4 +1,4 @@
-"""NN adapters: Conv, ConvTranspose, pooling, Gemm, MatMul, Upsample, Resize."""
+"""NN adapters: Conv, ConvTranspose, pooling, Gemm, MatMul, Upsample, Resize, Dropout (the identity at inference)."""
 from __future__ import annotations
 
 UNKNOWN_RANK = (-2,)   # a tensor whose rank the graph decides at run time
@@ -419,3 +419,15 @@ class Resize(OnnxOp):
         if sizes is not None:
             attrs["sizes"] = [int(s) for s in sizes.data.reshape(-1)]
         return ctx.emit("ResizeD", [ctx.input(0)], attrs)
+
+
+@onnx_op("Dropout")
+class Dropout(OnnxOp):
+    """Inference: Dropout is the identity (its mask output is not supported)."""
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        mask = ctx.node.output[1] if len(ctx.node.output) > 1 else ""
+        g = ctx.conv.model.graph
+        if mask and (any(mask in n.input for n in g.node) or any(o.name == mask for o in g.output)):
+            raise AdapterError("the mask output of Dropout is used; only inference Dropout is supported")
+        return ctx.emit("Identity", [ctx.input(0)])

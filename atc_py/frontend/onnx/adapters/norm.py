@@ -1,6 +1,6 @@
 """Normalisation adapters: BatchNormalization -> BNInfer, InstanceNormalization, LayerNormalization (LayerNormV3
 when its Mean / InvStdDev outputs are used), RMSNormalization, GroupNormalization, MeanVarianceNormalization -> MVNV2,
-LpNormalization -> LpNorm and a division."""
+LpNormalization -> LpNorm and a division, LRN."""
 from __future__ import annotations
 
 import numpy as np
@@ -97,3 +97,14 @@ class LpNormalization(OnnxOp):
         norm = ctx.emit("LpNorm", [x], {"p": p, "axes": [int(ctx.attr("axis", -1))], "keepdim": True},
                         suffix="norm")[0]
         return ctx.emit("RealDiv", [x, norm])
+
+
+@onnx_op("LRN")
+class LRN(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        size = int(ctx.attr("size"))
+        return ctx.emit("LRN", [ctx.input(0)], {"size": size, "depth_radius": (size - 1) // 2,
+                                                "alpha": float(ctx.attr("alpha", 1e-4)),
+                                                "beta": float(ctx.attr("beta", 0.75)),
+                                                "bias": float(ctx.attr("bias", 1.0))})
