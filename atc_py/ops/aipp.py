@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..options.aipp import MAX_PADDING
 from ..ir.graph import Node, TensorDesc
+from ..options.aipp import MAX_PADDING
 from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
                         split_rows)
 from .core.registry import register

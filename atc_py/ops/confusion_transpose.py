@@ -10,9 +10,9 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult
-from .elementwise import MOVE_TYPES
 from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling
 from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 NZ = {"x": "FRACTAL_NZ", "y": "FRACTAL_NZ"}
 

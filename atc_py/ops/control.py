@@ -12,9 +12,9 @@ import numpy as np
 
 from ..ir.graph import Graph, Node, TensorDesc
 from .core.base import OpError, OpSpec, TilingContext, TilingResult
-from .index_ops import ANY, MoveOp
 from .core.infer import infer_graph
 from .core.registry import register
+from .index_ops import ANY, MoveOp
 
 UNKNOWN_RANK = (-2,)
 MAX_WHILE_SHAPE_ROUNDS = 4   # rounds of "body output shapes generalise the carried shapes" before giving up

@@ -13,8 +13,8 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
 from .core.base import OpError
-from .index_ops import MoveOp
 from .core.registry import register
+from .index_ops import MoveOp
 
 INDEX_TYPES = ("int32", "int64")
 

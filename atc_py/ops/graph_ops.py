@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from ..ir.graph import Node, TensorDesc
 from .core.base import OpSpec, TilingContext, TilingResult
-from .elementwise import MOVE_TYPES
 from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 
 class PlumbingOp(OpSpec):

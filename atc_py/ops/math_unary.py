@@ -12,11 +12,11 @@ from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
 from .core.base import KernelArgs, OpError
 from .core.cast_rules import ROUND_MODES, convert
-from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
 from .core.elementwise_tiling import for_blocks, run_blocks
 from .core.erf_fast import erf_rounded
 from .core.impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
 from .core.registry import register
+from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
 NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")

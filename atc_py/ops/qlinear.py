@@ -18,8 +18,8 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
 from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
-from .quant import INT_RANGES
 from .core.registry import register
+from .quant import INT_RANGES
 
 Q8 = ("int8", "uint8")
 F32 = np.float32

@@ -16,9 +16,9 @@ from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
 from .core.base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
                         ceil_div, cores_for, split_rows)
-from .elementwise import NUM_TYPES
 from .core.elementwise_tiling import run_blocks
 from .core.registry import register
+from .elementwise import NUM_TYPES
 
 NUM = NUM_TYPES
 REDUCE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"),

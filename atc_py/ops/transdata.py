@@ -11,10 +11,10 @@ import numpy as np
 from ..ir.formats import DEVICE_FORMATS, NC1HWC0, c0_for, device_shape
 from ..ir.graph import Node, TensorDesc
 from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, cores_for
-from .elementwise import MOVE_TYPES
 from .core.elementwise_tiling import ELEMWISE_TILING, run_blocks
 from .core.move_plans import PlannedMove, from_5hd_plan, to_5hd_plan
 from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 
 @register

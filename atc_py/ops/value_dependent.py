@@ -12,8 +12,8 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
 from .core.base import AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
-from .elementwise import MOVE_TYPES
 from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 COUNT_TILING = TilingStruct(("numel", "Q"), ("found", "Q"))
 

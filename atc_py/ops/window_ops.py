@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, check_bias, prod
 from .conv_pool import out_dim
+from .core.base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, check_bias, prod
 from .core.registry import register
 from .core.row_split import RowSplitOp, ints
 

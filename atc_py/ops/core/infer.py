@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...common.errors import AtcError
+from ...common.limits import MAX_RANK, MAX_TENSOR_BYTES
 from ...ir.dtypes import dtype_by_name
 from ...ir.graph import Graph, Node, TensorDesc
-from ...common.limits import MAX_RANK, MAX_TENSOR_BYTES
 from .base import OpError
 from .registry import get_op
 
