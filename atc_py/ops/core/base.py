@@ -111,8 +111,8 @@ def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
 class Work:
     """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,
     bytes moved between global memory and the cores, and how (ops describe it, the cost model prices it for
-    every kernel alike: atc_py/ops/core/cost.py and om_run/sim). `pipelined`: the block's data movement overlaps its
-    compute (double-buffered queues); False serialises them."""
+    every kernel alike: atc_py/ops/core/cost.py and om_run/sim). `pipelined`: the block's data movement overlaps
+    its compute (double-buffered queues); False serialises them."""
 
     fractals: int = 0
     vector_ops: int = 0
@@ -148,7 +148,7 @@ class OpSpec:
     engine: ClassVar[str] = AICORE
     core_type: ClassVar[str] = AIV
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
-    # the op information library's formats (seed 003): input/output name -> the device format its AI Core kernel
+    # the op information library's formats: input/output name -> the device format its AI Core kernel
     # takes it in (NC1HWC0, FRACTAL_Z, ...); empty: the framework's layout. passes/formats.py reads it.
     formats: ClassVar[dict[str, str]] = {}
     # per SoC (Short_SoC_version -> formats), where an SoC's kernel differs from the default (the matmuls of the

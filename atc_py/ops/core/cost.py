@@ -1,4 +1,4 @@
-"""Cycles of a kernel's largest block on its core, from the op's Work and the SoC (DESIGN §8.3).
+"""Cycles of a kernel's largest block on its core, from the op's Work and the SoC.
 
 block cycles = max(cube, vector, MTE) + head, where
 * cube   = fractals / (fractal rate x dtype rate x cube efficiency) + one fixpipe drain per L0C output tile;

@@ -1,6 +1,6 @@
 """Shape and dtype inference through each op's prototype.
 
-Part of the op library, not a pass: control ops infer their subgraphs with it (control.py), the frontends
+Part of the op library, not a pass: control ops infer their subgraphs with it (ops/control.py), the frontends
 infer each node they build, and the passes re-infer what they rewrite.
 
 A node whose prototype rejects its inputs or attributes is an invalid model: E14001 naming the node, what it
