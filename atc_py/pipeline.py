@@ -15,42 +15,46 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Mapping
 
-from .frontend.onnx import onnx_lite as onnx
-
-from .version import __version__
+from .autofuse.fusion import FuseStats
 from .common.atomic_write import write_atomic
-from .common.progress import NoProgress, Progress
-from .engines.static_model import StaticModel, compile_static, kernel_partitions, task_info
 from .common.errors import AtcError
+from .common.progress import NoProgress, Progress
+from .engines.modeldef import model_def
+from .engines.static_model import (
+    StaticModel,
+    compile_static,
+    kernel_partitions,
+    task_info,
+)
 from .frontend.onnx import convert_onnx, load_onnx_lazy
+from .frontend.onnx import onnx_lite as onnx
 from .ir.dtypes import dtype_by_name
 from .ir.graph import Graph, all_graphs, all_nodes
 from .om import OmModel, write_om
-from .om.container import OmImage
 from .om import partitions as pt
+from .om.container import OmImage
 from .om.inout_info import IoDesc, build_inout, gear_blocks
-from .engines.modeldef import model_def
 from .ops import get_op
+from .ops.core.impl_modes import IMPL_ATTR, flag_mode
 from .options.build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
 from .options.pass_table import PASSES
 from .options.shapes import InputShapes
-from .autofuse.fusion import FuseStats
-from .passes.aipp_fusion import aipp_output
-from .passes.optimize import PassInputs, optimize, pass_function, run_pass
 from .passes.aipp import feed_fp16, insert_aipp
-from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
+from .passes.aipp_fusion import aipp_output
 from .passes.attr_config import apply_attr_config
-from .passes.engine import assign_engines, engine_counts, fallbacks
-from .plugins import load_plugins
 from .passes.const_jobs import ConstJobs
-from .ops.impl_modes import IMPL_ATTR, flag_mode
+from .passes.engine import assign_engines, engine_counts, fallbacks
 from .passes.memory import WEIGHT_BASE, MemoryPlan, plan_weights_only
+from .passes.multi_batch import BRANCH_SUFFIX, ORIGIN_DIMS, assemble, gear_attrs
+from .passes.optimize import PassInputs, optimize, pass_function, run_pass
 from .passes.out_nodes import apply_out_nodes
 from .passes.partition import PartitionResult, partition
 from .passes.soc_kernels import mark_implementations, mark_internal_dtypes
 from .passes.static_cache_attention import lower_static_cache_attention
 from .passes.tiling_sink import decide_tiling_sink, summary_line
+from .plugins import load_plugins
 from .proto import task_pb2
+from .version import __version__
 
 
 @dataclass
@@ -98,7 +102,9 @@ def _load(model, opts: BuildOptions, st: _Stages):
     """The framework's model in memory: (framework, proto, external weights, path)."""
     path = model if isinstance(model, str) else ""
     if opts.framework == FRAMEWORK_TF:
-        from .frontend.tensorflow.loader import load_tf   # an ONNX compile does not import the TF frontend
+        from .frontend.tensorflow.loader import (
+            load_tf,  # an ONNX compile does not import the TF frontend
+        )
         return FRAMEWORK_TF, (st.run("load", load_tf, model) if path else model), {}, path
     proto, weights = st.run("load", load_onnx_lazy, model) if path else (model, {})
     return FRAMEWORK_ONNX, proto, weights, path

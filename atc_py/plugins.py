@@ -2,7 +2,7 @@
 ONNX adapters), loaded from --op_plugin PATH or ASCEND_CUSTOM_OPP_PATH (':'-separated files or folders).
 Every op a plugin registers is *custom*: its kernel is a cust_ one, its tiling-sink task is CUST_AI_CPU with an
 extra workspace, and its device-tiling library lands in the CUST_AICPU_KERNELS partition. An op of a builtin type
-replaces the builtin, as CANN's custom op priority has it (ops/registry.py keeps that so whatever the import
+replaces the builtin, as CANN's custom op priority has it (ops/core/registry.py keeps that so whatever the import
 order), in atc-py and in om-run, which load the same plugins; the build says so at info level.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pathlib
 import sys
 
 from .common.errors import AtcError
-from .ops import registry
+from .ops.core import registry
 
 ENV = "ASCEND_CUSTOM_OPP_PATH"
 _loaded: dict[str, list[str]] = {}      # plugin file -> the op types it registered

@@ -288,7 +288,7 @@ def om_sweep_flags() -> str:
 
 # -- operators ---------------------------------------------------------------------------------------------
 def _op_notes(spec) -> str:
-    from atc_py.ops.base import ON_AICPU
+    from atc_py.ops.core.base import ON_AICPU
     notes = []
     if spec.task_kind == "control":
         notes.append("control op (owns subgraphs)")
@@ -311,7 +311,7 @@ def _op_notes(spec) -> str:
 
 
 def _attrs(spec) -> str:
-    from atc_py.ops.base import REQUIRED
+    from atc_py.ops.core.base import REQUIRED
     return ", ".join(code(k) + (" (required)" if v is REQUIRED else "") for k, v in spec.attrs.items()) or "—"
 
 
@@ -320,8 +320,8 @@ def _dtypes(spec) -> str:
 
 
 def operators() -> str:
-    from atc_py.ops.op_index import OP_MODULES
-    from atc_py.ops.registry import all_ops
+    from atc_py.ops.core.op_index import OP_MODULES
+    from atc_py.ops.core.registry import all_ops
     ops = {t: s for t, s in all_ops().items() if not getattr(s, "is_custom", False)}
     lines = _header("the op registry (atc_py/ops), atc_py/frontend/onnx/adapters and "
                     "atc_py/frontend/tensorflow") + [
@@ -396,7 +396,7 @@ PAGES = {
 def render() -> dict[pathlib.Path, str]:
     """Every generated page: path -> text."""
     sys.path.insert(0, str(ROOT))
-    from atc_py.ops import registry
+    from atc_py.ops.core import registry
     if registry._REGISTRY and any(getattr(s, "is_custom", False) for s in registry._REGISTRY.values()):
         raise SystemExit("custom operators are registered: run tools/gen_docs.py in a fresh process")
     return {REFERENCE / name: fn() for name, fn in PAGES.items()}

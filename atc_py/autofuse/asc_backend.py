@@ -8,7 +8,7 @@ its tiling data is each member's (tiling key, block_dim, variables), its interme
 
 They live here, not in atc_py/ops: their kernel is the AscGraph interpreter, so they depend on the whole of
 autofuse, which itself depends on the op library; the registry finds this module through its lazy index
-(ops/registry.py BUILTIN_MODULES, op_index.py) without importing autofuse.
+(ops/core/registry.py BUILTIN_MODULES, op_index.py) without importing autofuse.
 """
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from ..ops.base import (AIV, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct,
-                        Work)
-from ..ops.registry import register
+from ..ops.core.base import AIV, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
+from ..ops.core.registry import register
 from . import ascir
 from .ascgraph_kernel import AscKernel, kernel_for
 from .fused import FusedGraph, from_fused_def

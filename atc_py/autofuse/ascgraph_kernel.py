@@ -12,7 +12,7 @@ and a reduction over trailing axes do), so fused results equal the unfused ones 
 reduction over a non-trailing axis, which the unfused ReduceSumD/MeanD add in another order (within a few
 ulp of the row sum: the tolerance documented in docs/autofuse.md).
 
-Cost (Work, per launch, costed like any kernel by ops/cost.py): bytes the Loads and Stores move (gathered
+Cost (Work, per launch, costed like any kernel by ops/core/cost.py): bytes the Loads and Stores move (gathered
 rows, a hoisted input once per block, spilled tensors written and read back in GM workspace), vector element
 operations of every node, and whether MTE and vector work overlap (double-buffered queues, tiling key 0).
 """
@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..ops.base import OpError, Work, ceil_div
+from ..ops.core.base import OpError, Work, ceil_div
 from ..platform.soc import SocSpec
 from ..proto import ge_ir_pb2 as ge
 from . import ascir

@@ -32,7 +32,7 @@ class IrDef:
     def fn(self):
         """The op library's numpy function for this type (resolved on use: the ops import autofuse); the builtin
         op's, where a plugin's op replaced it (the AscGraph is the builtin's arithmetic)."""
-        from ..ops.registry import builtin_op
+        from ..ops.core.registry import builtin_op
         spec = builtin_op(self.op)
         return spec.fa if self.with_attrs else spec.fn
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ops.base import TilingStruct, ceil_div
+from ..ops.core.base import TilingStruct, ceil_div
 from . import ascir
 from .expr import ExprError, Sym
 from .graph import GM, UB, AscGraph, AscGraphError

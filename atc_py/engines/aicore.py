@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..common.errors import AtcError
 from ..ir.graph import Node
 from ..ops import AICPU, MIX, get_op
-from ..ops.base import TilingResult
+from ..ops.core.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..platform.soc import SocSpec
 from ..proto import task_pb2

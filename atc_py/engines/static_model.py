@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ..version import __version__
 from ..common.errors import AtcError
-from ..ops.infer import invalid
+from ..ops.core.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
 from ..passes.control_memory import plan_model_memory
 from ..passes.engine import assign_engines
@@ -17,8 +17,8 @@ from .labels import (LABEL_OWNER, SWITCH_STREAMS, LabelPlan, branch_regions, giv
                      lower_labels, region_nodes)
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
-from ..ops.base import OpError, TilingResult
-from ..ops.execute import tiling_context
+from ..ops.core.base import OpError, TilingResult
+from ..ops.core.execute import tiling_context
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_memory
 from ..passes.streams import StreamPlan, assign_streams
 from ..passes.tiling_sink import TILING_SINK_OP

@@ -14,7 +14,7 @@ import struct
 
 from ..common.errors import AtcError
 from ..ir.graph import Node
-from ..ops.base import TilingResult
+from ..ops.core.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..proto import task_pb2
 from ..om import task_types as tt

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..ir.graph import Graph, Value
 from ..ops import get_op
-from ..ops.execute import run_op
+from ..ops.core.execute import run_op
 from ..platform.soc import SocSpec
 
 VALUE_BYTES = 64 << 10           # outputs up to this size are computed at import (shape tensors, small tables)

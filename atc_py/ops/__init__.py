@@ -1,6 +1,6 @@
 """The operator library: one OpSpec per GE op type (prototype, info, tiling, kernel, cost)."""
-from .base import AIC, AICORE, AICPU, AIV, MIX, OpError, OpSpec, TilingResult
-from .registry import all_ops, get_op, register
+from .core.base import AIC, AICORE, AICPU, AIV, MIX, OpError, OpSpec, TilingResult
+from .core.registry import all_ops, get_op, register
 
 __all__ = ["AIC", "AICORE", "AICPU", "AIV", "MIX", "OpError", "OpSpec", "TilingResult", "all_ops", "get_op",
            "register"]

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..options.aipp import MAX_PADDING
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, split_rows
-from .registry import register
+from ..options.aipp import MAX_PADDING
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        split_rows)
+from .core.registry import register
 
 AIPP_TILING = TilingStruct(("n", "I"), ("rows_per_block", "I"))
 DTC_OPS = 3   # per output element: - mean, - min, * var_reci

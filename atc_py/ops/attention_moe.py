@@ -16,9 +16,9 @@ import struct
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, HOST, MIX, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work,
-                   ceil_div, check_tiling_shape, cores_for)
-from .registry import register
+from .core.base import (AIC, HOST, MIX, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work,
+                        ceil_div, check_tiling_shape, cores_for)
+from .core.registry import register
 
 KV_SPLIT_LEN = 256   # IFA tiling: KV positions per split when a sequence is long (flash-decoding key 1)
 GMM_ROW_CHUNK = 16   # GMM tiling: rows per work unit (the cube fractal M)

@@ -11,9 +11,10 @@ import numpy as np
 
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
-from .base import REQUIRED, KernelArgs, OpError, TilingContext, Work
-from .elementwise import INT_TYPES, MOVE_TYPES, BinaryOp, UnaryOp, for_blocks
-from .registry import register
+from .core.base import REQUIRED, KernelArgs, OpError, TilingContext, Work
+from .core.elementwise_tiling import for_blocks
+from .core.registry import register
+from .elementwise import INT_TYPES, MOVE_TYPES, BinaryOp, UnaryOp
 
 def _bitwise(op_type: str, fn, dtypes=INT_TYPES):
     return register(type(op_type, (BinaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": dtypes,

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling
-from .registry import register
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling
+from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 NZ = {"x": "FRACTAL_NZ", "y": "FRACTAL_NZ"}
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Graph, Node, TensorDesc
-from .base import OpError, OpSpec, TilingContext, TilingResult
+from .core.base import OpError, OpSpec, TilingContext, TilingResult
+from .core.infer import infer_graph
+from .core.registry import register
 from .index_ops import ANY, MoveOp
-from .infer import infer_graph
-from .registry import register
 
 UNKNOWN_RANK = (-2,)
 MAX_WHILE_SHAPE_ROUNDS = 4   # rounds of "body output shapes generalise the carried shapes" before giving up

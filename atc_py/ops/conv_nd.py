@@ -10,10 +10,10 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, check_bias, cores_for,
-                   prod, split_rows)
 from .conv_pool import out_dim
-from .registry import register
+from .core.base import (AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, check_bias,
+                        cores_for, prod, split_rows)
+from .core.registry import register
 from .window_ops import conv_transpose_nd
 
 ND_TILING = TilingStruct(("rows", "Q"), ("rows_per_block", "Q"))

@@ -13,11 +13,11 @@ import numpy as np
 
 from ..ir.formats import C04, SMALL_CHANNEL
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, check_bias, cores_for, covered, direct_output, split_rows)
-from .gemm import grouped_matmul
-from .host_pool import cuts, run_pieces, scratch
-from .registry import register
+from .core.base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
+                        check_bias, cores_for, covered, direct_output, split_rows)
+from .core.gemm import grouped_matmul
+from .core.host_pool import cuts, run_pieces, scratch
+from .core.registry import register
 from .stem_fusion import aipp_attrs, conv_input, conv_input_desc, fused_vector_ops, output_shape, pooled
 
 CONV_TILING = TilingStruct(("n", "I"), ("cin", "I"), ("h", "I"), ("w", "I"), ("cout", "I"), ("kh", "I"),

@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AICPU, KernelArgs, OpError, TilingContext, Work
-from .registry import register
-from .row_split import RowSplitOp
+from .core.base import AICPU, KernelArgs, OpError, TilingContext, Work
+from .core.registry import register
+from .core.row_split import RowSplitOp
 
 
 MAX_SAMPLES = 1 << 26   # RoiAlign samples of one roi (a roi far larger than its map asks for absurd grids)

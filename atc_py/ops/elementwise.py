@@ -1,77 +1,14 @@
-"""Elementwise family: binary ops with broadcasting (Add, Sub, Mul, RealDiv) and the unary base class.
-
-Tiling: the flattened output is split into `block_dim` equal, 32-byte-aligned chunks; each block
-streams its chunk through UB in passes of `ub_factor` elements. The kernel walks exactly those
-chunks, so it computes what the tiling says, not what the shapes say.
-"""
+"""Elementwise family: the binary ops with broadcasting (Add, Sub, Mul, RealDiv, Mod, Pow, Maximum, Minimum,
+FloorMod, FloorDiv, PRelu, the comparisons and logic ops with bool output, and Select: ONNX Where, a three-way
+broadcast) and the unary base class, all tiled and walked by elementwise_tiling.py."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
-                   cores_for, covered, split_rows)
-from .host_pool import cuts, run_pieces
-from .registry import register
-
-ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))
-
-
-def elementwise_tiling(spec: OpSpec, ctx: TilingContext, n_buffers: int, broadcast: bool,
-                       cores: int | None = None) -> TilingResult:
-    """Blocks of consecutive output elements over the op's cores (or the `cores` its kernel's own split uses)."""
-    out = ctx.outputs[0]
-    total = out.numel
-    align = block_align_elems(ctx.soc, out.dtype)
-    block_dim, block_len = split_rows(total, cores or cores_for(spec, ctx.soc), align)
-    # UB holds n_buffers tensors, double-buffered
-    ub_factor = max(align, (ctx.soc.ub_size // (2 * n_buffers * np.dtype(out.dtype).itemsize)) // align * align)
-    data = ELEMWISE_TILING.pack(total=total, block_len=block_len, ub_factor=ub_factor, broadcast=int(broadcast))
-    return TilingResult(block_dim, int(broadcast), data)
-
-
-PARALLEL_MIN_ELEMS = 1 << 16   # outputs at least this big are cut for the host pool (numpy releases the GIL)
-
-
-# ufuncs of well under a ns an element on float32: memory-bound, worth cutting only when huge (host_pool.cuts)
-CHEAP_UFUNCS = frozenset((np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin, np.negative,
-                          np.absolute, np.equal, np.not_equal, np.greater, np.greater_equal, np.less, np.less_equal,
-                          np.logical_and, np.logical_or, np.logical_not, np.bitwise_and, np.bitwise_or,
-                          np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.sign, np.copysign))
-
-
-def for_blocks(args: KernelArgs, body, heavy: bool = False) -> None:
-    """Call body(lo, hi) over the flattened output as the tiling splits it into blocks: block b covers
-    [b * block_len, min(total, (b + 1) * block_len)). The blocks are consecutive, so elementwise bodies run
-    once over their union (what the blocks compute, minus a Python call per block); a big output is cut for the
-    host pool (every element is computed alone: any cut gives the same bits), from a smaller size when the body
-    is `heavy` (a few ns an element). Bytes past the last block stay untouched."""
-    end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
-    if end == 0:
-        return
-    ranges = cuts(end, end * 4, 64, heavy) if end >= PARALLEL_MIN_ELEMS else [(0, end)]
-    if len(ranges) > 1:
-        run_pieces(len(ranges), lambda i: body(*ranges[i]))
-        return
-    body(0, end)
-
-
-def run_blocks(args: KernelArgs, flat_inputs: list[np.ndarray], fn, out_dtype) -> np.ndarray:
-    """Apply fn to each block's chunk of the flattened inputs, as the tiling splits them. A ufunc writes
-    its result straight into the output (no temporary and second copy); bytes past the blocks stay zero."""
-    total = args.outputs[0].numel
-    end = covered(args.tiling["total"], args.tiling["block_len"], args.block_dim)
-    out = (np.empty if end >= total else np.zeros)(total, dtype=out_dtype)
-    if isinstance(fn, np.ufunc) and fn.nout == 1:
-        def body(lo, hi):
-            fn(*(x[lo:hi] for x in flat_inputs), out=out[lo:hi], casting="unsafe")
-    else:
-        def body(lo, hi):
-            out[lo:hi] = fn(*(x[lo:hi] for x in flat_inputs))
-    half = np.dtype(out_dtype) == np.float16 or any(x.dtype == np.float16 for x in flat_inputs)
-    for_blocks(args, body, heavy=half or (isinstance(fn, np.ufunc) and fn not in CHEAP_UFUNCS))
-    return out.reshape(args.outputs[0].shape)
-
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
 
 FLOAT_TYPES = ("float32", "float16", "float64", "bfloat16")
 INT_TYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")   # every ONNX integer width
@@ -152,6 +89,103 @@ class RealDiv(BinaryOp):
         w = super().work(ctx)
         w.vector_ops *= 2  # reciprocal + multiply on the vector unit (vdiv is multi-pass)
         return w
+
+
+def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C fmod: a - trunc(a / b) * b. An integer divided by zero gives 0 (no fault on the vector unit)."""
+    if a.dtype.kind in "iu":
+        safe = np.where(b == 0, 1, b)
+        return np.where(b == 0, 0, np.fmod(a, safe)).astype(a.dtype)
+    return np.fmod(a, b)
+
+
+@register
+class Mod(BinaryOp):
+    """ONNX Mod with fmod=1 (the remainder has the dividend's sign); fmod=0 is FloorMod."""
+    op_type = "Mod"
+    dtypes = NUM_TYPES
+    fn = staticmethod(_fmod)
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops *= 3   # divide, truncate, multiply-subtract
+        return w
+
+
+def _binary(op_type: str, fn, out_dtype=None, dtypes=None, intrinsics: tuple[str, ...] = ()):
+    body = {"op_type": op_type, "fn": staticmethod(fn), "out_dtype": out_dtype, "vector_intrinsics": intrinsics,
+            "__doc__": f"{op_type}: broadcasting."}
+    if dtypes:
+        body["dtypes"] = dtypes
+    if out_dtype == "bool":
+        body["dtypes"] = (dtypes or NUM_TYPES) + ("bool",)
+    return register(type(op_type, (BinaryOp,), body))
+
+
+def _pow(a, b):
+    if np.issubdtype(a.dtype, np.integer):
+        return np.power(a.astype(np.float64), b).astype(a.dtype)
+    return np.power(a, b)
+
+
+_binary("Pow", _pow, intrinsics=("vexp", "vln"))
+_binary("Maximum", np.maximum, dtypes=NUM_TYPES)
+_binary("Minimum", np.minimum, dtypes=NUM_TYPES)
+_binary("FloorMod", np.mod)
+_binary("FloorDiv", lambda a, b: np.floor_divide(a, b))
+_binary("Equal", np.equal, "bool")
+_binary("NotEqual", np.not_equal, "bool")
+_binary("Less", np.less, "bool")
+_binary("LessEqual", np.less_equal, "bool")
+_binary("Greater", np.greater, "bool")
+_binary("GreaterEqual", np.greater_equal, "bool")
+_binary("LogicalAnd", np.logical_and, "bool", ("bool",))
+_binary("LogicalOr", np.logical_or, "bool", ("bool",))
+_binary("LogicalXor", np.logical_xor, "bool", ("bool",))
+
+
+@register
+class PRelu(BinaryOp):
+    """y = x if x >= 0 else slope * x; the slope broadcasts to x (unidirectionally)."""
+    op_type = "PRelu"
+    inputs = ("x", "weight")
+    dtypes = ("float32", "float16", "float64")
+    fn = staticmethod(lambda x, s: np.where(x >= 0, x, x * s))
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        out = super().infer(node)[0]
+        if out.shape != node.input_desc(0).shape:
+            raise OpError(f"slope {list(node.input_desc(1).shape)} does not broadcast to x "
+                          f"{list(node.input_desc(0).shape)}")
+        return [out]
+
+
+@register
+class Select(BinaryOp):
+    """ONNX Where: condition ? x1 : x2 with numpy broadcasting of all three."""
+    op_type = "Select"
+    inputs = ("condition", "x1", "x2")
+    dtypes = NUM_TYPES + ("bool",)
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        c, a, b = (node.input_desc(i) for i in range(3))
+        if c.dtype != "bool":
+            raise OpError(f"condition must be bool, got {c.dtype}")
+        if a.dtype != b.dtype:
+            raise OpError(f"input dtypes differ: {a.dtype} vs {b.dtype}")
+        try:
+            shape = np.broadcast_shapes(c.shape, a.shape, b.shape)
+        except ValueError:
+            raise OpError(f"shapes {list(c.shape)}, {list(a.shape)}, {list(b.shape)} cannot be broadcast") from None
+        return [TensorDesc(tuple(shape), a.dtype, a.format, a.origin_format)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return elementwise_tiling(self, ctx, 4, any(d.shape != ctx.outputs[0].shape for d in ctx.inputs))
+
+    def compute(self, args, inputs):
+        shape = args.outputs[0].shape
+        flat = [np.broadcast_to(x, shape).reshape(-1) for x in inputs]
+        return [run_blocks(args, flat, np.where, args.outputs[0].dtype)]
 
 
 def rounded_once(ufunc):

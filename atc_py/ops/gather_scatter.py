@@ -12,9 +12,9 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
-from .base import OpError
+from .core.base import OpError
+from .core.registry import register
 from .index_ops import MoveOp
-from .registry import register
 
 INDEX_TYPES = ("int32", "int64")
 

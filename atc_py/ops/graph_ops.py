@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from ..ir.graph import Node, TensorDesc
-from .base import OpSpec, TilingContext, TilingResult
+from .core.base import OpSpec, TilingContext, TilingResult
+from .core.registry import register
 from .elementwise import MOVE_TYPES
-from .registry import register
 
 
 class PlumbingOp(OpSpec):

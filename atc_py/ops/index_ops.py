@@ -9,9 +9,10 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
-from .base import OpError, OpSpec, TilingContext, TilingResult, Work
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
-from .registry import register
+from .core.base import OpError, OpSpec, TilingContext, TilingResult, Work
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 ANY = MOVE_TYPES
 

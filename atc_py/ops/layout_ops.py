@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, TilingContext, Work
-from .registry import register
-from .row_split import RowSplitOp, ints, norm_axis
+from .core.base import KernelArgs, OpError, TilingContext, Work
+from .core.registry import register
+from .core.row_split import RowSplitOp, ints, norm_axis
 
 MOVE = ("float32", "float16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool")
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, TilingContext, Work
-from .registry import register
-from .row_split import RowSplitOp
+from .core.base import KernelArgs, OpError, TilingContext, Work
+from .core.registry import register
+from .core.row_split import RowSplitOp
 
 REDUCTIONS = ("none", "sum", "mean")
 FLOATS = ("float32", "float16", "float64")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct
-from .registry import register
+from .core.base import AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct
+from .core.registry import register
 
 MAP_INDEX_TILING = TilingStruct(("width", "Q"), ("gears", "Q"))
 

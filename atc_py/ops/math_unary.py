@@ -1,6 +1,7 @@
 """Elementwise unary math with attributes: Exp, Log, Neg, Abs, Sqrt, Rsqrt, Reciprocal, Erf, Sign, Floor, Ceil,
-Square, Elu, Selu, LeakyRelu, Softplus, Softsign, HardSigmoid, HardSwish, Shrink, ClipByValue, Relu6, Gelu,
-Cast, LogicalNot. One class per GE op; the kernel walks the elementwise tiling's blocks."""
+Square, Round, Elu, Selu, LeakyRelu, Softplus, Softsign, HardSigmoid, HardSwish, Shrink, ClipByValue, Relu6, Gelu,
+Cast, LogicalNot, and the float tests IsNan and IsInf (bool output). One class per GE op; the kernel walks the
+elementwise tiling's blocks."""
 from __future__ import annotations
 
 import math
@@ -9,12 +10,13 @@ import numpy as np
 
 from ..ir.dtypes import dtype_by_name
 from ..ir.graph import Node, TensorDesc
-from .base import OpError
-from .cast_rules import ROUND_MODES, convert
-from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, for_blocks, rounded_once, run_blocks
-from .erf_fast import erf_rounded
-from .impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
-from .registry import register
+from .core.base import KernelArgs, OpError
+from .core.cast_rules import ROUND_MODES, convert
+from .core.elementwise_tiling import for_blocks, run_blocks
+from .core.erf_fast import erf_rounded
+from .core.impl_modes import HIGH_PERFORMANCE, HIGH_PRECISION, mode_of
+from .core.registry import register
+from .elementwise import LOW_PRECISION_TYPES, MOVE_TYPES, UnaryOp, rounded_once
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
 NUMERIC = FLOATS + ("int32", "int64", "int8", "int16")
@@ -46,7 +48,7 @@ def _unary(op_type: str, fn, ops_per_elem: int = 1, dtypes=FLOATS, intrinsics: t
     return register(cls)
 
 
-# TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/impl_modes.py)
+# TBE's exp: high_performance (its default) computes fp16 in fp16, high_precision in fp32 (ops/core/impl_modes.py)
 _unary("Exp", rounded_once(np.exp), 2, intrinsics=("vexp",), impl_default=HIGH_PERFORMANCE)
 _unary("Log", rounded_once(np.log), 3, intrinsics=("vln",))
 _unary("Neg", np.negative, 1, NUMERIC)
@@ -84,7 +86,7 @@ def fast_gelu(x: np.ndarray) -> np.ndarray:
 
 @register
 class Gelu(UnaryOp):
-    """GELU, x * Phi(x) with erf (ONNX Gelu, approximate='none'). Two implementations (ops/impl_modes.py):
+    """GELU, x * Phi(x) with erf (ONNX Gelu, approximate='none'). Two implementations (ops/core/impl_modes.py):
     high_precision, the kernel's default as TBE's gelu.py, computes fp16 in fp32 inside and rounds once;
     high_performance is TBE's fast_gelu_v2 polynomial in the input dtype (its error against GELU reaches 0.018).
     TBE's high-precision kernel evaluates the tanh form (within 5e-4 of erf's); atc-py keeps ONNX's erf, as its
@@ -209,3 +211,51 @@ class Cast(UnaryOp):
                     np.copyto(out[lo:hi], x[lo:hi], casting="unsafe")   # one pass, no temp
             for_blocks(args, body)
         return [out.reshape(args.outputs[0].shape)]
+
+
+class _FloatPredicate(UnaryOp):
+    """A float -> bool elementwise test."""
+    dtypes = FLOATS + ("bool",)
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        d = node.input_desc(0)
+        if d.dtype not in FLOATS:
+            raise OpError(f"{self.op_type} takes a float tensor, got {d.dtype}")
+        return [TensorDesc(d.shape, "bool", d.format, d.origin_format)]
+
+    def compute(self, args: KernelArgs, inputs):
+        a = {k: self.attr(args.attrs, k) for k in self.attrs}
+        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: self.test(x, a), "bool")]
+
+    @staticmethod
+    def test(x, a):
+        raise NotImplementedError
+
+
+@register
+class IsNan(_FloatPredicate):
+    op_type = "IsNan"
+    test = staticmethod(lambda x, a: np.isnan(x))
+
+
+@register
+class IsInf(_FloatPredicate):
+    """Infinities, of the signs `detect_positive` / `detect_negative` select."""
+    op_type = "IsInf"
+    attrs = {"detect_positive": True, "detect_negative": True}
+    vector_ops_per_elem = 2
+
+    @staticmethod
+    def test(x, a):
+        pos = np.isposinf(x) if a["detect_positive"] else np.zeros(x.shape, bool)
+        neg = np.isneginf(x) if a["detect_negative"] else np.zeros(x.shape, bool)
+        return pos | neg
+
+
+@register
+class Round(UnaryOp):
+    """Round half to even (ONNX Round, numpy's rounding)."""
+    op_type = "Round"
+    dtypes = FLOATS
+    vector_ops_per_elem = 2
+    fn = staticmethod(np.round)

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
-                   check_bias, prod)
 from .conv_pool import INT_CUBE, int_operands, scratch
-from .gemm import grouped_matmul
-from .registry import register
+from .core.base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
+                        check_bias, prod)
+from .core.gemm import grouped_matmul
+from .core.registry import register
 
 MATMUL_TILING = TilingStruct(("batch", "Q"), ("m", "Q"), ("k", "Q"), ("n", "Q"), ("m_per_block", "Q"),
                              ("n_per_block", "Q"), ("k_per_block", "Q"), ("blocks_m", "I"), ("blocks_n", "I"),

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
-from .elementwise import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
 from .quant import INT_RANGES
-from .registry import register
 
 Q8 = ("int8", "uint8")
 F32 = np.float32

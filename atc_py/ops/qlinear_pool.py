@@ -16,12 +16,12 @@ import math
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, TilingContext, Work
 from .conv_pool import out_dim
+from .core.base import KernelArgs, OpError, TilingContext, Work
+from .core.registry import register
+from .core.row_split import RowSplitOp, ints, norm_axis
 from .qlinear import F32, Q8, check_params, lookup_table, param, table_lookup
 from .quant import INT_RANGES
-from .registry import register
-from .row_split import RowSplitOp, ints, norm_axis
 
 ZP = np.int64
 

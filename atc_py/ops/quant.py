@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, TilingContext, Work
-from .registry import register
-from .row_split import RowSplitOp, norm_axis
+from .core.base import KernelArgs, OpError, TilingContext, Work
+from .core.registry import register
+from .core.row_split import RowSplitOp, norm_axis
 
 INT_RANGES = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767), "uint16": (0, 65535),
               "int32": (-2 ** 31, 2 ** 31 - 1), "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered, \
-    split_rows
-from .registry import register
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        covered, split_rows)
+from .core.registry import register
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")
 RULES = ("linear", "gated", "delta", "gated_delta")

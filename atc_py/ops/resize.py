@@ -14,9 +14,9 @@ import math
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, TilingContext, Work, prod
-from .registry import register
-from .row_split import RowSplitOp
+from .core.base import KernelArgs, OpError, TilingContext, Work, prod
+from .core.registry import register
+from .core.row_split import RowSplitOp
 from .value_params import ints, value_param
 
 MODES = ("nearest", "linear", "cubic")

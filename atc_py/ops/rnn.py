@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import MIX, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div
-from .registry import register
-from .row_split import RowSplitOp
+from .core.base import MIX, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div
+from .core.registry import register
+from .core.row_split import RowSplitOp
 
 
 def _sigmoid(x):

@@ -9,9 +9,9 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import REQUIRED, KernelArgs, OpError, TilingContext, Work, prod
-from .registry import register
-from .row_split import RowSplitOp, ints
+from .core.base import REQUIRED, KernelArgs, OpError, TilingContext, Work, prod
+from .core.registry import register
+from .core.row_split import RowSplitOp, ints
 
 GRID_MODES = ("bilinear", "nearest", "bicubic")
 PADDING = ("zeros", "border", "reflection")

@@ -1,16 +1,18 @@
-"""Trilu and CumSum: standard ops whose tiling reads an input value (k / axis) when it is not a constant.
+"""Trilu, CumSum and Cumprod: standard ops whose tiling reads an input value (k / axis) when it is not a constant.
 
 Trilu depends on input 1 (k) with placements {HOST, AICPU}; CumSum on input 1 (axis) with {HOST} only,
-so CumSum fails the tiling-sink gate and is forced dynamic when its axis comes from the device.
+so CumSum fails the tiling-sink gate and is forced dynamic when its axis comes from the device. Cumprod is
+CumSum's row scan with products.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   check_tiling_shape, cores_for, covered, prod, split_rows)
-from .registry import register
+from .core.base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
+                        check_tiling_shape, cores_for, covered, prod, split_rows)
+from .core.registry import register
+from .elementwise import FLOAT_TYPES
 
 TRILU_TILING = TilingStruct(("batch", "Q"), ("rows", "Q"), ("cols", "Q"), ("mats_per_block", "Q"), ("k", "q"),
                             ("upper", "B"))
@@ -116,3 +118,13 @@ class Cumsum(OpSpec):
 
     def work(self, ctx: TilingContext) -> Work:
         return super().work(ctx)
+
+
+@register
+class Cumprod(Cumsum):
+    """Running product along an axis (ONNX CumProd): Cumsum's tiling and row walk with products; an exclusive
+    scan starts from 1."""
+    op_type = "Cumprod"
+    dtypes = FLOAT_TYPES + ("int32", "int64", "uint32", "uint64")
+    scan = staticmethod(np.cumprod)
+    identity = 1

@@ -4,12 +4,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
-                   cores_for, covered, direct_output, prod, split_rows)
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, elementwise_tiling, run_blocks
-from .host_pool import cuts, run_pieces
-from .move_plans import PlannedMove, transpose_plan
-from .registry import register
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
+                        cores_for, covered, direct_output, prod, split_rows)
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.host_pool import cuts, run_pieces
+from .core.move_plans import PlannedMove, transpose_plan
+from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 
 class ViewOp(OpSpec):

@@ -12,9 +12,9 @@ import math
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AIC, AICPU, KernelArgs, OpError, TilingContext, Work, ceil_div
-from .registry import register
-from .row_split import RowSplitOp, norm_axis
+from .core.base import AIC, AICPU, KernelArgs, OpError, TilingContext, Work, ceil_div
+from .core.registry import register
+from .core.row_split import RowSplitOp, norm_axis
 
 FLOATS = ("float32", "float16", "float64")
 SIZES = ("int32", "int64")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..ir.graph import TensorDesc
 from .aipp import Aipp, aipp, aipp_ops, aipp_shape
-from .base import OpError
+from .core.base import OpError
 
 AIPP_PREFIX = "aipp_"
 POOL_KSIZE, POOL_STRIDES, POOL_PADS = "fused_pool_ksize", "fused_pool_strides", "fused_pool_pads"

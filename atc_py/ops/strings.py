@@ -7,8 +7,8 @@ import numpy as np
 
 from ..ir.dtypes import STRING
 from ..ir.graph import Node, TensorDesc
-from .base import AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
-from .registry import register
+from .core.base import AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
+from .core.registry import register
 
 STRNORM_TILING = TilingStruct(("numel", "Q"), ("stopwords", "I"))
 

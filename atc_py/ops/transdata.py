@@ -1,7 +1,7 @@
 """TransData: GE's format conversion (NCHW / NHWC <-> NC1HWC0, a filter into FRACTAL_Z, ND <-> FRACTAL_NZ), inserted
 by the format pass (passes/formats.py) where an op that wants a device format meets one that does not.
 
-In the framework's layout it is a copy: launch (ops/execute.py) converts every device-format operand on the way in
+In the framework's layout it is a copy: launch (ops/core/execute.py) converts every device-format operand on the way in
 and out, so the kernel itself copies the logical tensor and the conversion happens exactly once, in numpy. Its
 cost is the padded bytes it moves (TilingContext.byte_scale) on the vector cores, one op per output element."""
 from __future__ import annotations
@@ -10,10 +10,11 @@ import numpy as np
 
 from ..ir.formats import DEVICE_FORMATS, NC1HWC0, c0_for, device_shape
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, cores_for
-from .elementwise import ELEMWISE_TILING, MOVE_TYPES, run_blocks
-from .move_plans import PlannedMove, from_5hd_plan, to_5hd_plan
-from .registry import register
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, cores_for
+from .core.elementwise_tiling import ELEMWISE_TILING, run_blocks
+from .core.move_plans import PlannedMove, from_5hd_plan, to_5hd_plan
+from .core.registry import register
+from .elementwise import MOVE_TYPES
 
 
 @register
@@ -38,7 +39,7 @@ class TransData(PlannedMove, OpSpec):
         return [TensorDesc(shape, x.dtype, dst, dst)]
 
     def plan(self, ctx: TilingContext):
-        """CANN's plan for an NCHW <-> NC1HWC0 conversion (ops/move_plans.py); None for the other formats and for
+        """CANN's plan for an NCHW <-> NC1HWC0 conversion (ops/core/move_plans.py); None for the other formats and for
         H = W = 1, which CANN converts as a 2-D tensor (check_whether_2d): their cost stays the streaming one."""
         x, src, dst = ctx.inputs[0], ctx.attrs.get("src_format", "NCHW"), ctx.attrs.get("dst_format", "NC1HWC0")
         if x is None or len(x.shape) != 4 or {src, dst} != {"NCHW", NC1HWC0} or x.shape[2] * x.shape[3] == 1:

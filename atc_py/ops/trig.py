@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core.registry import register
 from .elementwise import FLOAT_TYPES, UnaryOp, rounded_once
-from .registry import register
 
 
 def _trig(op_type: str, fn, ops_per_elem: int, what: str):

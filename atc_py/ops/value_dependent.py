@@ -11,9 +11,9 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .activation import norm_axis
-from .base import AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
+from .core.base import AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
+from .core.registry import register
 from .elementwise import MOVE_TYPES
-from .registry import register
 
 COUNT_TILING = TilingStruct(("numel", "Q"), ("found", "Q"))
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
-from .base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
-from .registry import get_op, register
+from .core.base import KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work
+from .core.registry import get_op, register
 
 UNKNOWN_RANK = (-2,)
 

@@ -9,10 +9,10 @@ import itertools
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, check_bias, prod
 from .conv_pool import out_dim
-from .registry import register
-from .row_split import RowSplitOp, ints
+from .core.base import AIC, REQUIRED, KernelArgs, OpError, TilingContext, Work, ceil_div, check_bias, prod
+from .core.registry import register
+from .core.row_split import RowSplitOp, ints
 
 
 def _window_geom(op, attrs, shape):

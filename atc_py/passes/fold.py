@@ -7,10 +7,10 @@ import numpy as np
 from ..common.errors import AtcError
 from ..ir.graph import Graph
 from ..ops import get_op
-from ..ops.base import OpError
+from ..ops.core.base import OpError
 from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
-from ..ops.execute import run_op, tiling_context
-from ..ops.infer import infer_node
+from ..ops.core.execute import run_op, tiling_context
+from ..ops.core.infer import infer_node
 from ..platform.soc import SocSpec
 from .const_jobs import ConstJobs, deferred, reader
 from .fp16_fold import float32_to_float16, saturate_to_float16

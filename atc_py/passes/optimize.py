@@ -12,7 +12,7 @@ from functools import cache
 
 from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT
 from ..ir.graph import Graph, all_graphs, all_nodes
-from ..ops.infer import infer_graph
+from ..ops.core.infer import infer_graph
 from ..options.output_type import OutputTypes
 from ..options.pass_table import CLEANUP, FUSE, IMPORT, PASSES, ROOT_ONLY, SIMPLIFY, WITH_LATE_JOBS, GraphPass, in_phase
 from ..options.precision import MixList

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..common.errors import AtcError
 from ..ir.graph import Graph
-from ..ops.infer import infer_node
+from ..ops.core.infer import infer_node
 from ..options.output_type import OutputTypes
 
 def output_dtypes(spec: OutputTypes, output_names: list[str]) -> dict[int, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..common.errors import AtcError
 from ..ir.graph import Graph, Node, Value
 from ..ops import get_op
-from ..ops.infer import infer_node
+from ..ops.core.infer import infer_node
 from ..options.precision import CUBE_OPS, MIX_MODES, MixList
 
 FP16_CUBE = {"force_fp16", "allow_fp32_to_fp16", "allow_mix_precision", "allow_mix_precision_fp16",

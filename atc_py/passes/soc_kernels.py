@@ -2,15 +2,15 @@
 whose kernel is built on a vector instruction the SoC offers in fp16 only (OpSpec.vector_intrinsics; Ascend310's
 vexp and vln, [AICoreintrinsicDtypeMap]) computes in fp16 inside, as TBE casts around the instruction, so its
 numbers carry fp16's rounding; an op with an implementation choice (OpSpec.inside_dtype: LayerNorm, and the
-two-implementation kernels of ops/impl_modes.py) follows --op_select_implmode / --op_precision_mode. The node says
-so in `_internal_dtype`, which the kernel (ops/execute.launch), its cost (OpSpec.launch_work), automatic fusion's
+two-implementation kernels of ops/core/impl_modes.py) follows --op_select_implmode / --op_precision_mode. The node says
+so in `_internal_dtype`, which the kernel (ops/core/execute.launch), its cost (OpSpec.launch_work), automatic fusion's
 lowering rules and the .om's JSON show. The implementation choices are marked before automatic fusion
 (mark_implementations), so a fused op computes as its own kernel would; the rest after it, as before."""
 from __future__ import annotations
 
 from ..ir.graph import Graph, all_graphs
 from ..ops import get_op
-from ..ops.impl_modes import mode_of
+from ..ops.core.impl_modes import mode_of
 from ..platform.soc import SocSpec
 
 INTERNAL_DTYPE = "_internal_dtype"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..common.errors import AtcError
 from ..ir.graph import Graph, Node, subgraphs_of
 from ..ops import get_op
-from ..ops.base import HOST, ON_AICPU
+from ..ops.core.base import HOST, ON_AICPU
 
 DYNAMIC_TILING_DEPEND_OP = "_dynamic_tiling_depend_op"
 TILING_SINK_OP = "_tiling_sink_op"

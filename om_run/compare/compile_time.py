@@ -10,9 +10,9 @@ import numpy as np
 
 from atc_py.common.errors import AtcError
 from atc_py.common.limits import DEFAULT_FOLD_SIZE_LIMIT
-from atc_py.ops.base import OpError
-from atc_py.ops.infer import infer_graph
-from atc_py.ops.registry import get_op
+from atc_py.ops.core.base import OpError
+from atc_py.ops.core.infer import infer_graph
+from atc_py.ops.core.registry import get_op
 
 from .ir_reference import run_node
 

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from atc_py.common.errors import AtcError
-from atc_py.ops.base import OpError
+from atc_py.ops.core.base import OpError
 
 from .golden import SOURCE_OPS, FrameworkNode, Golden
 from .metrics import Metrics, compare

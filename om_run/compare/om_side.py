@@ -11,8 +11,8 @@ import numpy as np
 from atc_py.common.errors import AtcError
 from atc_py.ir.formats import DEVICE_FORMATS, FormatError, from_device
 from atc_py.ir.graph import TensorDesc
-from atc_py.ops.execute import run_op
-from atc_py.ops.registry import get_op
+from atc_py.ops.core.execute import run_op
+from atc_py.ops.core.registry import get_op
 from atc_py.platform import load_soc
 
 from ..run.io import load_npy

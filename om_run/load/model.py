@@ -129,7 +129,7 @@ COMPILER_ATTRS_PREFIXES = ("_", "tvm_", "compile_info_json", "op_para_size")
 
 
 # compiler attributes the kernel reads: the dtype it computes in (passes/soc_kernels.py), its implementation
-# mode (ops/impl_modes.py: Gelu's fast form) and a convolution's FRACTAL_Z_C04 filter (its tiling and cube work)
+# mode (ops/core/impl_modes.py: Gelu's fast form) and a convolution's FRACTAL_Z_C04 filter (its tiling and cube work)
 KERNEL_COMPILER_ATTRS = ("_internal_dtype", "_op_impl_mode", SMALL_CHANNEL)
 
 

@@ -25,7 +25,7 @@ from atc_py.ir.formats import DEVICE_FORMATS
 from atc_py.ir.graph import Node, TensorDesc, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.base import REQUIRED, OpError
+from atc_py.ops.core.base import REQUIRED, OpError
 from atc_py.platform import load_soc
 
 from . import limits

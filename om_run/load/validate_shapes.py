@@ -17,9 +17,9 @@ from atc_py.common.errors import AtcError
 from atc_py.ir.graph import Node, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.base import OpError
-from atc_py.ops.execute import tiling_context
-from atc_py.ops.infer import precision_outputs
+from atc_py.ops.core.base import OpError
+from atc_py.ops.core.execute import tiling_context
+from atc_py.ops.core.infer import precision_outputs
 
 from .model import op_attrs
 

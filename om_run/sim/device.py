@@ -22,9 +22,10 @@ import numpy as np
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.common.errors import AtcError
-from atc_py.ops import get_op, host_pool
-from atc_py.ops.base import OpError, TilingResult
-from atc_py.ops.execute import launch, tiling_context
+from atc_py.ops import get_op
+from atc_py.ops.core import host_pool
+from atc_py.ops.core.base import OpError, TilingResult
+from atc_py.ops.core.execute import launch, tiling_context
 from atc_py.ir.formats import DEVICE_FORMATS, to_device
 from atc_py.ir.graph import TensorDesc
 

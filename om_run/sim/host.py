@@ -13,8 +13,8 @@ import numpy as np
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import Node, TensorDesc, Value
 from atc_py.ops import get_op
-from atc_py.ops.base import OpError
-from atc_py.ops.execute import launch, tiling_context
+from atc_py.ops.core.base import OpError
+from atc_py.ops.core.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
 from ..load.limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS

@@ -4,7 +4,7 @@ A kernel (a Job) puts `blocks` blocks on the cores of its type (cube, vector, or
 cores for MIX on split 910B; the AI Cores on coupled 310P). Blocks start on free cores in FIFO order of the
 kernels waiting; a kernel with more blocks than free cores runs in waves, each wave a Group of blocks that
 started together. A block alone takes `compute_ns` (its largest-block cycles at the core's own port rates,
-atc_py/ops/cost.py) and moves its bytes: all of them through the chip's L2 bandwidth, its misses and
+atc_py/ops/core/cost.py) and moves its bytes: all of them through the chip's L2 bandwidth, its misses and
 write-backs also through the chip's DRAM bandwidth. Every running group shares both (processor sharing: max-min
 fair shares of each bandwidth, recomputed whenever a group starts or ends), so its blocks progress at
 min(1 / compute_ns, its bandwidth shares / its bytes) per ns. However many kernels overlap, the bytes moved in
@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-from atc_py.ops.cost import BlockCost
+from atc_py.ops.core.cost import BlockCost
 from atc_py.platform.soc import SocSpec
 
 from .l2 import L2Cache, Traffic, cold

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from atc_py.common.errors import AtcError
-from atc_py.ops.cost import CostParams
+from atc_py.ops.core.cost import CostParams
 from atc_py.common.userfiles import read_json
 
 from .roofline import FP32_CUBE_PEAK_SHARE
@@ -51,7 +51,7 @@ class RuntimeProfile:
     #                                        practice: 48 AIV cores each moving 6.29 MB GM -> UB as 49,152
     #                                        one-burst 128-byte DataCopyPad instructions took 548.161 us of MTE2
     #                                        at 1.816 GHz (20.3 cycles an instruction; 64 bursts an instruction:
-    #                                        bandwidth-bound). Priced only where ops/move_plans.py counts moves
+    #                                        bandwidth-bound). Priced only where ops/core/move_plans.py counts moves
     dram_efficiency: float = 0.9           # ASSUMED: sustained share of the SoC's DRAM bandwidth for streams
     # -- task scheduler (ns) --
     sqe_dispatch_ns: int = 300             # fetch + dispatch of one SQE by the task scheduler
@@ -100,7 +100,7 @@ class RuntimeProfile:
         return int(self.host_tiling_ns_by_op.get(op_type, self.host_tiling_ns))
 
     def cost_params(self) -> CostParams:
-        """The parameters atc_py.ops.cost prices a block with."""
+        """The parameters atc_py.ops.core.cost prices a block with."""
         return CostParams(self.block_head_cycles, self.cube_fractals_per_cycle, self.cube_efficiency,
                           self.cube_tile_overhead_cycles, self.fp32_cube_rate, dict(self.vector_efficiency),
                           self.cross_core_sync_cycles, self.mte_move_cycles)

@@ -14,10 +14,10 @@ from atc_py.engines.aicore import kernel_of
 from atc_py.engines.args import _ITEM, parse_args
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.base import AIC, OpError
-from atc_py.ops.base import Work
-from atc_py.ops.cost import BlockCost, work_cost
-from atc_py.ops.execute import tiling_context
+from atc_py.ops.core.base import AIC, OpError
+from atc_py.ops.core.base import Work
+from atc_py.ops.core.cost import BlockCost, work_cost
+from atc_py.ops.core.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
 from ..load.model import DeviceModel, desc_from_proto, op_attrs

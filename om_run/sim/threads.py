@@ -9,7 +9,7 @@ the simulation (loading the model), minus om-run's own CPU time in it. BLAS pool
 threadpoolctl (the maintained way to reach OpenBLAS/MKL/BLIS/OpenMP pools of any library at run time; an
 environment variable is read only when the library loads, which numpy did before om-run could set it).
 
-The budget goes to the kernels' own host pool (atc_py/ops/host_pool.py), not to BLAS: BLAS runs on one thread
+The budget goes to the kernels' own host pool (atc_py/ops/core/host_pool.py), not to BLAS: BLAS runs on one thread
 (OpenBLAS rounds some GEMMs differently with 1 and 2 threads), big GEMMs are cut into panels fixed by the
 shapes, and work whose elements are computed alone (stacks of whole GEMMs, copies, elementwise passes) is cut
 by N — so the outputs are the same bits whatever N is.
@@ -21,7 +21,7 @@ import math
 import os
 import time
 
-from atc_py.ops import host_pool
+from atc_py.ops.core import host_pool
 
 MIN_SAMPLE_S = 0.05      # the shortest interval the load is judged over (jiffies are 10 ms)
 BUSY_MARGIN = 0.3        # a core counts as taken when others used more than this share of one over the interval

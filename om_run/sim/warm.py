@@ -1,14 +1,15 @@
 """What a model's first execution would otherwise pay once, done before it (om-run: after the load, before the
 first loop): each static model's program (tasks decoded, costs priced), every kernel's tiling decoded once (an
 AscBackend kernel decodes and checks its graphs then), the host pool's threads started, and the scratch buffers
-the kernels compute in (im2col columns, padded planes, fp32 accumulators: ops/host_pool.scratch) grown to the
+the kernels compute in (im2col columns, padded planes, fp32 accumulators: ops/core/host_pool.scratch) grown to the
 largest launch and their pages touched — on the calling thread and on each pool thread — and, where om-run keeps
 freed memory in its heap (om_run/sim/host_heap.py), a block of that heap touched on each thread the kernels run on."""
 from __future__ import annotations
 
 from atc_py.common.errors import AtcError
-from atc_py.ops import get_op, host_pool
-from atc_py.ops.base import OpError
+from atc_py.ops import get_op
+from atc_py.ops.core import host_pool
+from atc_py.ops.core.base import OpError
 
 from .host_heap import PREFAULT_BYTES, prefault
 from ..load.model import DeviceModel

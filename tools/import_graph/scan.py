@@ -33,7 +33,7 @@ class Module:
         return self.path.parent.relative_to(root).as_posix()
 
     def label(self, root: pathlib.Path) -> str:
-        """The file without its .py suffix, e.g. atc_py/__init__ or atc_py/ops/registry."""
+        """The file without its .py suffix, e.g. atc_py/__init__ or atc_py/ops/core/registry."""
         return self.path.relative_to(root).with_suffix("").as_posix()
 
 

@@ -10,8 +10,8 @@ from ...ir.file_tensor import FileTensor
 from ...ir.graph import Graph, TensorDesc, Value
 from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...options.shapes import shape_range_attr
-from ...ops.base import OpError
-from ...ops.infer import infer_node
+from ...ops.core.base import OpError
+from ...ops.core.infer import infer_node
 from . import boundary  # noqa: F401
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting

@@ -9,8 +9,8 @@ import numpy as np
 
 from ...common.errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
-from ...ops.base import OpError
-from ...ops.infer import infer_node
+from ...ops.core.base import OpError
+from ...ops.core.infer import infer_node
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
 from ...options.shapes import shape_range_attr

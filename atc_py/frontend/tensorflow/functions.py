@@ -17,7 +17,7 @@ import numpy as np
 
 from ...common.errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
-from ...ops.infer import infer_node
+from ...ops.core.infer import infer_node
 from ...proto import tf_graph_pb2 as tf
 from ...engines.labels import STREAM_SWITCH_IF
 from .adapters import TfAdapterError, tf_op

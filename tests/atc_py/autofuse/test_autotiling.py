@@ -8,7 +8,7 @@ import atc_py
 from atc_py.autofuse.ascgraph_kernel import kernel_for
 from atc_py.autofuse.schedule import DOUBLE, SINGLE, SPILL
 from atc_py.autofuse.tiling import footprint
-from atc_py.ops.base import OpError
+from atc_py.ops.core.base import OpError
 from atc_py.platform import load_soc
 
 RNG = np.random.default_rng(7)
@@ -117,7 +117,7 @@ def test_the_cost_counts_a_broadcast_input_by_the_rows_it_reads():
     """A per-channel bias on [1, 16, 32, 32]: each tile reads a few channels of it, not a gathered copy the
     size of x; the work is vector ops per element, x in and y out, and the bias (autofuse/ascgraph_kernel.py)."""
     from atc_py.ops import get_op
-    from atc_py.ops.execute import tiling_context
+    from atc_py.ops.core.execute import tiling_context
     x = np.zeros((1, 16, 32, 32), np.float32)
     g = helper.make_graph([helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Sigmoid", ["a"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],

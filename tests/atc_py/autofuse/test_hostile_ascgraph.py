@@ -9,7 +9,7 @@ from onnx import TensorProto, helper
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.engines.args import parse_args
-from atc_py.ops.base import TilingStruct
+from atc_py.ops.core.base import TilingStruct
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
 from tests.helpers.om_files import edit, run_om_bytes

@@ -204,7 +204,7 @@ def own_registry(monkeypatch):
     """The op registry and the loaded-plugin table as they are, put back afterwards (a plugin replacing a builtin
     type must not outlive its test)."""
     from atc_py import plugins
-    from atc_py.ops import registry
+    from atc_py.ops.core import registry
     registry.all_ops()
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     monkeypatch.setattr(registry, "_SHADOWED", dict(registry._SHADOWED))

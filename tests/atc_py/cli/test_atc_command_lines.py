@@ -341,7 +341,6 @@ def test_ascend310p1_is_a_soc(tmp_path):
 
 def test_the_docs_list_every_atc_flag_atc_py_lacks():
     """docs/atc-py.md's table is the list the parser refuses (and every ATC flag is either implemented or in it)."""
-    import pathlib
 
     from atc_py.cli import atc_flags
     from atc_py.cli import flags as cmdline

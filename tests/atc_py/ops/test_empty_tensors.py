@@ -48,7 +48,7 @@ CASES = {
     "a dynamic quantization of batch 0": (
         [helper.make_node("DynamicQuantizeLinear", ["x"], ["q", "s", "z"]),
          helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"])], [0, 4], []),
-    # a transpose keeping its rows has a data-movement plan (ops/move_plans.py): none for an empty tensor
+    # a transpose keeping its rows has a data-movement plan (ops/core/move_plans.py): none for an empty tensor
     "a transpose of batch 0": (
         [helper.make_node("Transpose", ["x"], ["y"], perm=[0, 2, 1, 3])], [0, 2, 8, 16], []),
     "a matmul over K = 0 (its only weight is empty)": (

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from atc_py.ir.graph import TensorDesc
-from atc_py.ops import erf_fast, get_op
-from atc_py.ops.execute import run_op
+from atc_py.ops import get_op
+from atc_py.ops.core import erf_fast
+from atc_py.ops.core.execute import run_op
 from atc_py.platform import load_soc
 
 RNG = np.random.default_rng(18)

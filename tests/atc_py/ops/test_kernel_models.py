@@ -10,8 +10,8 @@ from onnx import TensorProto, helper, numpy_helper
 import atc_py
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.base import TilingContext, cores_for
 from atc_py.ops.conv_pool import group_extension
+from atc_py.ops.core.base import TilingContext, cores_for
 from atc_py.platform.soc import load_soc
 from bench.fidelity import zoo
 from om_run.sim.program import op_attrs

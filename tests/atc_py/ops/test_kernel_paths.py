@@ -8,7 +8,7 @@ import atc_py
 from atc_py.autofuse import ascgraph_kernel
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import conv_pool, get_op, matmul
-from atc_py.ops.execute import run_op
+from atc_py.ops.core.execute import run_op
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
@@ -255,14 +255,15 @@ def test_ascbackend_launch_plans_are_made_once_and_hold_no_launch_state(tmp_path
 def test_bninfer_broadcast_path_is_bit_equal(dtype, monkeypatch):
     """BNInfer with every plane covered computes x * k + b by per-channel broadcasting into one result array:
     the bits of the per-plane gather it replaced (still used when fewer blocks run)."""
-    from atc_py.ops import norm
+    from atc_py.ops import channel_norm
     x = RNG.standard_normal((2, 24, 7, 9)).astype(dtype)
     scale, offset, mean = (RNG.standard_normal(24).astype(dtype) for _ in range(3))
     var = np.abs(RNG.standard_normal(24)).astype(dtype)
     descs = [TensorDesc(x.shape, dtype)] + [TensorDesc((24,), dtype)] * 4
     zeros = []
-    monkeypatch.setattr(norm, "np", type("Np", (), {"__getattr__": lambda self, n: getattr(np, n),
-                                                    "zeros_like": lambda self, a: zeros.append(1) or np.zeros_like(a)})())
+    monkeypatch.setattr(channel_norm, "np", type("Np", (), {"__getattr__": lambda self, n: getattr(np, n),
+                                                            "zeros_like": lambda self, a: zeros.append(1) or
+                                                            np.zeros_like(a)})())
     out = run_op(get_op("BNInfer"), descs, [TensorDesc(x.shape, dtype)], {"epsilon": 1e-5}, SOC,
                  [x, scale, offset, mean, var])[0]
     assert not zeros                      # the broadcast path, not the per-plane gather

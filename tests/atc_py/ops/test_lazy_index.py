@@ -19,7 +19,7 @@ def test_checked_in_indexes_match_a_fresh_eager_import():
     code = ("import sys; sys.path.insert(0, 'tools'); import gen_lazy_index as g, json; "
             "print(json.dumps(g.render(*g.compute())))")
     ops_text, adapters_text = json.loads(_run(code))
-    assert (ROOT / "atc_py/ops/op_index.py").read_text() == ops_text, "run python tools/gen_lazy_index.py"
+    assert (ROOT / "atc_py/ops/core/op_index.py").read_text() == ops_text, "run python tools/gen_lazy_index.py"
     assert (ROOT / "atc_py/frontend/onnx/adapter_index.py").read_text() == adapters_text, \
         "run python tools/gen_lazy_index.py"
 
@@ -29,8 +29,8 @@ def test_lazy_lookups_give_the_eager_registrations():
     # eager load: each lookup must have returned the object the eager registries end with
     code = """
 import json
-from atc_py.ops import registry
-from atc_py.ops.op_index import OP_MODULES
+from atc_py.ops.core import registry
+from atc_py.ops.core.op_index import OP_MODULES
 from atc_py.frontend.onnx.adapter import ADAPTERS
 from atc_py.frontend.onnx.adapter_index import ADAPTER_MODULES
 from atc_py.frontend.onnx.adapters import load_all

@@ -1,4 +1,4 @@
-"""CANN's data-movement kernels as atc_py/ops/move_plans.py models them: which cores a Transpose or an
+"""CANN's data-movement kernels as atc_py/ops/core/move_plans.py models them: which cores a Transpose or an
 NCHW <-> NC1HWC0 TransData uses and how many MTE instructions its busiest core issues. The expected figures are
 what the public CANN sources (canndev: op_tiling/transpose.cc, tbe/impl/dynamic/transpose.py,
 trans_data_positive_source_ntc.py, trans_data_negative_target_ntc.py) give for ShuffleNetV2's tensors on a
@@ -9,9 +9,9 @@ import pytest
 
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.base import TilingContext, Work
-from atc_py.ops.cost import CostParams, work_cost
-from atc_py.ops.move_plans import from_5hd_plan, to_5hd_plan, transpose_plan
+from atc_py.ops.core.base import TilingContext, Work
+from atc_py.ops.core.cost import CostParams, work_cost
+from atc_py.ops.core.move_plans import from_5hd_plan, to_5hd_plan, transpose_plan
 from atc_py.platform.soc import load_soc
 from om_run.sim.profile import RuntimeProfile
 

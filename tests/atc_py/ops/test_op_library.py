@@ -4,9 +4,9 @@ import pytest
 
 from atc_py.ir.graph import Graph, TensorDesc
 from atc_py.ops import all_ops, get_op
-from atc_py.ops.base import OpError, OpSpec, TilingResult
-from atc_py.ops.cost import block_cost
-from atc_py.ops.execute import launch, tiling_context
+from atc_py.ops.core.base import OpError, OpSpec, TilingResult
+from atc_py.ops.core.cost import block_cost
+from atc_py.ops.core.execute import launch, tiling_context
 from atc_py.platform import load_soc
 from tests.helpers.kernels import SOC, run_one_op
 

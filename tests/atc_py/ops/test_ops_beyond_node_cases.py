@@ -18,8 +18,8 @@ import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.base import OpError, TilingResult
-from atc_py.ops.execute import launch, tiling_context
+from atc_py.ops.core.base import OpError, TilingResult
+from atc_py.ops.core.execute import launch, tiling_context
 from atc_py.platform import load_soc
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
@@ -316,7 +316,7 @@ HOSTILE_SAMPLES = {
 
 
 def _hostile_values(default):
-    from atc_py.ops.base import REQUIRED
+    from atc_py.ops.core.base import REQUIRED
     if default is REQUIRED or default is None:   # om-run's validation lets any type through for these
         return ["bogus", [1, 2], -7, 10 ** 12, 2.5, []]
     if isinstance(default, bool):

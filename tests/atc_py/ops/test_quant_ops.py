@@ -11,7 +11,7 @@ from onnx.reference import ReferenceEvaluator
 from atc_conformance.backend import AtcBackend
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.execute import run_op
+from atc_py.ops.core.execute import run_op
 from atc_py.platform import load_soc
 from tests.helpers.onnx_builders import onnx_model
 

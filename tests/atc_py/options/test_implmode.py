@@ -1,5 +1,5 @@
 """--op_select_implmode / --optypelist_for_implmode / --op_precision_mode choose between the two implementations of
-the kernels that have them (ops/impl_modes.py): high_precision computes fp16 input in fp32 and rounds once,
+the kernels that have them (ops/core/impl_modes.py): high_precision computes fp16 input in fp32 and rounds once,
 high_performance computes it in fp16 (Gelu's is TBE's fast polynomial). The choice is in the .om, om-run runs the
 same implementation (fused or not), its time follows the dtype it computes in, and fp32 builds do not change."""
 from __future__ import annotations

@@ -6,7 +6,7 @@ import pytest
 
 from atc_py.ir.graph import TensorDesc
 from atc_py.ops import get_op
-from atc_py.ops.execute import run_op
+from atc_py.ops.core.execute import run_op
 from atc_py.passes.fp16_fold import float32_to_float16, saturate_to_float16
 from atc_py.platform import load_soc
 

@@ -385,7 +385,7 @@ def test_fp16_weight_casts_left_on_threads_give_the_same_om_and_numbers(tmp_path
 
 def test_a_failing_weight_cast_is_reported_by_the_build(monkeypatch):
     from atc_py.ops import get_op
-    from atc_py.ops.base import OpError
+    from atc_py.ops.core.base import OpError
 
     def broken(self, args, inputs):
         raise OpError("no room")

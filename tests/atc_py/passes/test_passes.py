@@ -3,7 +3,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from atc_py.frontend.onnx import convert_onnx
-from atc_py.ops.infer import infer_graph
+from atc_py.ops.core.infer import infer_graph
 from atc_py.passes.fold import fold_constants
 from atc_py.passes.memory import MEM_ALIGN, WEIGHTS_START_OFFSET, plan_memory
 from atc_py.passes.prune import remove_dead_nodes, remove_identities
@@ -83,7 +83,7 @@ def test_a_failing_threaded_fold_names_its_node(monkeypatch):
 
     from atc_py.common.errors import AtcError
     from atc_py.ops import get_op
-    from atc_py.ops.base import OpError
+    from atc_py.ops.core.base import OpError
 
     def broken(self, args, inputs):
         raise OpError("kernel refused")

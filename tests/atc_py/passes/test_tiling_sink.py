@@ -114,7 +114,7 @@ def test_aicpu_only_placement_is_a_build_error(tmp_path):
     plugin = tmp_path / "aicpu_only.py"
     plugin.write_text(
         "from atc_py.ops import register\n"
-        "from atc_py.ops.base import ON_AICPU\n"
+        "from atc_py.ops.core.base import ON_AICPU\n"
         "from atc_py.ops.scan_mask import Trilu\n"
         "from atc_py.frontend.onnx.adapter import onnx_op, OnnxOp\n"
         "@register\nclass AicpuOnlyTrilu(Trilu):\n    op_type = 'AicpuOnlyTrilu'\n"
@@ -318,7 +318,7 @@ def test_custom_sink_op_differences():
 
 
 def test_custom_op_without_plugin_in_om_run_is_a_clean_error(tmp_path):
-    from atc_py.ops import registry
+    from atc_py.ops.core import registry
     p = tmp_path / "c.om"
     p.write_bytes(build(MODELS / "custom_op.onnx").om)
     saved = registry._REGISTRY.pop("RowScale")

@@ -205,7 +205,7 @@ def test_tf_attribute_of_the_wrong_kind():
 
 def test_internal_faults_are_e19999_with_the_node_and_a_traceback_under_debug(monkeypatch):
     from atc_py.frontend.onnx.adapter import ADAPTERS
-    from atc_py.frontend.onnx.adapters import elementwise  # noqa: F401
+    from atc_py.frontend.onnx.adapters import activation  # noqa: F401  (registers Relu)
     cls = ADAPTERS[("", "Relu")]
 
     def broken(ctx):

@@ -315,7 +315,7 @@ def test_the_attention_kernels_inference_refuses_an_empty_dimension():
     inference (its device tiling searches the sequence lengths of B >= 1 batches)."""
     from atc_py.ir.graph import Node, TensorDesc, Value
     from atc_py.ops import get_op
-    from atc_py.ops.base import OpError
+    from atc_py.ops.core.base import OpError
     spec = get_op("IncreFlashAttention")
     node = Node("ifa", "IncreFlashAttention", {"num_heads": 2, "input_layout": "BNSD"})
     descs = [TensorDesc((0, 2, 1, 16), "float16"), TensorDesc((0, 2, 32, 16), "float16"),
@@ -333,8 +333,8 @@ def test_value_dependent_kernels_check_the_shapes_their_file_tiling_gives():
 
     from atc_py.ir.graph import TensorDesc
     from atc_py.ops import get_op
-    from atc_py.ops.base import OpError, TilingResult
-    from atc_py.ops.execute import launch
+    from atc_py.ops.core.base import OpError, TilingResult
+    from atc_py.ops.core.execute import launch
     from atc_py.ops.scan_mask import CUMSUM_TILING
     x = np.arange(4, dtype=np.float32)
     bad = CUMSUM_TILING.pack(outer=4095, axis_len=4, inner=1, rows_per_block=1, axis=0, exclusive=0, reverse=0)

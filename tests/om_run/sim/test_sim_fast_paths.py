@@ -172,7 +172,7 @@ def test_conv_direct_output_is_refused_when_an_input_overlaps_it():
     """A residual planned in the output's memory (an in-place add) must be read before the GEMM writes there."""
     from atc_py.ir.graph import TensorDesc
     from atc_py.ops import conv_pool
-    from atc_py.ops.base import KernelArgs
+    from atc_py.ops.core.base import KernelArgs
     buf = np.zeros(64, np.float32)
     dst = buf[:16].reshape(1, 4, 2, 2)
     args = KernelArgs({}, 0, 1, {}, [TensorDesc((1, 4, 2, 2), "float32")], [dst])
@@ -229,7 +229,7 @@ def test_a_device_format_tensor_is_read_back_from_the_array_its_kernel_wrote(tmp
     """DeviceMemory.shadow: a 5HD tensor stays in the framework's layout its kernel computed it in; its readers
     take it as it is and its NC1HWC0 bytes are made only when read as bytes (here: never between two kernels) —
     no conversion either way, the same output bits, on every execution (memory reused)."""
-    from atc_py.ops import execute
+    from atc_py.ops.core import execute
     from om_run.sim import device_memory
     model = compiled(tmp_path, "inception_block.onnx", **{"ge.exec.precision_mode": "must_keep_origin_dtype"})
     x = inputs_of(model, None)

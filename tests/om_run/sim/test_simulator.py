@@ -314,7 +314,7 @@ def test_bandwidth_is_shared_max_min_fairly():
     assert fair_shares([1.0, 2.0], 10.0) == [1.0, 2.0]
     # two memory-bound kernels of one stream each: together they take as long as one after the other
     m = Machine(SOC, PROF)
-    from atc_py.ops.cost import BlockCost
+    from atc_py.ops.core.cost import BlockCost
     mb = 1 << 20
     jobs = [Job("AIC", 4, BlockCost(0, 0, 10, 0, 64 * mb), moved=256 * mb),
             Job("AIV", 4, BlockCost(0, 0, 10, 0, 64 * mb), moved=256 * mb)]

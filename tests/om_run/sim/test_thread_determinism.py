@@ -1,14 +1,14 @@
 """om-run's outputs do not depend on its thread count: the same bits with --threads 1, 2 and 3.
 
 BLAS runs on one thread and the kernels cut their GEMMs, copies and elementwise passes into pieces decided by the
-shapes alone (atc_py/ops/host_pool.py, gemm.py), so every output element is computed by the same calls in the same
+shapes alone (atc_py/ops/core/host_pool.py, gemm.py), so every output element is computed by the same calls in the same
 order whatever the thread count. (With OpenBLAS's own threads, sgemm rounds (32,144)@(144,256) differently with 1
 and 2 threads, and fp32 builds differed in the last bits between --threads 1 and --threads 2.) The simulated
 times and records do not depend on the host's threads either."""
 import numpy as np
 import pytest
 
-from atc_py.ops import gemm, host_pool
+from atc_py.ops.core import gemm, host_pool
 from om_run.load.loader import load_model
 from om_run.run.io import random_inputs
 from om_run.sim.host import Simulation
@@ -59,7 +59,7 @@ def test_a_big_conv_and_matmul_model_is_cut_into_pieces_and_gives_the_same_bits(
         pieces.append(count)
         return real(count, fn)
     monkeypatch.setattr(host_pool, "run_pieces", spy)
-    for mod in ("gemm", "conv_pool", "elementwise", "shape_layout"):
+    for mod in ("core.gemm", "conv_pool", "core.elementwise_tiling", "shape_layout"):
         monkeypatch.setattr(f"atc_py.ops.{mod}.run_pieces", spy)
     got = runs(compile_om(big_model()), tmp_path)
     assert max(pieces) > 1                       # the work was cut: the threads had pieces to share

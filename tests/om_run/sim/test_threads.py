@@ -3,7 +3,7 @@ BLAS pool stays at one thread: the kernels cut their GEMMs themselves); the defa
 processes keep busy."""
 import pytest
 
-from atc_py.ops import host_pool
+from atc_py.ops.core import host_pool
 from om_run.sim import threads as th
 from tests.helpers import MODELS, compile_om
 

@@ -3,10 +3,10 @@ the modules its model's ops need (adapter.ADAPTERS looks them up in adapter_inde
 every one in this order (plugins, which may replace builtin adapters, load after all of them)."""
 import importlib
 
-MODULES = ("math", "elementwise", "nn", "tensor", "index", "reduce", "sequence", "training",
-           "ascend", "misc", "scan",
-           "losses", "quant", "recurrent", "signal", "vision",   # issue 14b: quantized, vision, recurrent, signal, loss ops
-           "gather_scatter", "math_more", "transformer",
+MODULES = ("math", "activation", "nn", "tensor", "index", "reduce", "sequence", "training",
+           "ascend", "scan", "strings",
+           "losses", "quant", "recurrent", "signal", "vision",
+           "gather_scatter", "bitwise", "linear_algebra", "norm", "transformer",
            "control", "optional", "sequence_map", "quant_ms")
 
 

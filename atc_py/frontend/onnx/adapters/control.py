@@ -15,7 +15,7 @@ import numpy as np
 
 from ....ir.graph import Graph, TensorDesc, Value
 from ....ops.control import SCAN_OUTPUTS, TRIP_COUNT
-from ....ops.infer import infer_node
+from ....ops.core.infer import infer_node
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 from ..structured import leaves, mismatch, rebuild
 from .loop_unroll import needs_unroll, unroll

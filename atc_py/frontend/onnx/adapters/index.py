@@ -1,5 +1,5 @@
-"""Index and data-movement adapters: Constant, Shape, Cast, Gather, Split, Slice, Tile, Expand, Pad,
-DepthToSpace, Range. Parameters that GE ops take as attributes must be constants here."""
+"""Index and data-movement adapters: Constant, ConstantOfShape, Shape, Cast, Gather, Split, Slice, Tile, Expand,
+Pad, DepthToSpace, Range. Parameters that GE ops take as attributes must be constants here."""
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +29,16 @@ class Constant(OnnxOp):
             if key in ctx.attrs:
                 return [ctx.make_const("value", make(ctx.attrs[key]))]
         raise AdapterError("Constant needs one of value, value_float(s), value_int(s) (sparse/string not supported)")
+
+
+@onnx_op("ConstantOfShape")
+class ConstantOfShape(OnnxOp):
+    @classmethod
+    def _impl_v9(cls, ctx: NodeCtx):
+        value = ctx.attr("value")
+        arr = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+        return ctx.emit("Fill", [ctx.input(0)], {"value": arr[0].item() if arr.size else 0.0,
+                                                 "dtype": arr.dtype.name})
 
 
 @onnx_op("Shape")

@@ -1,4 +1,5 @@
-"""Math adapters: unary functions, broadcasting binaries, comparisons, Where, Clip, variadic Max/Min/Mean."""
+"""Math adapters: unary functions (trigonometric and hyperbolic ones, Round, IsNaN and IsInf included), broadcasting
+binaries (Pow with an exponent of another type), comparisons, Where, Clip, variadic Max/Min/Mean/Sum."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +28,21 @@ _unary("Selu", "Selu", 6, {"alpha": ("alpha", 1.67326319217681884765625),
 _unary("LeakyRelu", "LeakyRelu", 6, {"alpha": ("negative_slope", 0.01)})
 _unary("HardSigmoid", "HardSigmoid", 6, {"alpha": ("alpha", 0.2), "beta": ("beta", 0.5)})
 _unary("Shrink", "Shrink", 9, {"lambd": ("lambd", 0.5), "bias": ("bias", 0.0)})
+
+
+for _name, _since in [("Sin", 7), ("Cos", 7), ("Tan", 7), ("Asin", 7), ("Acos", 7), ("Atan", 7), ("Sinh", 9),
+                      ("Cosh", 9), ("Asinh", 9), ("Acosh", 9), ("Atanh", 9), ("Round", 11)]:
+    _unary(_name, _name, _since)
+_unary("IsNaN", "IsNan", 9)
+
+
+@onnx_op("IsInf")
+class IsInf(OnnxOp):
+    @classmethod
+    def _impl_v10(cls, ctx: NodeCtx):
+        return ctx.emit("IsInf", [ctx.input(0)], {"detect_positive": bool(ctx.attr("detect_positive", 1)),
+                                                  "detect_negative": bool(ctx.attr("detect_negative", 1))})
+
 
 
 @onnx_op("Gelu")
@@ -77,6 +93,32 @@ _binary("GreaterOrEqual", "GreaterEqual", 12, legacy=False)
 _binary("And", "LogicalAnd", 7)
 _binary("Or", "LogicalOr", 7)
 _binary("Xor", "LogicalXor", 7)
+
+
+@onnx_op("Pow")
+class Pow(OnnxOp):
+    """Pow-12+ lets the exponent have another type: a float exponent of an integer base computes in the
+    exponent's type and casts back (2 ** 0.5 is 1, not 2 ** 0); an integer exponent of a float base is cast to
+    the base's type."""
+
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        a = ctx.input(0)
+        return ctx.emit("Pow", [a, legacy_broadcast(ctx, a, ctx.input(1))])
+
+    @classmethod
+    def _impl_v7(cls, ctx: NodeCtx):
+        a, b = ctx.input(0), ctx.input(1)
+        ta, tb = a.desc.dtype, b.desc.dtype
+        if ta == tb:
+            return ctx.emit("Pow", [a, b])
+        if np.dtype(ta).kind in "iu" and np.dtype(tb).kind == "f":
+            wide = ctx.emit("Cast", [a], {"dst_type": tb}, suffix="base")[0]
+            y = ctx.emit("Pow", [wide, b], suffix="pow")[0]
+            return ctx.emit("Cast", [y], {"dst_type": ta})
+        e = ctx.emit("Cast", [b], {"dst_type": ta}, suffix="exponent")[0]
+        return ctx.emit("Pow", [a, e])
+
 
 
 @onnx_op("Mod")
@@ -160,3 +202,13 @@ class Mean(OnnxOp):
         total = xs[0] if len(xs) == 1 else ctx.emit("AddN", xs, suffix="sum")[0]
         n = ctx.make_const("count", np.array(len(xs), dtype=xs[0].desc.dtype))
         return ctx.emit("RealDiv", [total, n])
+
+
+@onnx_op("Sum")
+class Sum(OnnxOp):
+    @classmethod
+    def _impl_v6(cls, ctx: NodeCtx):
+        xs = [ctx.input(i) for i in range(ctx.n_inputs)]
+        if len(xs) == 1:
+            return ctx.emit("Identity", xs)
+        return ctx.emit("AddN", xs)

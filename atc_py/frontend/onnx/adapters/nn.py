@@ -1,4 +1,4 @@
-"""NN adapters: Conv, Gemm, MatMul, pooling, BatchNormalization, LayerNormalization."""
+"""NN adapters: Conv, ConvTranspose, pooling, Gemm, MatMul, Upsample, Resize, Dropout (the identity at inference)."""
 from __future__ import annotations
 
 UNKNOWN_RANK = (-2,)   # a tensor whose rank the graph decides at run time
@@ -295,44 +295,11 @@ class GlobalLpPool(OnnxOp):
         return ctx.emit("Pow", [total, ctx.make_const("inv_p", np.array(1.0 / p, x.desc.dtype))])
 
 
-@onnx_op("InstanceNormalization")
-class InstanceNormalization(OnnxOp):
-    @classmethod
-    def _impl_v6(cls, ctx: NodeCtx):
-        return ctx.emit("InstanceNorm", [ctx.input(0), ctx.input(1), ctx.input(2)],
-                        {"epsilon": float(ctx.attr("epsilon", 1e-5))})
-
-
 @onnx_op("GlobalAveragePool")
 class GlobalAveragePool(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
         return ctx.emit("GlobalAveragePool", [ctx.input(0)])
-
-
-@onnx_op("BatchNormalization")
-class BatchNormalization(OnnxOp):
-    @classmethod
-    def _impl_v1(cls, ctx: NodeCtx):
-        if ctx.attr("is_test", 1) == 0 or int(ctx.attr("training_mode", 0)) != 0:
-            raise AdapterError("training-mode BatchNormalization is not supported (inference only)")
-        if any(o for o in ctx.node.output[1:]):
-            raise AdapterError("BatchNormalization running-statistics outputs are not supported")
-        ins = [ctx.input(i) for i in range(5)]
-        return ctx.emit("BNInfer", ins, {"epsilon": float(ctx.attr("epsilon", 1e-5))})
-
-    _impl_v14 = _impl_v1
-
-
-@onnx_op("LayerNormalization")
-class LayerNormalization(OnnxOp):
-    @classmethod
-    def _impl_v17(cls, ctx: NodeCtx):
-        axis = int(ctx.attr("axis", -1))
-        attrs = {"begin_norm_axis": axis, "begin_params_axis": axis, "epsilon": float(ctx.attr("epsilon", 1e-5))}
-        if any(o for o in ctx.node.output[1:]):   # Mean / InvStdDev used: LayerNormV3 outputs mean and rstd
-            return ctx.emit("LayerNormV3", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs, n_out=3)
-        return ctx.emit("LayerNorm", [ctx.input(0), ctx.input(1), ctx.input(2)], attrs, n_out=3)[:1]
 
 
 @onnx_op("Gemm")
@@ -452,3 +419,15 @@ class Resize(OnnxOp):
         if sizes is not None:
             attrs["sizes"] = [int(s) for s in sizes.data.reshape(-1)]
         return ctx.emit("ResizeD", [ctx.input(0)], attrs)
+
+
+@onnx_op("Dropout")
+class Dropout(OnnxOp):
+    """Inference: Dropout is the identity (its mask output is not supported)."""
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        mask = ctx.node.output[1] if len(ctx.node.output) > 1 else ""
+        g = ctx.conv.model.graph
+        if mask and (any(mask in n.input for n in g.node) or any(o.name == mask for o in g.output)):
+            raise AdapterError("the mask output of Dropout is used; only inference Dropout is supported")
+        return ctx.emit("Identity", [ctx.input(0)])

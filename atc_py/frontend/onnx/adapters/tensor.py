@@ -1,4 +1,4 @@
-"""Shape and layout adapters: Reshape, Flatten, Transpose, Concat."""
+"""Shape and layout adapters: Reshape, Flatten, Transpose, Concat, Unsqueeze, Squeeze."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,3 +54,38 @@ class Concat(OnnxOp):
         if ctx.attr("axis") is None:
             raise AdapterError("Concat needs the 'axis' attribute")
         return cls._impl_v1(ctx)
+
+
+def _axes(ctx: NodeCtx, since_input: bool) -> list[int]:
+    if since_input:
+        axes = ctx.const(1)
+        if ctx.input(1) is not None and axes is None:
+            raise AdapterError("axes must be a constant")
+        return [] if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+    return [int(a) for a in ctx.attr("axes", [])]
+
+
+@onnx_op("Unsqueeze")
+class Unsqueeze(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        return ctx.emit("Unsqueeze", [ctx.input(0)], {"axes": _axes(ctx, False)})
+
+    @classmethod
+    def _impl_v13(cls, ctx: NodeCtx):
+        if not ctx.known(1):
+            return ctx.emit("UnsqueezeV3", [ctx.input(0), ctx.input(1)])   # axes from the graph: dynamic
+        return ctx.emit("Unsqueeze", [ctx.input(0)], {"axes": _axes(ctx, True)})
+
+
+@onnx_op("Squeeze")
+class Squeeze(OnnxOp):
+    @classmethod
+    def _impl_v1(cls, ctx: NodeCtx):
+        return ctx.emit("Squeeze", [ctx.input(0)], {"axes": _axes(ctx, False)})
+
+    @classmethod
+    def _impl_v13(cls, ctx: NodeCtx):
+        if not ctx.known(1):
+            return ctx.emit("SqueezeV3", [ctx.input(0), ctx.input(1)])   # axes from the graph: dynamic
+        return ctx.emit("Squeeze", [ctx.input(0)], {"axes": _axes(ctx, True)})

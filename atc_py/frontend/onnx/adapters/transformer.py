@@ -1,5 +1,5 @@
-"""Adapters for the transformer and LLM ops: Attention (opset 23-25), RotaryEmbedding, RMSNormalization,
-GroupNormalization, MeanVarianceNormalization, LpNormalization, LinearAttention, CausalConvWithState."""
+"""Adapters for the transformer and LLM ops: Attention (opset 23-25), RotaryEmbedding, LinearAttention,
+CausalConvWithState, FlexAttention (ai.onnx.preview). Their normalisations (RMSNormalization...) are in norm.py."""
 from __future__ import annotations
 
 import math
@@ -105,62 +105,6 @@ class RotaryEmbedding(OnnxOp):
                  "num_heads": int(ctx.attr("num_heads", 0))}
         ins = [ctx.input(0), ctx.input(1), ctx.input(2)] + ([ctx.input(3)] if ctx.input(3) is not None else [])
         return ctx.emit("RotaryPositionEmbedding", ins, attrs)
-
-
-@onnx_op("RMSNormalization")
-class RMSNormalization(OnnxOp):
-    @classmethod
-    def _impl_v23(cls, ctx: NodeCtx):
-        attrs = {"epsilon": float(ctx.attr("epsilon", 1e-5)), "begin_norm_axis": int(ctx.attr("axis", -1))}
-        return ctx.emit("RmsNorm", [ctx.input(0), ctx.input(1)], attrs, n_out=2)[:1]
-
-
-@onnx_op("GroupNormalization")
-class GroupNormalization(OnnxOp):
-    @classmethod
-    def _impl_v18(cls, ctx: NodeCtx):
-        """Opset 18: scale and bias per group; channel c takes its group's (c // (C / num_groups))."""
-        x = ctx.input(0)
-        groups = int(ctx.attr("num_groups"))
-        c = x.desc.shape[1] if len(x.desc.shape) > 1 else 0
-        if groups < 1 or not c or c % groups:
-            raise AdapterError(f"num_groups {groups} does not divide the channels of {list(x.desc.shape)}")
-        per_channel = ctx.make_const("group_of_channel", np.arange(c, dtype=np.int64) // (c // groups))
-        scale = ctx.emit("GatherV2D", [ctx.input(1), per_channel], {"axis": 0}, suffix="scale")[0]
-        bias = ctx.emit("GatherV2D", [ctx.input(2), per_channel], {"axis": 0}, suffix="bias")[0]
-        return cls._emit(ctx, x, scale, bias, groups)
-
-    @classmethod
-    def _impl_v21(cls, ctx: NodeCtx):
-        return cls._emit(ctx, ctx.input(0), ctx.input(1), ctx.input(2), int(ctx.attr("num_groups")))
-
-    @staticmethod
-    def _emit(ctx: NodeCtx, x, scale, bias, groups: int):
-        return ctx.emit("GroupNorm", [x, scale, bias], {"num_groups": groups,
-                                                        "epsilon": float(ctx.attr("epsilon", 1e-5))}, n_out=3)[:1]
-
-
-@onnx_op("MeanVarianceNormalization")
-class MeanVarianceNormalization(OnnxOp):
-    @classmethod
-    def _impl_v9(cls, ctx: NodeCtx):
-        axes = [int(a) for a in ctx.attr("axes", [0, 2, 3])]
-        return ctx.emit("MVNV2", [ctx.input(0)], {"axes": axes, "eps": 1e-9})
-
-
-@onnx_op("LpNormalization")
-class LpNormalization(OnnxOp):
-    """x / ||x||_p along axis: LpNorm (dims kept) then a division, as CANN's plugin builds it."""
-
-    @classmethod
-    def _impl_v1(cls, ctx: NodeCtx):
-        p = int(ctx.attr("p", 2))
-        if p not in (1, 2):
-            raise AdapterError(f"p = {p}: LpNormalization supports 1 and 2")
-        x = ctx.input(0)
-        norm = ctx.emit("LpNorm", [x], {"p": p, "axes": [int(ctx.attr("axis", -1))], "keepdim": True},
-                        suffix="norm")[0]
-        return ctx.emit("RealDiv", [x, norm])
 
 
 @onnx_op("LinearAttention")

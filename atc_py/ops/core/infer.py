@@ -1,6 +1,6 @@
 """Shape and dtype inference through each op's prototype.
 
-Part of the op library, not a pass: control ops infer their subgraphs with it (control.py), the frontends
+Part of the op library, not a pass: control ops infer their subgraphs with it (ops/control.py), the frontends
 infer each node they build, and the passes re-infer what they rewrite.
 
 A node whose prototype rejects its inputs or attributes is an invalid model: E14001 naming the node, what it
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..common.errors import AtcError
-from ..ir.dtypes import dtype_by_name
-from ..ir.graph import Graph, Node, TensorDesc
-from ..common.limits import MAX_RANK, MAX_TENSOR_BYTES
+from ...common.errors import AtcError
+from ...common.limits import MAX_RANK, MAX_TENSOR_BYTES
+from ...ir.dtypes import dtype_by_name
+from ...ir.graph import Graph, Node, TensorDesc
 from .base import OpError
 from .registry import get_op
 

@@ -1,9 +1,7 @@
-"""More math: IsNan, IsInf, Round (elementwise), Mod (C fmod: the remainder takes the dividend's sign),
-Cumprod (Cumsum's row scan with products), MatrixDeterminant (ONNX Det) and Einsum.
+"""Linear algebra: MatrixDeterminant (ONNX Det) and Einsum.
 
-IsNan/IsInf/Round/Mod use the elementwise tiling; Cumprod Cumsum's row split; MatrixDeterminant splits the
-batch of matrices over the vector cores; Einsum runs on the cube (its contraction is a batched matmul) and its
-blocks write their chunk of the flattened output."""
+MatrixDeterminant splits the batch of matrices over the vector cores; Einsum runs on the cube (its contraction is
+a batched matmul) and its blocks write their chunk of the flattened output."""
 from __future__ import annotations
 
 import re
@@ -12,90 +10,11 @@ import numpy as np
 
 from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
-from .base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                   ceil_div, cores_for, covered, prod, split_rows)
-from .elementwise import ELEMWISE_TILING, FLOAT_TYPES, NUM_TYPES, BinaryOp, UnaryOp, elementwise_tiling, run_blocks
-from .registry import register
-from .scan_mask import Cumsum
-
-
-class _FloatPredicate(UnaryOp):
-    """A float -> bool elementwise test."""
-    dtypes = FLOAT_TYPES + ("bool",)
-
-    def infer(self, node: Node) -> list[TensorDesc]:
-        d = node.input_desc(0)
-        if d.dtype not in FLOAT_TYPES:
-            raise OpError(f"{self.op_type} takes a float tensor, got {d.dtype}")
-        return [TensorDesc(d.shape, "bool", d.format, d.origin_format)]
-
-    def compute(self, args: KernelArgs, inputs):
-        a = {k: self.attr(args.attrs, k) for k in self.attrs}
-        return [run_blocks(args, [inputs[0].reshape(-1)], lambda x: self.test(x, a), "bool")]
-
-    @staticmethod
-    def test(x, a):
-        raise NotImplementedError
-
-
-@register
-class IsNan(_FloatPredicate):
-    op_type = "IsNan"
-    test = staticmethod(lambda x, a: np.isnan(x))
-
-
-@register
-class IsInf(_FloatPredicate):
-    """Infinities, of the signs `detect_positive` / `detect_negative` select."""
-    op_type = "IsInf"
-    attrs = {"detect_positive": True, "detect_negative": True}
-    vector_ops_per_elem = 2
-
-    @staticmethod
-    def test(x, a):
-        pos = np.isposinf(x) if a["detect_positive"] else np.zeros(x.shape, bool)
-        neg = np.isneginf(x) if a["detect_negative"] else np.zeros(x.shape, bool)
-        return pos | neg
-
-
-@register
-class Round(UnaryOp):
-    """Round half to even (ONNX Round, numpy's rounding)."""
-    op_type = "Round"
-    dtypes = FLOAT_TYPES
-    vector_ops_per_elem = 2
-    fn = staticmethod(np.round)
-
-
-def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C fmod: a - trunc(a / b) * b. An integer divided by zero gives 0 (no fault on the vector unit)."""
-    if a.dtype.kind in "iu":
-        safe = np.where(b == 0, 1, b)
-        return np.where(b == 0, 0, np.fmod(a, safe)).astype(a.dtype)
-    return np.fmod(a, b)
-
-
-@register
-class Mod(BinaryOp):
-    """ONNX Mod with fmod=1 (the remainder has the dividend's sign); fmod=0 is FloorMod."""
-    op_type = "Mod"
-    dtypes = NUM_TYPES
-    fn = staticmethod(_fmod)
-
-    def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        w.vector_ops *= 3   # divide, truncate, multiply-subtract
-        return w
-
-
-@register
-class Cumprod(Cumsum):
-    """Running product along an axis (ONNX CumProd): Cumsum's tiling and row walk with products; an exclusive
-    scan starts from 1."""
-    op_type = "Cumprod"
-    dtypes = FLOAT_TYPES + ("int32", "int64", "uint32", "uint64")
-    scan = staticmethod(np.cumprod)
-    identity = 1
+from .core.base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
+                        ceil_div, cores_for, covered, prod, split_rows)
+from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
+from .core.registry import register
+from .elementwise import FLOAT_TYPES
 
 
 DET_TILING = TilingStruct(("batch", "Q"), ("n", "Q"), ("mats_per_block", "Q"))

@@ -1,14 +1,18 @@
-"""Normalisation: BNInfer (inference BatchNorm, per channel) and LayerNorm (over trailing axes)."""
+"""Normalisations with statistics per channel, (n, c) plane or (n, group) of channels: BNInfer (inference
+BatchNorm), InstanceNorm, GroupNorm (per-channel affine after per-group statistics) and LRN (local response
+normalisation across neighbouring channels).
+
+Each op splits its independent planes, groups or images over the vector cores and computes the ones its blocks
+cover; statistics are computed in fp32 (fp64 for double inputs), as the kernels accumulate."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from ..platform.soc import SocSpec
-from .base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for, covered,
-                   prod, split_rows)
-from .impl_modes import HIGH_PERFORMANCE
-from .registry import register
+from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
+                        covered, prod, split_rows)
+from .core.registry import register
+from .elementwise import FLOAT_TYPES
 
 BN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("planes_per_block", "Q"), ("epsilon", "f"))
 
@@ -63,86 +67,6 @@ class BNInfer(OpSpec):
         w = super().work(ctx)
         w.vector_ops *= 2  # multiply-add per element
         return w
-
-
-@register
-class LayerNorm(OpSpec):
-    op_type = "LayerNorm"
-    inputs = ("x", "gamma", "beta?")
-    outputs = ("y", "mean", "variance")
-    attrs = {"begin_norm_axis": -1, "begin_params_axis": -1, "epsilon": 1e-5}
-    impl_default = HIGH_PERFORMANCE
-    tiling_struct = TilingStruct(("outer", "Q"), ("axis_len", "Q"), ("inner", "Q"), ("rows_per_block", "Q"),
-                                 ("epsilon", "f"))
-
-    def _axis(self, attrs, rank) -> int:
-        a = int(self.attr(attrs, "begin_norm_axis"))
-        if not -rank <= a < rank:
-            raise OpError(f"begin_norm_axis {a} is out of range for rank {rank}")
-        return a % rank
-
-    def infer(self, node: Node) -> list[TensorDesc]:
-        x = node.input_desc(0)
-        axis = self._axis(node.attrs, len(x.shape))
-        g = node.input_desc(1)
-        try:
-            np.broadcast_shapes(x.shape[axis:], g.shape)
-        except ValueError:
-            raise OpError(f"gamma shape {list(g.shape)} does not match normalised dims {list(x.shape[axis:])}") from None
-        stat = TensorDesc(x.shape[:axis] + (1,) * (len(x.shape) - axis), "float32", x.format, x.origin_format)
-        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format), stat, stat]
-
-    def tiling(self, ctx: TilingContext) -> TilingResult:
-        x = ctx.inputs[0]
-        axis = self._axis(ctx.attrs, len(x.shape))
-        rows, length = prod(x.shape[:axis]), prod(x.shape[axis:])
-        block_dim, per = split_rows(rows, cores_for(self, ctx.soc))
-        data = self.tiling_struct.pack(outer=rows, axis_len=length, inner=1, rows_per_block=per,
-                                       epsilon=float(self.attr(ctx.attrs, "epsilon")))
-        return TilingResult(block_dim, 0, data)
-
-    def compute(self, args: KernelArgs, inputs):
-        t = args.tiling
-        x, gamma, beta = inputs[0], inputs[1], inputs[2] if len(inputs) > 2 else None
-        # fp32 inside, or what the SoC and the implementation mode give (passes/soc_kernels.py: fp16 on Ascend310)
-        inside = np.dtype(args.attrs.get("_internal_dtype") or "float32")
-        eps = inside.type(t["epsilon"])
-        flat = x.reshape(t["outer"], t["axis_len"])
-        out = np.zeros((t["outer"], t["axis_len"]), dtype=inside)
-        means = np.zeros((t["outer"], 1), dtype=np.float32)
-        vars_ = np.zeros((t["outer"], 1), dtype=np.float32)
-        end = covered(t["outer"], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
-        if end:
-            r = flat[:end].astype(inside)
-            mean = r.mean(axis=1, keepdims=True, dtype=inside)
-            centred = r - mean
-            var = np.square(centred).mean(axis=1, keepdims=True, dtype=inside)
-            out[:end] = centred / np.sqrt(var + eps)
-            means[:end], vars_[:end] = mean, var
-        shape = args.outputs[0].shape
-        y = out.reshape(shape) * gamma.astype(inside)
-        if beta is not None:
-            y = y + beta.astype(inside)
-        return [y.astype(args.outputs[0].dtype), means.reshape(args.outputs[1].shape),
-                vars_.reshape(args.outputs[2].shape)]
-
-    def inside_dtype(self, dtype: str, soc: SocSpec, mode: str) -> str | None:
-        """TBE's LayerNorm on fp16 input computes in fp32 if the SoC has fp32 vexp and the mode is high_performance
-        (ATC's default), or with high_precision; else in fp16 (Ascend310 by default). compute() works in fp32
-        unless told: the attribute is needed when that changes, or when high precision was asked for."""
-        if dtype != "float16":
-            return None
-        vexp = soc.intrinsic_dtypes("vexp")
-        inside = "float32" if ((vexp is None or "float32" in vexp) and mode == "high_performance") \
-            or mode == "high_precision" else "float16"
-        return inside if inside == "float16" or mode == "high_precision" else None
-
-    def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        w.vector_ops = ctx.inputs[0].numel * 6  # mean, sub, square, mean, rsqrt-mul, affine
-        return w
-
-
 
 
 LRN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("plane", "Q"), ("images_per_block", "Q"), ("size", "I"),
@@ -237,4 +161,67 @@ class InstanceNorm(OpSpec):
     def work(self, ctx: TilingContext) -> Work:
         w = super().work(ctx)
         w.vector_ops *= 5
+        return w
+
+
+GN_TILING = TilingStruct(("n", "Q"), ("c", "Q"), ("groups", "Q"), ("plane", "Q"), ("units_per_block", "Q"),
+                         ("epsilon", "f"))
+
+
+@register
+class GroupNorm(OpSpec):
+    """Normalise each (n, group) of C / num_groups channels, then the per-channel gamma and beta (ONNX
+    GroupNormalization-21; the frontend expands opset 18's per-group scale and bias to channels)."""
+    op_type = "GroupNorm"
+    inputs = ("x", "gamma", "beta")
+    outputs = ("y", "mean", "variance")
+    attrs = {"num_groups": 1, "epsilon": 1e-5, "data_format": "NCHW", "is_training": False}
+    dtypes = FLOAT_TYPES
+    tiling_struct = GN_TILING
+
+    def _geom(self, attrs, x, g, b):
+        groups = int(self.attr(attrs, "num_groups"))
+        if len(x) < 2 or groups < 1 or x[1] % groups:
+            raise OpError(f"num_groups {groups} does not divide the channels of {list(x)}")
+        if tuple(g) != (x[1],) or tuple(b) != (x[1],):
+            raise OpError(f"gamma {list(g)} and beta {list(b)} must be [{x[1]}]")
+        return x[0], x[1], groups, prod(x[2:])
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        x = node.input_desc(0)
+        n, _, groups, _ = self._geom(node.attrs, x.shape, node.input_desc(1).shape, node.input_desc(2).shape)
+        stat = TensorDesc((n, groups), "float32", "ND", "ND")
+        return [TensorDesc(x.shape, x.dtype, x.format, x.origin_format), stat, stat]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        n, c, groups, plane = self._geom(ctx.attrs, *(d.shape for d in ctx.inputs[:3]))
+        block_dim, per = split_rows(n * groups, cores_for(self, ctx.soc))
+        return TilingResult(block_dim, 0, GN_TILING.pack(n=n, c=c, groups=groups, plane=plane, units_per_block=per,
+                                                         epsilon=float(self.attr(ctx.attrs, "epsilon"))))
+
+    def compute(self, args: KernelArgs, inputs):
+        t = args.tiling
+        x, gamma, beta = inputs
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        rows = t["n"] * t["groups"]
+        units = x.reshape(rows, x.size // rows if rows else 0).astype(acc)   # -1 fails on a batch of 0
+        mean = np.zeros((units.shape[0], 1), acc)
+        var = np.zeros((units.shape[0], 1), acc)
+        out = np.zeros_like(units)
+        end = covered(units.shape[0], t["units_per_block"], args.block_dim)   # groups are independent: one pass
+        if end:
+            u = units[:end]
+            mean[:end] = u.mean(axis=1, keepdims=True)
+            var[:end] = np.square(u - mean[:end]).mean(axis=1, keepdims=True)
+            out[:end] = (u - mean[:end]) / np.sqrt(var[:end] + acc(t["epsilon"]))
+        y = out.reshape(t["n"], t["c"], t["plane"]) * gamma.astype(acc)[:, None] + beta.astype(acc)[:, None]
+        y.reshape(units.shape)[end:] = 0
+        stat = (t["n"], t["groups"])
+        return [y.reshape(args.outputs[0].shape).astype(args.outputs[0].dtype),
+                mean.reshape(stat).astype(np.float32), var.reshape(stat).astype(np.float32)]
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = super().work(ctx)
+        w.vector_ops = ctx.inputs[0].numel * 7   # mean, sub, square, mean, rsqrt-mul, scale, shift
+        w.vector_class = "norm"
         return w

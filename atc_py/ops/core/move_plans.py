@@ -1,7 +1,7 @@
 """How CANN's data-movement kernels cut a tensor over the cores and how many MTE instructions each core issues.
 
-A kernel that moves a tensor in a few large DataCopy instructions is priced by its bytes (atc_py/ops/cost.py). One
-whose rows are short or not 32-byte aligned issues an instruction per row or per channel, and those instructions,
+A kernel that moves a tensor in a few large DataCopy instructions is priced by its bytes (atc_py/ops/core/cost.py).
+One whose rows are short or not 32-byte aligned issues an instruction per row or per channel, and those instructions,
 not the bytes, set its time (Work.mte_moves, priced at RuntimeProfile.mte_move_cycles each). The plans below
 follow the public CANN op sources (the canndev tree: op_tiling/transpose.cc with tbe/impl/dynamic/transpose.py,
 tbe/impl/trans_data_positive_source_ntc.py and trans_data_negative_target_ntc.py), simplified where the exact
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import TilingContext, TilingResult, Work, ceil_div, prod
-from .elementwise import elementwise_tiling
+from .elementwise_tiling import elementwise_tiling
 
 BLOCK = 32                 # bytes in one UB block: the granule every move and burst is counted in
 VNC_LANES = 16             # vnchwconv transposes 16 x 16 blocks: an element-as-block pass writes 16 slots a value

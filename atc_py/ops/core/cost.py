@@ -1,4 +1,4 @@
-"""Cycles of a kernel's largest block on its core, from the op's Work and the SoC (DESIGN §8.3).
+"""Cycles of a kernel's largest block on its core, from the op's Work and the SoC.
 
 block cycles = max(cube, vector, MTE) + head, where
 * cube   = fractals / (fractal rate x dtype rate x cube efficiency) + one fixpipe drain per L0C output tile;
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..platform.soc import SocSpec
+from ...platform.soc import SocSpec
 from .base import AIC, MIX, OpSpec, TilingContext, Work
 
 VEC_REF_ITEMSIZE = 2  # vec_calc_size counts fp16 elements per cycle

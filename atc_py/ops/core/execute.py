@@ -5,9 +5,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ir.formats import DEVICE_FORMATS, from_device, to_device
-from ..ir.graph import TensorDesc
-from ..platform.soc import SocSpec
+from ...ir.formats import DEVICE_FORMATS, from_device, to_device
+from ...ir.graph import TensorDesc
+from ...platform.soc import SocSpec
 from .base import KernelArgs, OpSpec, TilingContext, TilingResult
 from .host_pool import hold_blas_single
 

@@ -60,22 +60,25 @@ def builtin_op(op_type: str) -> OpSpec | None:
     return _SHADOWED.get(op_type) or get_op(op_type)
 
 
+# The op families live one level up, in atc_py.ops: this package names them and never imports them statically.
+FAMILIES_PACKAGE = __package__.rpartition(".")[0]
+
 # The op modules in the order the eager load imports them (all_ops, plugins); get_op imports only the one
-# op_index.OP_MODULES names for a type (issue 18: a compile imports the ops its model uses). A bare name is a
-# module of this package; a dotted one is absolute: an op that lives with the feature it belongs to (AscBackend
+# op_index.OP_MODULES names for a type (a compile imports the ops its model uses). A bare name is a module of
+# FAMILIES_PACKAGE; a dotted one is absolute: an op that lives with the feature it belongs to (AscBackend
 # with autofuse, whose fusion pass imports the op library: an import from here would close a cycle).
 BUILTIN_MODULES = (
-    "activation", "aipp", "atc_py.autofuse.asc_backend", "attention_moe", "binary_more", "control", "conv_nd",
-    "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "norm", "reduce",
+    "activation", "aipp", "atc_py.autofuse.asc_backend", "attention_moe", "control", "conv_nd",
+    "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "channel_norm", "layer_norm", "reduce",
     "resize", "scan_mask", "shape_layout", "strings", "value_params",
-    "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",  # issue 14b families
-    "activation_more", "attention", "bitwise", "gather_scatter", "math_more", "norm_more", "recurrent_state",
+    "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",
+    "attention", "bitwise", "gather_scatter", "linear_algebra", "axes_norm", "recurrent_state",
     "trig", "value_dependent", "transdata", "confusion_transpose", "qlinear", "qlinear_pool")
 
 
 def module_name(module: str) -> str:
     """The full name of a BUILTIN_MODULES / op_index entry."""
-    return module if "." in module else f"{__package__}.{module}"
+    return module if "." in module else f"{FAMILIES_PACKAGE}.{module}"
 
 
 def get_op(op_type: str) -> OpSpec | None:

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..ir.graph import Node, TensorDesc
-from ..platform.soc import SocSpec
+from ...ir.graph import Node, TensorDesc
+from ...platform.soc import SocSpec
 from .impl_modes import upcast_inside
 
 AICORE, AICPU = "AICORE", "AICPU"
@@ -111,8 +111,8 @@ def direct_output(args: KernelArgs, acc, inputs) -> np.ndarray | None:
 class Work:
     """Work of one launch (work()) or of its largest block (block_work()): cube fractal MACs, vector element-ops,
     bytes moved between global memory and the cores, and how (ops describe it, the cost model prices it for
-    every kernel alike: atc_py/ops/cost.py and om_run/sim). `pipelined`: the block's data movement overlaps its
-    compute (double-buffered queues); False serialises them."""
+    every kernel alike: atc_py/ops/core/cost.py and om_run/sim). `pipelined`: the block's data movement overlaps
+    its compute (double-buffered queues); False serialises them."""
 
     fractals: int = 0
     vector_ops: int = 0
@@ -127,7 +127,7 @@ class Work:
     #                                 0: the inputs and outputs themselves
     pipelined: bool = True          # MTE overlaps compute (double-buffered); False: one after the other
     mte_moves: int = 0              # MTE instructions that cost more than their bytes: a kernel moving rows or
-    #                                 channels one instruction each (ops/move_plans.py); 0 for bulk movers
+    #                                 channels one instruction each (ops/core/move_plans.py); 0 for bulk movers
 
     def share(self, blocks: int) -> "Work":
         """The largest of `blocks` even parts of this work (each count rounded up)."""
@@ -148,7 +148,7 @@ class OpSpec:
     engine: ClassVar[str] = AICORE
     core_type: ClassVar[str] = AIV
     dtypes: ClassVar[tuple[str, ...]] = ("float32", "float16")
-    # the op information library's formats (seed 003): input/output name -> the device format its AI Core kernel
+    # the op information library's formats: input/output name -> the device format its AI Core kernel
     # takes it in (NC1HWC0, FRACTAL_Z, ...); empty: the framework's layout. passes/formats.py reads it.
     formats: ClassVar[dict[str, str]] = {}
     # per SoC (Short_SoC_version -> formats), where an SoC's kernel differs from the default (the matmuls of the
@@ -157,7 +157,7 @@ class OpSpec:
     tiling_depend: ClassVar[frozenset[int]] = frozenset()
     infer_depend: ClassVar[frozenset[int]] = frozenset()  # inputs whose *values* decide the output shape
     # its infer reasons about inputs of unknown rank (GE's -2) itself; other ops given one have outputs of unknown
-    # rank too (ops/infer.py), never a rank read off the placeholder (-2,)
+    # rank too (ops/core/infer.py), never a rank read off the placeholder (-2,)
     unknown_rank_aware: ClassVar[bool] = False
     # GE's DEPEND_COMPUTE ("third-class") ops: the output shape is known only once the kernel ran (NMS's count of
     # selected boxes); infer gives -1 dims, the host executor takes the shape of what the kernel returned
@@ -172,7 +172,7 @@ class OpSpec:
     # instruction the SoC has in fp16 only computes in fp16 inside (passes/soc_kernels.py)
     vector_intrinsics: ClassVar[tuple[str, ...]] = ()
     # a kernel with a high-precision and a high-performance implementation: the mode it runs when the build names
-    # none for it (ops/impl_modes.py); None: one implementation
+    # none for it (ops/core/impl_modes.py); None: one implementation
     impl_default: ClassVar[str | None] = None
 
     def alias_input(self, node: Node, k: int) -> int | None:
@@ -202,7 +202,7 @@ class OpSpec:
 
     def scratch_needs(self, tiling: dict[str, Any], attrs: dict[str, Any], inputs: list, outputs: list
                       ) -> tuple[dict[str, int], dict[str, int]]:
-        """The host scratch (ops/host_pool.scratch: name -> bytes) a launch with this decoded tiling uses on the
+        """The host scratch (ops/core/host_pool.scratch: name -> bytes) a launch with this decoded tiling uses on the
         calling thread, and on each thread running its pieces: reserved before a model's first execution.
         Most kernels use none."""
         return {}, {}
@@ -241,7 +241,7 @@ class OpSpec:
         """The dtype the kernel computes `dtype` tensors in on `soc` under implementation mode `mode`
         (--op_select_implmode / --op_precision_mode), when that is not what compute() does by default; None
         otherwise. A two-implementation kernel (impl_default set) computes fp16 in fp32 under high_precision
-        where the SoC has fp32 vexp (ops/impl_modes.py); ops with another rule override it."""
+        where the SoC has fp32 vexp (ops/core/impl_modes.py); ops with another rule override it."""
         return upcast_inside(dtype, soc, mode) if self.impl_default else None
 
     def own_kernel_only(self, attrs: dict[str, Any]) -> bool:
