@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode
+.PHONY: venv lint test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode
 
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,12 @@ venv: $(VENV)/.stamp
 
 # the suite on every core (pytest-xdist); PYTEST_ARGS=... adds flags, e.g. PYTEST_ARGS='-n 0' runs it in one process
 PYTEST_ARGS ?=
-test: venv
+test: venv lint
 	$(PY) -m pytest -n auto $(PYTEST_ARGS)
+
+# ruff with the rules in pyproject.toml (what the code's noqa marks assume)
+lint: venv
+	$(PY) -m ruff check .
 
 demo: venv
 	SOC=$(SOC) BIN=$(VENV)/bin bash tools/demo.sh

@@ -68,7 +68,7 @@ def _import(path: pathlib.Path, key: str) -> list[str]:
     with registry.plugin_scope(path.stem) as types:
         try:
             spec.loader.exec_module(module)
-        except BaseException as exc:  # a broken plugin is the user's input (sys.exit in it too): no traceback
+        except BaseException as exc:  # noqa: BLE001 -- a broken plugin is the user's input (sys.exit in it too): no traceback
             sys.modules.pop(name, None)
             what = f"it called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else \
                 f"{type(exc).__name__}: {exc}"

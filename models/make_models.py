@@ -288,7 +288,7 @@ def rnn_loop() -> onnx.ModelProto:
     body reads x[i], updates h = tanh(x[i] W + h U + b) and emits h as a scan output. Static: it compiles
     to a label loop (LABEL_SWITCH_BY_INDEX / LABEL_GOTO_EX) with h and the counter in device memory."""
     rng = np.random.default_rng(15)
-    T, B, I, H = 16, 2, 8, 16
+    T, B, I, H = 16, 2, 8, 16  # noqa: E741 -- T, B, I, H: ONNX's names of the RNN sizes
     body = helper.make_graph(
         [helper.make_node("Gather", ["x", "i"], ["xt"], axis=0),
          helper.make_node("MatMul", ["xt", "W"], ["xw"]),

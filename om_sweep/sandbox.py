@@ -73,7 +73,7 @@ def _child(job: Job, local_paths: dict, workdir: str, conn, stderr_path: str) ->
     except MemoryError as exc:
         rec = failed(rec, AtcError("E40005", limit=f"{job.memory_limit_mb:g}",
                                    reason=f"{type(exc).__name__}: {exc}"[:300]), {}, job)
-    except Exception as exc:  # a bug in the tools: recorded like atc-py's E19999, the sweep goes on
+    except Exception as exc:  # noqa: BLE001 -- a bug in the tools: recorded like atc-py's E19999, the sweep goes on
         if job.memory_limit_mb and "can't start new thread" in str(exc):
             rec = failed(rec, AtcError("E40005", limit=f"{job.memory_limit_mb:g}",
                                        reason=f"{type(exc).__name__}: {exc}"), {}, job)

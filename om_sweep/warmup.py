@@ -38,7 +38,7 @@ def warm_up() -> None:
 
 try:
     warm_up()
-except Exception:  # only speed is at stake: jobs load what they need themselves
+except Exception:  # noqa: BLE001 -- only speed is at stake: jobs load what they need themselves
     pass
 
 import gc  # noqa: E402

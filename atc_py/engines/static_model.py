@@ -19,7 +19,7 @@ from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
 from ..ops.core.base import OpError, TilingResult
 from ..ops.core.execute import tiling_context
-from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan, plan_memory
+from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan
 from ..passes.streams import StreamPlan, assign_streams
 from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec

@@ -55,7 +55,7 @@ def partition_digest(buffers: list, workers: int = 1) -> bytes:
         try:
             for k in ks:
                 digests[k] = _piece(views, starts, *spans[k])
-        except BaseException as exc:   # a deferred buffer failed: raised below, on the calling thread
+        except BaseException as exc:   # noqa: BLE001 -- a deferred buffer failed: raised below, on the calling thread
             errors.append(exc)
     workers = max(1, min(workers, len(spans)))
     threads = [threading.Thread(target=run, args=(range(w, len(spans), workers),), daemon=True)
@@ -233,7 +233,7 @@ class Chunks:
                 self._digest.append(h.digest())
                 return
             self._digest.append(partition_digest(self.parts, os.cpu_count() or 1))
-        except BaseException as exc:   # a deferred part failed: digest() re-raises it on the caller's thread
+        except BaseException as exc:   # noqa: BLE001 -- a deferred part failed: digest() re-raises it on the caller's thread
             self._error = exc
 
     def start_digest(self) -> None:

@@ -104,7 +104,8 @@ class QLinearBinary(OpSpec):
         return elementwise_tiling(self, ctx, 3, any(ctx.inputs[i].shape != ctx.outputs[0].shape for i in (0, 3)))
 
     def params(self, inputs, dtype):
-        get = (lambda i: inputs[i] if i < len(inputs) else None)
+        def get(i):
+            return inputs[i] if i < len(inputs) else None
         zt = np.int64
         return (param(get(1), "A_scale"), param(get(2), "A_zero_point", zt), param(get(4), "B_scale"),
                 param(get(5), "B_zero_point", zt), param(get(6), "C_scale"), param(get(7), "C_zero_point", zt))
@@ -200,7 +201,8 @@ class QLinearLookup(OpSpec):
 
     def compute(self, args: KernelArgs, inputs):
         dtype = args.outputs[0].dtype
-        get = (lambda i: inputs[i] if i < len(inputs) else None)
+        def get(i):
+            return inputs[i] if i < len(inputs) else None
         table = lookup_table(dtype, param(get(1), "X_scale"), param(get(2), "X_zero_point", np.int64),
                              param(get(3), "Y_scale"), param(get(4), "Y_zero_point", np.int64),
                              lambda x: self.fn(args.attrs, x))

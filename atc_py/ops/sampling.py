@@ -182,7 +182,6 @@ class AffineGrid(RowSplitOp):
     def compute(self, args: KernelArgs, inputs):
         theta = inputs[0].astype(np.float64)
         out_shape = args.outputs[0].shape
-        r = theta.shape[1]
         align = bool(self.attr(args.attrs, "align_corners"))
 
         def axis(length):

@@ -33,7 +33,7 @@ def too_big(node, spec, soc: SocSpec, size_limit: int) -> bool:
     try:
         w = spec.work(tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], outs,
                                      node.attrs, soc))
-    except Exception:   # an op without a cost model of these shapes: judged by its size alone
+    except Exception:   # noqa: BLE001 -- an op without a cost model of these shapes: judged by its size alone
         return False
     return w.fractals * FRACTAL_MACS + w.vector_ops > size_limit * FOLD_WORK_PER_BYTE
 

@@ -7,7 +7,6 @@ import tempfile
 from dataclasses import dataclass
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import atc_py

@@ -105,12 +105,12 @@ def _run_onnx(model: onnx.ModelProto, feeds: dict, names: list[str]) -> tuple[st
         try:
             sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
             return f"onnxruntime {ort.__version__}", sess.run(names, feeds)
-        except Exception as exc:   # onnxruntime's own error types
+        except Exception as exc:   # noqa: BLE001 -- onnxruntime's own error types
             raise _bad(f"onnxruntime cannot run the golden model: {str(exc).splitlines()[0][:300]}") from None
     from onnx.reference import ReferenceEvaluator
     try:
         return "onnx.reference", ReferenceEvaluator(model).run(names, feeds)
-    except Exception as exc:   # the evaluator raises whatever its op implementations raise
+    except Exception as exc:   # noqa: BLE001 -- the evaluator raises whatever its op implementations raise
         raise _bad(f"onnx's reference evaluator cannot run the golden model: {type(exc).__name__}: {exc}") from None
 
 

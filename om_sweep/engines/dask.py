@@ -73,7 +73,7 @@ class WorkerWatch:
         self.unreachable = False
         try:
             return self.count()
-        except Exception:  # a scheduler that cannot be asked runs no task either
+        except Exception:  # noqa: BLE001 -- a scheduler that cannot be asked runs no task either
             self.unreachable = True
             return 0
 
@@ -143,7 +143,7 @@ class DaskEngine:
                            reason=f"no worker connected within {self.connect_timeout:g} s ({_reason(exc)})") from None
         try:
             infos = self.client.run(worker_info)
-        except Exception as exc:  # the workers cannot even run om-sweep's probe (not installed there?)
+        except Exception as exc:  # noqa: BLE001 -- the workers cannot even run om-sweep's probe (not installed there?)
             raise AtcError("E40007", address=address,
                            reason=f"the workers cannot run om-sweep ({_reason(exc)}); install atc-py[sweep] on them") \
                 from None

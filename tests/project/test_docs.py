@@ -168,3 +168,15 @@ def test_the_fixture_tables_list_every_fixture_of_every_directory():
         rows = re.findall(r"^\| `([^`]+)` \|", body, re.MULTILINE)
         assert rows == section.fixtures(), (f"the table of tests/data/{directory} is stale: run python -m "
                                             "tools.real_models.report --docs")
+
+
+@pytest.mark.parametrize("package", ["atc_py", "om_run", "om_sweep"])
+def test_the_layout_page_names_every_package_and_root_module(package):
+    """docs/layout.md is where a newcomer finds things: each sub-package (as `name/`) and root module (as
+    `name.py`) of the three tools is named there."""
+    text = (DOCS / "layout.md").read_text()
+    root = ROOT / package
+    names = [f"`{p.name}/`" for p in sorted(root.iterdir()) if (p / "__init__.py").is_file()]
+    names += [f"`{p.name}`" for p in sorted(root.glob("*.py")) if p.name != "__init__.py"]
+    missing = [n for n in names if n not in text]
+    assert not missing, f"docs/layout.md does not name {missing} of {package}"

@@ -82,7 +82,7 @@ def _decoded(doc: OmDoc, m: int, ptype: int, cls):
     msg = cls()
     try:
         msg.ParseFromString(raw)
-    except Exception:
+    except Exception:  # noqa: BLE001
         return None
     return msg
 

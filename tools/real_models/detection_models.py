@@ -36,7 +36,8 @@ class TinyBackbone(nn.Module):
         self.s2 = nn.Sequential(nn.Conv2d(c, c, 3, 2, 1), nn.ReLU())
         self.out_channels = c
     def forward(self, x):
-        a = self.s1(x); b = self.s2(a)
+        a = self.s1(x)
+        b = self.s2(a)
         return OrderedDict([("0", a), ("1", b)])
 
 class SingleLevel(TinyBackbone):
@@ -62,7 +63,8 @@ def fasterrcnn():
 
 def ssd():
     gen = DefaultBoxGenerator([[2], [2]])
-    bb = TinyBackbone(); bb.out_channels = [32, 32]
+    bb = TinyBackbone()
+    bb.out_channels = [32, 32]
     return SSD(bb, gen, (64, 64), num_classes=5, score_thresh=0.2, detections_per_img=20, topk_candidates=50)
 
 MODELS = {"retinanet": retinanet, "fcos": fcos, "ssd": ssd, "fasterrcnn": fasterrcnn}

@@ -316,7 +316,7 @@ def make(base: str, variant: str, build) -> None:
         name = f"{base}{variant}.{tag}"
         try:
             m = strip(export(model, args, opset, dynamo, in_names, out_names, axes))
-        except Exception as e:  # the dynamo exporter cannot take the model: TorchScript at that opset instead
+        except Exception as e:  # noqa: BLE001 -- the dynamo exporter cannot take the model: TorchScript at that opset instead
             print(f"{name}: export failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
             if not dynamo:
                 continue

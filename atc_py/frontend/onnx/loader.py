@@ -99,7 +99,7 @@ def _parse(path: str, p: pathlib.Path) -> onnx.ModelProto:
         model = onnx.load(str(p), load_external_data=False)
     except (DecodeError, RuntimeWarning, ValueError, OSError, UnicodeDecodeError) as exc:
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
-    except Exception as exc:  # protobuf's C++ backend raises its own error types
+    except Exception as exc:  # noqa: BLE001 -- protobuf's C++ backend raises its own error types
         raise _fail(path, f"it is not a valid ONNX model ({type(exc).__name__}: {exc})") from None
     return model
 
@@ -113,7 +113,7 @@ def load_onnx_lazy(path: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray | F
         with open(p, "rb") as f:   # mapped, not read: the weights stay in the page cache until used
             data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if p.stat().st_size else b""
         model, arrays = load_split(data)
-    except Exception:   # WireError, protobuf's decode errors: the normal loader decides and reports
+    except Exception:   # noqa: BLE001 -- WireError, protobuf's decode errors: the normal loader decides and reports
         streamed: dict = {}
         return _check_model(_parse(path, p), path, streamed), streamed
     streamed = {}

@@ -51,7 +51,7 @@ def _light() -> tuple[types.ModuleType, types.ModuleType] | None:
 
 try:
     _parts = _light()
-except Exception:   # an onnx layout this does not know: the real package
+except Exception:   # noqa: BLE001 -- an onnx layout this does not know: the real package
     _parts = None
 
 if _parts is None:

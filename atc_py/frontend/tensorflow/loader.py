@@ -18,7 +18,7 @@ def load_tf(path: str) -> tf_graph_pb2.GraphDef:
         g.ParseFromString(p.read_bytes())
     except (DecodeError, ValueError, OSError) as exc:
         raise AtcError("E10041", path=path, reason=f"it is not a valid TensorFlow GraphDef ({exc})") from None
-    except Exception as exc:  # the C++ protobuf backend raises its own error types
+    except Exception as exc:  # noqa: BLE001 -- the C++ protobuf backend raises its own error types
         raise AtcError("E10041", path=path, reason=f"it is not a valid TensorFlow GraphDef ({exc})") from None
     if not g.node:
         raise AtcError("E10041", path=path, reason="the graph has no nodes (is it a frozen GraphDef?)")

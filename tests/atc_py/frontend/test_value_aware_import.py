@@ -58,7 +58,7 @@ def test_reduce_axes_from_the_graph_run_in_the_dynamic_partition(tmp_path):
 
 def test_tensor_parameters_of_slice_tile_pad_topk_split_range(tmp_path):
     """Each parameter arrives as a graph input: the model converts and runs with onnxruntime's numbers."""
-    I, F = TP.INT64, TP.FLOAT
+    I, F = TP.INT64, TP.FLOAT  # noqa: E741 -- the dtypes by their first letter
     vi = helper.make_tensor_value_info
     cases = [
         ([helper.make_node("Slice", ["x", "st", "en"], ["y"])], [vi("st", I, [1]), vi("en", I, [1])],

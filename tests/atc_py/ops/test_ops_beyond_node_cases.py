@@ -50,7 +50,7 @@ def ort_run(m, feeds):
 def test_nonzero_unique_compress_onehot_shapes_follow_the_input_values(tmp_path):
     """One .om, two inputs with different contents: the output sizes follow the values (host executor), and the
     numbers match onnxruntime's."""
-    F, I, B = TP.FLOAT, TP.INT64, TP.BOOL
+    F, I, B = TP.FLOAT, TP.INT64, TP.BOOL  # noqa: E741 -- the dtypes by their first letter
     nodes = [helper.make_node("Relu", ["x"], ["r"]),                       # a static producer ...
              helper.make_node("NonZero", ["r"], ["nz"]),
              helper.make_node("Unique", ["r"], ["u", "ui", "uinv", "uc"], sorted=1),

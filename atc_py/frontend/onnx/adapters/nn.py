@@ -1,11 +1,11 @@
 """NN adapters: Conv, ConvTranspose, pooling, Gemm, MatMul, Upsample, Resize, Dropout (the identity at inference)."""
 from __future__ import annotations
 
-UNKNOWN_RANK = (-2,)   # a tensor whose rank the graph decides at run time
-
 import numpy as np
 
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+
+UNKNOWN_RANK = (-2,)   # a tensor whose rank the graph decides at run time
 
 POOLS = ("MaxPool", "AveragePool", "LpPool")
 
