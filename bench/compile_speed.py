@@ -1,4 +1,4 @@
-"""Compile speed on real-size models (issue 5 §6), printed by `make bench`:
+"""Compile speed on real-size models, printed by `make bench`:
 
 * the onnx `light` ResNet-50 and a transformer with >= 100 MB of weights (built here with onnx.helper and
   numpy: PyTorch is not a dependency), each compiled by atc-py (to .om bytes written to disk) next to

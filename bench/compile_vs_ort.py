@@ -1,5 +1,5 @@
-"""atc-py compile against onnxruntime's offline optimisation, whole process against whole process (issue 18
-item 4). Each side is a fresh Python process started the way a user would: `atc-py --model ... --output ...`
+"""atc-py compile against onnxruntime's offline optimisation, whole process against whole process.
+Each side is a fresh Python process started the way a user would: `atc-py --model ... --output ...`
 (default force_fp16 build) and a script that creates an InferenceSession with ORT_ENABLE_EXTENDED and
 `optimized_model_filepath` (the optimised model saved). Models: random-weight copies of the onnx `light`
 models (as shipped, every weight is one ConstantOfShape value, which CSE merges: it flatters compile time).

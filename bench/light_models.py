@@ -1,4 +1,4 @@
-"""Random-weight copies of the onnx package's `light` models (issue 18's benchmark set).
+"""Random-weight copies of the onnx package's `light` models (the speed table's benchmark set).
 
 As shipped, every weight of a light model is a ConstantOfShape of one value: CSE merges them and the numbers
 are degenerate, which flatters compile time. Each ConstantOfShape here becomes an initializer of its shape

@@ -8,7 +8,7 @@ What each knob touches:
   * growing cache: every step has new shapes, so the model runs on the host executor node by node (InferShape,
     tiling, launch per operator): ATB's caches (om_run/sim/atb.py) decide its host time; sink has nothing to sink;
   * static cache: all shapes static, one ModelExecute a step; with sink, the decode attention is IncreFlashAttention
-    whose tiling runs on the AICPU from the actual length (seed 000); ATB's host caches have no per-operator host
+    whose tiling runs on the AICPU from the actual length; ATB's host caches have no per-operator host
     work to save there.
 The figures come from the runtime profile's named parameters (om_run/sim/profile.py: host_infershape_ns,
 host_tiling_ns(_by_op), host_tiling_cache_hit_ns, atb_setup_ns, atb_runner_create_ns, host_alloc_ns,

@@ -1,4 +1,4 @@
-"""Planned feature map over its live-bytes lower bound (issue 18 item 6), per model and precision.
+"""Planned feature map over its live-bytes lower bound, per model and precision.
 
 `measure()` returns one row per (model, precision): the onnx `light` models (random-weight copies, as the
 speed table uses) and every real-model fixture (tests/data/real_models). `python -m bench.memory_bound`

@@ -1,4 +1,4 @@
-"""How fast can numpy run the sample CNN at all? A reference for issue 4's numeric target (om-run within 3x
+"""How fast can numpy run the sample CNN at all? A reference for om-run's numeric speed (the target: within 3x
 of onnxruntime), printed by `make bench`.
 
 `forward` is small_cnn.onnx written by hand in numpy for this one model: weights read from the file, BN

@@ -1,4 +1,4 @@
-"""Issue 18's table ("fast where users wait"), measured side by side in one run and printed as ratios.
+"""The speed table ("fast where users wait"), measured side by side in one run and printed as ratios.
 
 Rows (each target from the issue):
   1. om-run fp32 per inference / onnxruntime, 1 thread each (<= 2x): random-weight copies of the onnx `light`

@@ -1,4 +1,4 @@
-"""models/gears/: the two deployments of issue 17's "done means" (make demo compiles them and runs every gear
+"""models/gears/: two deployments with gears (a vision model with AIPP and dynamic batch, a BERT with dynamic dims) (make demo compiles them and runs every gear
 against onnxruntime's outputs; tests/atc_py/options/test_gears.py does the same).
 
 * vision_net.onnx: a MobileNet-style classifier, NCHW float input with a symbolic batch; deployed with AIPP

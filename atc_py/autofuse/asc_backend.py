@@ -1,4 +1,4 @@
-"""AscBackend and FusedAscBackend: the shell nodes automatic fusion leaves in the GE graph (seed 002).
+"""AscBackend and FusedAscBackend: the shell nodes automatic fusion leaves in the GE graph.
 
 An AscBackend's computation is its `ascgraph` attribute (the HintGraph) and `ascgraph_impl` (the ImplGraph; the
 tiling keys' variants derive from it); infer shape, tiling, kernel and cost all come from them

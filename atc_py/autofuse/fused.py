@@ -1,4 +1,4 @@
-"""FusedAscBackend's graph: a ComputeGraph of AscBackend nodes (seed 002), run one after another in one kernel.
+"""FusedAscBackend's graph: a ComputeGraph of AscBackend nodes, run one after another in one kernel.
 
 Nodes: Data (index: the FusedAscBackend input it reads), AscBackend members (each with its own HintGraph and
 ImplGraphs) and Output (index). A member input is a Data or an output of an earlier member, read with the

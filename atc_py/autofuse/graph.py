@@ -1,4 +1,4 @@
-"""AscGraph (seed 002): a DAG of AscIR nodes nested in loops over graph-level axes.
+"""AscGraph: a DAG of AscIR nodes nested in loops over graph-level axes.
 
 * Size variables (`s0, s1, ...`) are graph attributes; every size is a symbolic expression over them, so
   one graph serves every shape.
@@ -249,7 +249,7 @@ def _fmt(xs) -> str:
 
 
 class Checker:
-    """The rules of seed 002, one method per level (graph, axes, node, edge, compute type)."""
+    """The AscGraph's validity rules, one method per level (graph, axes, node, edge, compute type)."""
 
     def __init__(self, g: AscGraph):
         self.g = g

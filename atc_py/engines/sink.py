@@ -1,4 +1,4 @@
-"""Tiling-sink task sequence (FE GenerateTaskForSinkOp, DESIGN §6.2) and its running params.
+"""Tiling-sink task sequence (FE GenerateTaskForSinkOp) and its running params.
 
 Per sink op: PREPROCESS_KERNEL (AICPU tiling, attached stream) → EVENT_WAIT (main) → NOP × prefetch_num
 (main) → the AI Core task (ALL_KERNEL / FFTS_PLUS_TASK, block_dim 0xFFFFFFFF) → UPDATE (attached) →

@@ -1,6 +1,6 @@
 """`--mode=1`: MODEL_DEF as JSON the way GE's Pb2Json writes it, plus the tasks (our addition).
 
-Rules (reference ge_om_runtime §5): protobuf field names; only set fields; enums by name; floats as
+Rules (those of GE's own JSON dump of a model): protobuf field names; only set fields; enums by name; floats as
 "%g" strings; maps as [{"key", "value"}]; bytes as C-escaped strings; black-listed fields dropped.
 Tasks are dumped with the same rules except that `args` bytes are shown as hex.
 """

@@ -61,7 +61,7 @@ def _gear_lines(a: dict) -> list[str]:
 
 
 def _autofuse_line(g) -> list[str]:
-    """Fused nodes (automatic fusion, seed 002) and how many of the model's ops they replace."""
+    """Fused nodes (automatic fusion) and how many of the model's ops they replace."""
     fused = [op for op in g.op if op.type in ("AscBackend", "FusedAscBackend")]
     if not fused:
         return []

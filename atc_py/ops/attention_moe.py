@@ -1,4 +1,4 @@
-"""Attention and MoE ops whose tiling depends on device values (DESIGN §4.1, domain `ascend`):
+"""Attention and MoE ops whose tiling depends on device values (domain `ascend`):
 
 * IncreFlashAttention(query[B,N,1,D], key/value[B,N,S,D], actual_seq_lengths[B] int64) — tiling reads
   input 3; placements {HOST, AICPU}; MIX core.

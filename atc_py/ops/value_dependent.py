@@ -4,7 +4,7 @@ mapping and the counts). Both run on the AICPU, as CANN's do.
 
 Their infer returns -1 for the value-dependent dims unless the input is a constant (then they fold), so the
 partitioner puts them in the dynamic-shape partition, whose host executor infers and runs them with the real
-values (`infer_depend` = the data input: seed 001's host scheduling)."""
+values (`infer_depend` = the data input: the host executor runs such an op and reads its output size)."""
 from __future__ import annotations
 
 import numpy as np

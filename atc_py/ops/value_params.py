@@ -6,7 +6,7 @@ into attributes (ReduceSumD). The frontend does the same: a parameter whose valu
 (value_fold) goes into the attribute form; otherwise it emits the form registered here, which takes the
 parameter as an input whose *value* decides the output shape (`infer_depend`): its dims are unknown at
 compile time, the node runs in the dynamic-shape partition, and the host executor infers and runs it with
-the value (seed 001). Each is a thin wrapper over its attribute form: same infer, tiling and kernel once the
+the value (the host executor's dynamic-shape scheduling). Each is a thin wrapper over its attribute form: same infer, tiling and kernel once the
 parameter values are turned into attributes (`to_attrs`)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Simplification of control flow before it is lowered (issue 15 item 4).
+"""Simplification of control flow before it is lowered.
 
 * `select_branches` (switch `control_flow`): an If / Case whose predicate is a constant (after folding) is
   replaced by the nodes of the branch it selects.

@@ -1,4 +1,4 @@
-"""Engine assignment from op info: AI Core wins when both engines support the op (seed 003)."""
+"""Engine assignment from op info: AI Core wins when both engines support the op, as GE's operator selection does."""
 from __future__ import annotations
 
 from ..common.errors import AtcError

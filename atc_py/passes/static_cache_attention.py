@@ -1,4 +1,4 @@
-"""Decode attention over a static KV cache, as exporters write it, lowered to IncreFlashAttention (seed 000).
+"""Decode attention over a static KV cache, as exporters write it, lowered to IncreFlashAttention, whose tiling can sink to the AICPU.
 
 A decoder with a static cache attends one new token to all `S` cache positions and masks those past the token's
 position: softmax(scale * Q K^T + mask) V with mask = Select(arange(S) <= position, 0, -big). Every shape is static,

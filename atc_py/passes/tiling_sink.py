@@ -1,4 +1,4 @@
-"""Tiling-dependent marking and the tiling-sink triple gate (GE dynamic_shape_partition.cc, seed 000 §4.1).
+"""Tiling-dependent marking and the tiling-sink triple gate (GE dynamic_shape_partition.cc).
 
 Marking: `_dynamic_tiling_depend_op = true` when a tiling-dependent input is connected and either not a
 constant (after folding) or the node has an unknown shape. Gate, per marked node: (1) option

@@ -1,4 +1,4 @@
-"""ATB's host-side mechanisms (seed 004) in om-run's host executor, switched by ATB's own environment variables.
+"""ATB's host-side mechanisms in om-run's host executor, switched by ATB's own environment variables.
 
 An LLM server on Ascend runs each operator through ATB: Setup (build the operator's kernel graph, InferShape),
 tiling, then the launch. ATB saves host time four ways, each modelled here per operator ("Operation object": one

@@ -1,5 +1,5 @@
 """The host runtime around the device: H2D input copies, model execute, stream sync, D2H outputs; and for
-multi-model oms the dynamic-shape executor of seed 001 — per node InferShape → Tiling → Alloc → Launch as
+multi-model oms the dynamic-shape executor — per node InferShape → Tiling → Alloc → Launch as
 host costs on one thread or three pipeline threads, a stream sync + D2H copy before a tiling that needs a
 value produced on the device, and a tiling cache keyed by the tiling inputs."""
 from __future__ import annotations
@@ -355,7 +355,7 @@ class Simulation:
         return t
 
     def run_dynamic(self, m: HostModel, inputs, input_on_host, arg_descs: list[TensorDesc] | None = None):
-        """Node by node on the host (seed 001); inputs take the shapes they have in this execution (`arg_descs`,
+        """Node by node on the host; inputs take the shapes they have in this execution (`arg_descs`,
         the arrays' shapes), so a dynamic-shape model runs at whatever shape it is given."""
         self._descs, self._on_host = {}, {}
         self._values, self._consts = {}, set()
@@ -468,7 +468,7 @@ class Simulation:
             self._on_host[key] = host
 
     def fetch_to_host(self, op, idx: list[int], why: str, ready: int) -> int:
-        """Stream sync + D2H of the inputs `idx` of `op` that live on the device (seed 001)."""
+        """Stream sync + D2H of the inputs `idx` of `op` that live on the device."""
         need = [i for i in idx if not self._on_host[op.input[i]]]
         if not need:
             return ready

@@ -3,7 +3,7 @@
 Each parameter says where its default comes from. Two are CALIBRATED against published measurements by
 `bench/fidelity` (`make fidelity`; bench/fidelity/calibration.json holds the values, the anchors they come from
 and how far every prediction is from every anchor): cube_efficiency and fp32_cube_rate. The others have no
-public measurement and are ASSUMED orders of magnitude (CANN documentation and seed 001 speak of "tens of
+public measurement and are ASSUMED orders of magnitude (CANN documentation speaks of "tens of
 microseconds" for host tiling and of host launch costs of a few microseconds), to be calibrated against msprof
 on real hardware. Override any of them with `om-run --sim-config FILE` (a JSON object of name -> value;
 bench/fidelity/calibration.json is one).

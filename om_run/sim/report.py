@@ -1,4 +1,4 @@
-"""Reports of simulated runs: msame's timing lines, console summary (DESIGN §8.5), --summary-json, and
+"""Reports of simulated runs: msame's timing lines, console summary, --summary-json, and
 --profile DIR with an msprof-style op_summary.csv (plus, per kernel, its roofline, what bounds it — cube, vector
 or memory — and the useful FLOPs and bytes behind them) and a Chrome/Perfetto trace.json."""
 from __future__ import annotations

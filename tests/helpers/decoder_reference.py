@@ -1,4 +1,4 @@
-"""Plain numpy references of DESIGN §4.1 (IFA, GroupedMatmul) and of the sample models that use them."""
+"""Plain numpy references of the value-dependent attention and MoE ops (IFA, GroupedMatmul) and of the sample models that use them."""
 from __future__ import annotations
 
 import numpy as np

@@ -14,7 +14,7 @@ EXCLUDED = read_exclusions(str(NODE_EXCLUSIONS))
 
 
 def test_the_exclusion_list_names_real_cases_with_reasons():
-    """...and stays within issue 14's target: at least 90% of the cases pass (onnxruntime: ~81% here)."""
+    """...and at least 90% of the cases pass (onnxruntime: ~81% here)."""
     assert EXCLUSIONS.endswith("node_exclusions.txt")
     assert len(EXCLUDED) <= 0.10 * len(NAMES), f"{len(EXCLUDED)} of {len(NAMES)} cases excluded"
     assert set(EXCLUDED) <= set(NAMES), sorted(set(EXCLUDED) - set(NAMES))[:5]

@@ -1,4 +1,4 @@
-"""The fuzz campaign of issue 13 in miniature: a few hundred seeded .om mutants (om-run and atc-py --mode=1/6),
+"""The fuzz campaign in miniature: a few hundred seeded .om mutants (om-run and atc-py --mode=1/6),
 malformed ONNX/TF models and every bad flag value of both tools, each case in a forked child with a memory
 limit and a timeout (tools/fuzz). Nothing may end in a traceback, a hang, a blow-up, a crash, an uncoded
 error or E19999, write outside the folder it was given, or replace a special file. `make fuzz` runs the
@@ -51,7 +51,7 @@ def test_fuzz_sweep_cases_find_nothing(tmp_path):
 
 
 def test_a_python_exception_passed_on_in_a_coded_line_is_a_leak():
-    """Issue 28: a mutant whose kernel failed with a numpy ValueError (E30004 "the kernel failed: ValueError") or
+    """A mutant whose kernel failed with a numpy ValueError (E30004 "the kernel failed: ValueError") or
     whose program the simulator could not build (E30001 "...: OpError:") got past the validator: the campaign
     counts it as bad, not as a clean error."""
     from tools.fuzz.sandbox import BAD, classify

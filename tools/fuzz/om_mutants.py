@@ -3,7 +3,7 @@ recomputed, as any writer can) — or, for a few, left unsealed or with the chec
 
 Mutations work on the decoded structures (header fields, partition tables, ModelDef attributes, ops, tensor
 descriptors, tasks, kernel args, SUPER_KERNEL member JSON, kernel stores, weights) and on raw bytes, with
-the values that break parsers: 0, -1, 2^31, 2^32, 2^40, 2^62, names that walk out of a folder. Issue 28 added
+the values that break parsers: 0, -1, 2^31, 2^32, 2^40, 2^62, names that walk out of a folder; and
 mutants that stay self-consistent where a random one would not: a zero stride or window, an output descriptor
 cut short, one size set to 0 across an op's descriptors, a field of the static tiling data, tiling data cut
 short, a string model attribute of another type.
@@ -146,7 +146,7 @@ DIVISOR_ATTRS = ("strides", "dilations", "ksize", "pads", "kernel_shape", "group
 
 
 def _zero_divisor(op: ge.OpDef, rng: random.Random) -> None:
-    """A stride, window or group of 0 (issue 28: shape inference and tiling divided by it)."""
+    """A stride, window or group of 0 (shape inference and tiling once divided by it)."""
     keys = [k for k in op.attr if k in DIVISOR_ATTRS]
     if not keys:
         return

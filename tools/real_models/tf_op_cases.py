@@ -1,4 +1,4 @@
-"""One small frozen graph per TensorFlow op of issue 14 (and per attribute variant), with TensorFlow's own
+"""One small frozen graph per TensorFlow op atc-py converts (and per attribute variant), with TensorFlow's own
 outputs: tests/data/tf_ops/<case>.pb + <case>.npz (in_K, out_K) + manifest.json (inputs, outputs, ops).
 `python -m tools.real_models.tf_op_cases` in the dev venv (TensorFlow); tests/atc_py/frontend/test_tf_ops.py runs them."""
 from __future__ import annotations

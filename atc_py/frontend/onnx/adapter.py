@@ -13,7 +13,7 @@ from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
 
 class _AdapterTable(dict):
     """(domain, op type) -> adapter class; a key not registered yet imports the one adapters module that
-    adapter_index.py names for it (issue 18: a compile imports only the adapters its model uses)."""
+    adapter_index.py names for it (a compile imports only the adapters its model uses)."""
 
     def _load(self, key):
         from .adapter_index import ADAPTER_MODULES

@@ -1,4 +1,4 @@
-"""AscGraph (seed 002): size expressions, construction with the seed's examples, validation (each rule names
+"""AscGraph: size expressions, construction of GE's documented examples, validation (each rule names
 the node and field), the nested-loop dump, and the GraphDef form GE stores graph attributes in."""
 import numpy as np
 import pytest
@@ -37,7 +37,7 @@ def test_evaluation_needs_every_symbol_and_stays_in_range():
         ceil_div(Sym("a"), Sym("b")).eval({"a": 1, "b": 0})
 
 
-# -- the seed's examples -------------------------------------------------------------------------------------------
+# -- GE's documented examples----------------------------------------------------------------------------------------
 def four_axes():
     """The seed: four size variables s0..s3, four axes z0..z3 (z_k of size s_k)."""
     g = AscGraph("seed")

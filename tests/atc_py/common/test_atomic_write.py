@@ -1,4 +1,4 @@
-"""Outputs are written where asked and only there (issue 13, finding 3): regular files atomically with the
+"""Outputs are written where asked and only there: regular files atomically with the
 umask's mode, a symlink's target, a character device through; a FIFO, socket or folder refused, never
 replaced."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Control flow (issue 15): ONNX If / Loop / Scan compile to GE's If / While with subgraphs; static ones are
+"""Control flow: ONNX If / Loop / Scan compile to GE's If / While with subgraphs; static ones are
 lowered to label tasks om-run executes, dynamic ones run in the host executor; bad models and hostile files
 get E-coded errors."""
 import json

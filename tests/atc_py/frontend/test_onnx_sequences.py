@@ -1,4 +1,4 @@
-"""ONNX sequences and optionals resolved at compile time (issue 15 item 2): sequence model inputs and outputs as
+"""ONNX sequences and optionals resolved at compile time: sequence model inputs and outputs as
 one tensor per element (`s[k]`), SequenceMap expanded per element, a Loop carrying sequences unrolled when
 imported (bounded), If branches giving sequences through a runtime condition, sequences captured by a
 runtime loop body; everything checked against onnxruntime, and what cannot be resolved is an E-coded error

@@ -1,4 +1,4 @@
-"""The compiler's ONNX path without `import onnx` (atc_py/frontend/onnx/onnx_lite.py, issue 18 row 5): a fresh
+"""The compiler's ONNX path without `import onnx` (atc_py/frontend/onnx/onnx_lite.py): a fresh
 process compiles a model and never imports the onnx package, the classes are onnx's own once it is imported,
 and bad models get the very same errors as with the full package loaded."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""TensorFlow control flow and library functions (issue 15): Keras LSTM, GRU and bidirectional LSTM frozen
+"""TensorFlow control flow and library functions: Keras LSTM, GRU and bidirectional LSTM frozen
 both ways (v1: lowered Enter/Exit/Merge/Switch/NextIteration/LoopCond frames; v2: one functional While with
 TensorList ops) match TensorFlow's outputs; convolutions inside a library function called through
 StatefulPartitionedCall; bad v1 frames and unsupported ops inside functions are E-coded errors.

@@ -1,4 +1,4 @@
-"""TensorFlow ops of issue 14 (item 4): each small frozen graph in tests/data/tf_ops (written by TensorFlow 2.21
+"""TensorFlow ops beyond the testdata models: each small frozen graph in tests/data/tf_ops (written by TensorFlow 2.21
 with tools/real_models/tf_op_cases.py, its outputs saved) compiles and matches TensorFlow; the ops TensorFlow
 folds away when it freezes a tf.function (ClipByValue, ZerosLike/OnesLike) and the frontend's own rules
 (unused Placeholders, a Conv1D filter computed from constants) are checked on GraphDefs built here."""

@@ -1,4 +1,4 @@
-"""Value-aware import (issue 14, item 1): values are worked out while the graph is built, so a model with
+"""Value-aware import: values are worked out while the graph is built, so a model with
 static inputs carries no -1 dim into an op, and a parameter that truly depends on input data makes its node
 value-dependent (dynamic partition) instead of an error."""
 from __future__ import annotations

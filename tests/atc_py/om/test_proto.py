@@ -28,7 +28,7 @@ def test_generated_module_matches_proto(tmp_path, module, proto):
 
 
 def test_ge_field_numbers():
-    """Spot checks of GE's numbers (reference ge_om_runtime §2)."""
+    """Spot checks of GE's field numbers and enum values (ge_ir.proto, task.proto)."""
     op = ge_ir_pb2.OpDef.DESCRIPTOR.fields_by_name
     assert (op["input_i"].number, op["output_i"].number, op["input_desc"].number, op["output_desc"].number) == (28, 29, 33, 34)
     assert ge_ir_pb2.ModelDef.DESCRIPTOR.fields_by_name["attr"].number == 11

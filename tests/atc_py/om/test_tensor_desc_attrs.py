@@ -1,4 +1,4 @@
-"""fill_tensor_desc's inline origin_format/origin_shape attrs (issue 18: 2 of every 3 set_attr calls of a
+"""fill_tensor_desc's inline origin_format/origin_shape attrs (2 of every 3 set_attr calls of a
 DenseNet-121 build) give the same bytes as set_attr's general path, for every shape kind."""
 from __future__ import annotations
 

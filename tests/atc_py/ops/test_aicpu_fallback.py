@@ -1,4 +1,4 @@
-"""Operator selection as GE does it (seed 003): a node whose dtypes no AI Core kernel takes falls back to the AICPU
+"""Operator selection as GE does it: a node whose dtypes no AI Core kernel takes falls back to the AICPU
 engine when CANN's AICPU kernels compute them — an int64 MatMul + Relu builds, runs on AICPU kernels (AI_CPU rows
 in the op summary, AICPU time only) and is exact; what no engine takes is still E10055."""
 import csv

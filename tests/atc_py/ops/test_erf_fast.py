@@ -1,5 +1,5 @@
 """erf_fast: Erf/Gelu kernels evaluate erf with a table and keep exactly the bits of the per-element
-math.erf path they replaced (issue 18 item 2); math.erf is left only for the few elements whose rounding the
+math.erf path they replaced; math.erf is left only for the few elements whose rounding the
 approximation cannot settle."""
 import math
 

@@ -1,4 +1,4 @@
-"""The kernel and format models the whole-model fidelity rests on (issue 30): how CANN lays grouped and
+"""The kernel and format models the whole-model fidelity rests on: how CANN lays grouped and
 small-channel filters out for the cube, what a batched matmul and a gather read, which ops keep 5HD, and the
 ModelZoo skeletons of bench/fidelity/zoo.py."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18's faster kernel paths and launch replay: each gives the same bits as the path it replaced, and each
+"""The faster kernel paths and launch replay: each gives the same bits as the path it replaced, and each
 is taken (a test that fails without it). Speed itself is measured in bench/speed_table.py, never here."""
 import numpy as np
 import pytest

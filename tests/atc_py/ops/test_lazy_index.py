@@ -1,4 +1,4 @@
-"""The lazy op/adapter registries (issue 18: a compile imports only the op and adapter modules its model uses):
+"""The lazy op/adapter registries (a compile imports only the op and adapter modules its model uses):
 the generated indexes match the eager registries, lazy lookups give the very classes the eager load does,
 and a small compile leaves the unused families unimported."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 operators (slice a) beyond what onnx's node cases check: value-dependent ops (NonZero, Unique,
+"""Operators beyond what onnx's node cases check: value-dependent ops (NonZero, Unique,
 Compress, OneHot with a computed depth) in the dynamic-shape partition, a LLaMA-style block (RMSNorm, rotary
 embedding, grouped-query causal attention) compiled by atc-py and run by om-run next to onnxruntime, kernels that
 compute what their tiling covers, Cast's float8 saturation and e8m0 rounding, the dtypes Ascend lacks, and the
@@ -290,7 +290,7 @@ def test_an_unsupported_op_inside_a_flexattention_modifier_is_named():
                           ir_version=10)
     with pytest.raises(AtcError) as e:
         atc_py.build(m, ORIGIN)
-    # the one E19010 names ops inside subgraphs (issue 15 / issue 14 item 6), with the path to them
+    # the one E19010 names ops inside subgraphs , with the path to them
     assert e.value.code == "E19010" and "FlexAttention_0/score_mod/ImageDecoder" in str(e.value)
 
 

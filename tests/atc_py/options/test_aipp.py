@@ -1,4 +1,4 @@
-"""Static AIPP (--insert_op_conf, issue 17 item 3): each input format against a per-pixel numpy reference written
+"""Static AIPP (--insert_op_conf): each input format against a per-pixel numpy reference written
 here independently of the kernel, through atc-py and om-run; bad configurations get ATC's codes."""
 from __future__ import annotations
 

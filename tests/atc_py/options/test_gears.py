@@ -1,4 +1,4 @@
-"""Gears (issue 17 item 1): --dynamic_batch_size / --dynamic_image_size / --dynamic_dims build one .om holding a
+"""Gears: --dynamic_batch_size / --dynamic_image_size / --dynamic_dims build one .om holding a
 Case over one static subgraph per gear, the ascend_mbatch_shape_data input, the gear list in the model's
 attributes and MODEL_INOUT_INFO; om-run picks the gear (msame's --dymBatch / --dymHW / --dymDims, or the
 inputs' shapes) and matches onnxruntime at that shape. ATC's flag checks give ATC's codes."""

@@ -1,4 +1,4 @@
-"""ATC's precision and fusion knobs (issue 17, item 4): --input_fp16_nodes, --keep_dtype, --modify_mixlist,
+"""ATC's precision and fusion knobs: --input_fp16_nodes, --keep_dtype, --modify_mixlist,
 --precision_mode_v2, --op_select_implmode (+ --optypelist_for_implmode), --fusion_switch_file — each with its
 effect, its bad values' ATC codes, and its record in the .om."""
 from __future__ import annotations

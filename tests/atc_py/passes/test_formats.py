@@ -1,4 +1,4 @@
-"""Device formats as CANN lays them out (seed 003; passes/formats.py, ir/formats.py): convolutions and pooling on
+"""Device formats as CANN lays them out (passes/formats.py, ir/formats.py): convolutions and pooling on
 NC1HWC0 activations and FRACTAL_Z filters, TransData where the framework's layout meets them, sizes with the C0
 padding, and not one number changed."""
 import csv

@@ -1,4 +1,4 @@
-"""Plans at the live-bytes bound (issue 18 item 6): the graphs whose greedy-by-size plan was above 1.05 x the
+"""Plans at the live-bytes bound: the graphs whose greedy-by-size plan was above 1.05 x the
 lower bound (ratios before the fix in the ids' comments) are planned within 1.05 of it now. Before, only
 two placement orders were tried, both biggest first with ties by first use or lifetime; attention graphs
 (chains of equal-sized score buffers) and MobileNetV3's squeeze-excite branches fragmented under both."""

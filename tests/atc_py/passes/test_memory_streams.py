@@ -1,4 +1,4 @@
-"""Memory and stream planning (issue 6): property tests on random DAGs and stream assignments, reuse vs no
+"""Memory and stream planning: property tests on random DAGs and stream assignments, reuse vs no
 reuse, single vs multi-stream, weight deduplication, the lower bound and the report."""
 import random
 

@@ -150,7 +150,7 @@ def test_transpose_pairs_cancel(tmp_path):
 
 
 def test_shape_chain_values_are_known_at_import_whatever_the_fold_switch():
-    """Value-aware import (issue 14): Shape of a static tensor and what is computed from it are constants while
+    """Value-aware import: Shape of a static tensor and what is computed from it are constants while
     the graph is built, so the model stays static even with the fold pass off."""
     nodes = [helper.make_node("Shape", ["x"], ["s"]), helper.make_node("ConstantOfShape", ["s"], ["z"]),
              helper.make_node("Add", ["x", "z"], ["y"])]
@@ -469,7 +469,7 @@ def test_batched_matmul_add_becomes_batched_matmul_with_bias(tmp_path):
 
 
 def test_decomposed_batchnorm_folds_into_the_conv(tmp_path):
-    """Keras 3 freezes BatchNorm as Conv -> per-channel Mul -> per-channel Add (issue 14, item 5): both join
+    """Keras 3 freezes BatchNorm as Conv -> per-channel Mul -> per-channel Add: both join
     the conv's filter and bias under bn_conv_fold, with the unfolded numbers."""
     rng = np.random.default_rng(5)
     inits = [("w", rng.standard_normal((4, 3, 3, 3))), ("s", rng.uniform(0.5, 2, (1, 4, 1, 1))),

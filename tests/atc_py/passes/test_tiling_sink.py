@@ -1,5 +1,5 @@
-"""Tiling sink (issue 3): marking, the triple gate, partition, running params, task sequences, SuperKernel,
-custom ops, and numerics of both variants against numpy references of DESIGN §4.1."""
+"""Tiling sink: marking, the triple gate, partition, running params, task sequences, SuperKernel,
+custom ops, and numerics of both variants against numpy references (tests/helpers/decoder_reference.py)."""
 import json
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The compile-time shortcuts of issue 18 item 4 keep what they replace: the external-data scan still finds
+"""The compile-time shortcuts keep what they replace: the external-data scan still finds
 tensors in Constant attributes and If branches, topo_sort's early return gives the sorted list, the GC pause
 is undone after build(), and a CLI compile imports neither click nor the TensorFlow frontend."""
 import gc

@@ -1,4 +1,4 @@
-"""atc-py against malformed models and flags (issue 13, findings 5–7): a specific code naming the node and
+"""atc-py against malformed models and flags: a specific code naming the node and
 field for every invalid model, no fold that exhausts memory or time, E19999 only for real internal faults."""
 from __future__ import annotations
 

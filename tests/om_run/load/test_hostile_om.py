@@ -1,4 +1,4 @@
-"""om-run and the .om reader against hostile files (issue 13): one test per finding of the audit. Each
+"""om-run and the .om reader against hostile files: one test per finding of an audit. Each
 mutant is sealed again (checksum recomputed), as any writer can, so the validation layer — not the
 checksum — is what must stop it."""
 from __future__ import annotations
@@ -191,7 +191,7 @@ def test_json_dump_and_model_info_survive_wrong_attribute_types(atc, tmp_path, c
     assert code == 0 and json.loads((tmp_path / "m.json").read_text())["name"]
 
 
-# -- issue 28 item 6: mutants that reached Python exceptions (E30004 "the kernel failed: ValueError", E19999
+# -- mutants that once reached Python exceptions (E30004 "the kernel failed: ValueError", E19999
 # ZeroDivisionError) or MemoryError (E30006): each is now one E30001 from the validator naming the op and field
 def _zero_list(attr):
     for j in range(len(attr.list.i)):

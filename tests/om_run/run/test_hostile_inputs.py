@@ -1,4 +1,4 @@
-"""Issue 28 item 6, the input side: msame inputs checked against the model before they are read (a 10 GiB file
+"""Hostile inputs: msame inputs checked against the model before they are read (a 10 GiB file
 for a 12 KiB input is refused unread, folders listed entry by entry), and ONNX external data never put into a
 protobuf message (a 2 GiB Constant under an address-space limit crashed with SIGSEGV inside protobuf).
 

@@ -1,4 +1,4 @@
-"""Deployment forms (issue 17): shape ranges / -1 in --input_shape build a dynamic-shape model run by the host
+"""Deployment forms: shape ranges / -1 in --input_shape build a dynamic-shape model run by the host
 executor at the shapes it is given; om-run takes msame's flags and inputs (.bin files, folders processed one by
 one, --dymShape, --outputSize, --device) and prints msame's lines; the default tolerance follows the model's
 precision."""

@@ -1,4 +1,4 @@
-"""Simulated time a user can trust (issue 20): over a generated op sweep (tiny to large, both SoCs, fp16 and fp32)
+"""Simulated time a user can trust: over a generated op sweep (tiny to large, both SoCs, fp16 and fp32)
 no kernel and no interval of concurrent kernels beats physics, large ops stay within 2x of their roofline, the L2
 boundary is continuous, GEMV and full reductions use every core; the published anchors are met and the profile
 carries the calibrated values."""

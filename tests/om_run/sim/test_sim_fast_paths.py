@@ -1,4 +1,4 @@
-"""Issue 18's simulator fast paths give the same simulated run as the event queue they bypass — every record's
+"""The simulator's fast paths give the same simulated run as the event queue they bypass — every record's
 times, the traffic, the units' busy time, the L2's contents, the outputs' bits — and are taken. Speed itself is
 measured in bench/speed_table.py, never here."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""The simulator (issue 4): scheduler semantics on hand-built task lists, prefetch/UPDATE, memory hazards,
+"""The simulator: scheduler semantics on hand-built task lists, prefetch/UPDATE, memory hazards,
 cost sanity against roofline bounds, host runtime (syncs, tiling cache, pipeline threads), reports."""
 import csv
 import io

@@ -1,4 +1,4 @@
-"""om-run's thread budget (issue 18 item 1): --threads N sizes the kernels' host pool while the model runs (numpy's
+"""om-run's thread budget: --threads N sizes the kernels' host pool while the model runs (numpy's
 BLAS pool stays at one thread: the kernels cut their GEMMs themselves); the default leaves out the cores other
 processes keep busy."""
 import pytest
