@@ -14,11 +14,11 @@ A failure is one E30001 naming the model, the op or task and the field.
 from __future__ import annotations
 
 import json
-import re
 
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
-from atc_py.engines.args import _ITEM
+from atc_py.engines.args import (SINK_TILING_DATA, TILING, ArgsError, format_items, output_item, parse,
+                                 tensor_ref)
 from atc_py.common.errors import AtcError
 from atc_py.ir.dtypes import dtype_from_proto
 from atc_py.ir.formats import DEVICE_FORMATS
@@ -42,8 +42,6 @@ SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL,
                    tt.STREAM_ACTIVE, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC}
 CONTROL_SUBGRAPHS = {"If": (2, 2), "While": (2, 2), "Case": (1, 4096)}   # subgraphs a control op owns
 GENERATED = ("AscBackend", "FusedAscBackend")   # kernels whose computation is a graph attribute (seed 002)
-ARG_ITEM = re.compile(r"(i|o|ws)(\d{1,6})\*?|t|tiling_context(\.tiling_data|\.tiling_key|\.block_dim)?|"
-                      r"\*op_type|event_addr\d{1,6}\*|")
 
 
 class Invalid(Exception):
@@ -459,7 +457,7 @@ class StaticValidator(ModelValidator):
             op = self.op_of(kd.context.op_index, kind)
             self.kernel_op(op, kind)
             items = self.args(op, kd.context.args_format, kd.args)
-            sink = "tiling_context.tiling_data" in items
+            sink = SINK_TILING_DATA in items
             self.block_dim(op, kd.block_dim, sink)
             self.claim_kernel(op, k, sink)
         elif t.type == tt.FFTS_PLUS_TASK:
@@ -473,7 +471,7 @@ class StaticValidator(ModelValidator):
             if len(items) != len(mix.task_addr):
                 self.fail(f"FFTS_PLUS_TASK has {len(mix.task_addr)} addresses for {len(items)} args")
             self.addresses(op, dict(zip(items, mix.task_addr)))
-            sink = "tiling_context.tiling_data" in items
+            sink = SINK_TILING_DATA in items
             if not sink:
                 self.tiling_data(op, t.private_def)
             self.block_dim(op, f.ffts_plus_sqe.sqe_header.block_dim, sink)
@@ -602,30 +600,21 @@ class StaticValidator(ModelValidator):
                       f"[1, {limits.MAX_BLOCK_DIM}]")
 
     def items(self, op, fmt: str) -> list[str]:
-        if len(fmt) > 65536:
-            self.fail(f"args format of op {op.name!r} is {len(fmt)} characters long")
-        items = _ITEM.findall(fmt)
-        if _ITEM.sub("", fmt):
-            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} has text outside {{items}}")
-        for it in items:
-            if not ARG_ITEM.fullmatch(it):
-                self.fail(f"args format item {{{it[:40]}}} of op {op.name!r} is not one om-run knows")
-        named = [it for it in items if it]
-        if len(set(named)) != len(named):
-            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} repeats an item")
-        return items
+        try:
+            return format_items(fmt, f"op {op.name!r}")
+        except ArgsError as exc:
+            self.fail(str(exc))
 
-    def args(self, op, fmt: str, args: bytes) -> list[str]:
-        items = self.items(op, fmt)
-        if len(args) < 8 * len(items):
-            self.fail(f"args of op {op.name!r} have {len(args)} bytes, format {fmt[:80]!r} needs {8 * len(items)}")
-        addrs = {it: int.from_bytes(args[8 * j:8 * j + 8], "little") for j, it in enumerate(items)}
-        if "t" in addrs:
-            if addrs["t"] > len(args):
-                self.fail(f"the tiling offset {addrs['t']} of op {op.name!r} is past its {len(args)} B of args")
-            self.tiling_data(op, args[addrs["t"]:])
+    def args(self, op, fmt: str, args: bytes) -> dict[str, int]:
+        """The args of a kernel of `op` parsed against their format: its tiling data and tensor addresses checked."""
+        try:
+            addrs, tiling = parse(fmt, args, f"op {op.name!r}")
+        except ArgsError as exc:
+            self.fail(str(exc))
+        if TILING in addrs:
+            self.tiling_data(op, tiling)
         self.addresses(op, addrs)
-        return items
+        return addrs
 
     def tiling_data(self, op, data: bytes) -> None:
         spec = get_op(op.type)
@@ -653,10 +642,10 @@ class StaticValidator(ModelValidator):
     def addresses(self, op, addrs: dict[str, int]) -> None:
         present = [i for i, s in enumerate(op.input) if s]
         for it, a in addrs.items():
-            ref = re.fullmatch(r"(i|o|ws)(\d+)\*?", it)
+            ref = tensor_ref(it)
             if ref is None:
                 continue
-            kind, n = ref.group(1), int(ref.group(2))
+            kind, n = ref
             if kind == "i":
                 if n not in present:
                     self.fail(f"args item {{{it}}} of op {op.name!r}: input {n} is absent")
@@ -674,7 +663,7 @@ class StaticValidator(ModelValidator):
             if not self.in_memory(a, nbytes):
                 self.fail(f"args item {{{it}}} of op {op.name!r}: {nbytes} B at 0x{a:X} are outside device memory")
         for k in range(len(op.output_desc)):
-            if f"o{k}" not in addrs:
+            if output_item(k) not in addrs:
                 self.fail(f"the args of op {op.name!r} give no address for output {k}")
 
     def super_kernel(self, k: int, kd) -> None:
@@ -706,7 +695,7 @@ class StaticValidator(ModelValidator):
             op = self.op_of(mem["op_index"], "SUPER_KERNEL member")
             self.kernel_op(op, "SUPER_KERNEL")
             items = self.args(op, mem["args_format"], kd.args[mem["offset"]:mem["offset"] + mem["size"]])
-            sink = "tiling_context.tiling_data" in items
+            sink = SINK_TILING_DATA in items
             if sink and op.id not in self.tiling_of_op:
                 self.fail(f"sink member {op.name!r} of SUPER_KERNEL has no PREPROCESS_KERNEL task before it")
 

@@ -11,7 +11,7 @@ import numpy as np
 from atc_py.ir.formats import DEVICE_FORMATS, from_device
 from atc_py.om import task_types as tt
 from atc_py.engines.aicore import kernel_of
-from atc_py.engines.args import _ITEM, parse_args
+from atc_py.engines.args import SINK_TILING_DATA, format_items, parse
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
 from atc_py.ops.base import AIC, OpError
@@ -198,7 +198,7 @@ def unit_of(op) -> str:
 
 def _static_call(op, addrs, tiling, soc, prof) -> Call:
     spec = get_op(op.type)
-    sink = "tiling_context.tiling_data" in addrs
+    sink = SINK_TILING_DATA in addrs
     bd = int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
     key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
     cost, work = kernel_cost(op, spec, bd, soc, prof) if not sink else (None, None)
@@ -283,7 +283,7 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
         kd = kernel_of(t)
         if t.type in (tt.KERNEL, tt.ALL_KERNEL):
             op = model.ops[kd.context.op_index]
-            addrs, tiling = parse_args(kd.context.args_format, kd.args)
+            addrs, tiling = parse(kd.context.args_format, kd.args)
             st.calls = [_static_call(op, addrs, tiling, soc, prof)]
             if st.calls[0].sink:
                 st.calls[0].block_dim = kd.block_dim
@@ -292,7 +292,7 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
             f = t.ffts_plus_task
             op = model.ops[f.op_index]
             mix = f.ffts_plus_ctx[0].mix_aic_aiv_ctx
-            items = _ITEM.findall(mix.args_format)
+            items = format_items(mix.args_format)
             if len(items) != len(mix.task_addr):
                 raise OpError(f"FFTS+ task {k}: {len(mix.task_addr)} addresses for {len(items)} args")
             st.calls = [_static_call(op, dict(zip(items, mix.task_addr)), t.private_def, soc, prof)]
@@ -306,7 +306,7 @@ def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Pro
                 raise OpError(f"SUPER_KERNEL task {k}: kernel_ext_info does not describe its members") from None
             for m in members:
                 op = model.ops[m["op_index"]]
-                addrs, tiling = parse_args(m["args_format"], kd.args[m["offset"]:m["offset"] + m["size"]])
+                addrs, tiling = parse(m["args_format"], kd.args[m["offset"]:m["offset"] + m["size"]])
                 call = _static_call(op, addrs, tiling, soc, prof)
                 st.calls.append(call)
                 if call.sink:
