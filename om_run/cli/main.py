@@ -31,6 +31,7 @@ from ..errors import guarded
 from ..sim.host_heap import keep_freed_memory
 from ..run.simulate import simulate
 from ..sim.threads import LoadProbe
+from ..tasks.table import VALUE_BRANCH_KINDS
 
 
 def _shape(io) -> str:
@@ -67,8 +68,7 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
 
 def _needs_values(model) -> bool:
     """A model whose control flow reads device memory: --no-compute still needs its inputs."""
-    from atc_py.om import task_types as tt
-    return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in getattr(model, "tasks", []))
+    return any(t.type in VALUE_BRANCH_KINDS for t in getattr(model, "tasks", []))
 
 
 class OmRunCommand(click.Command):
