@@ -141,12 +141,14 @@ class DeviceRun:
         self.allow = allow_hazards
         self.heap: list = []
         self.seq = 0
-        self.events: dict[int, int] = {}
+        self.waiting: dict = {}      # what a blocked head waits for (an event, ("notify", op)) -> its streams
+        # what the task handlers (om_run/tasks/) keep between the tasks of this execution
+        self.events: dict[int, int] = {}           # event -> when its notify arrives (EVENT_RECORD; a wait resets it)
         self.recorder_of_event: dict[int, int] = {}
-        self.waiting: dict[int, list[int]] = {}
         self.notify: dict[int, int] = {}           # sink op id -> time its device tiling notified
-        self.sink_ctx: dict[int, TilingResult] = {}
-        self.sink_depend: dict[int, dict] = {}
+        self.sink_ctx: dict[int, TilingResult] = {}   # sink op id -> its device tiling's result
+        self.sink_depend: dict[int, dict] = {}        # sink op id -> the values that tiling read
+        self.task_state: dict[int, dict] = {}      # task type -> what a type added later keeps (no field here)
         self.live: dict[int, Sqe] = {}
         self.snap: dict[int, Sqe] = {}
         self.end: dict[int, int] = {}

@@ -48,7 +48,8 @@ class TaskHandler:
 
     def execute(self, run, task, t: int, start: int, inline: bool = False) -> int | None:
         """Run the task that reached its stream's head at t and was dispatched at start. inline (a `launch` type
-        only): run it to its end now and return the end, None if it went through the event queue after all."""
+        only): run it to its end now and return the end, None if it went through the event queue after all.
+        What a type keeps between its tasks of one execution goes in run.task_state.setdefault(self.type, {})."""
         raise NotImplementedError
 
 
