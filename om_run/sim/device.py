@@ -387,9 +387,10 @@ class DeviceRun:
     def _execute(self, task: SimTask, t: int, inline: bool = False) -> int | None:
         """Dispatch to the task type's handler (om_run/tasks/): one lookup on the type. inline (a kernel only): run
         it to its end now and return the end (kick's inline path)."""
-        handler = HANDLERS.get(task.type)
-        if handler is None:
-            raise OpError(f"task type {tt.TASK_TYPE_NAMES.get(task.type, task.type)} is not supported")
+        try:
+            handler = HANDLERS[task.type]
+        except KeyError:
+            raise OpError(f"task type {tt.TASK_TYPE_NAMES.get(task.type, task.type)} is not supported") from None
         return handler.execute(self, task, t, t + self.prof.sqe_dispatch_ns, inline)
 
     def read_inputs(self, op) -> list:
