@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import pathlib
 import pkgutil
 import re
 

@@ -8,7 +8,8 @@ dtype, rank, dims, bytes; inputs that name an existing output of an earlier op; 
 op's declared defaults, required attributes present); the graph's inputs and outputs; for static models every
 task (type, stream, event, its op, the args format items, each address inside device memory with the bytes
 its tensor needs, block_dim, tiling data length, SUPER_KERNEL member tables, UPDATE and tiling tasks of sink
-ops: each task type's own checks are its handler's in om_run/tasks/, built from the checks here); for multi-model files the root graph's calls (known subgraphs, matching arity and tensor descriptors).
+ops: each task type's own checks are its handler's in om_run/tasks/, built from the checks here); for
+multi-model files the root graph's calls (known subgraphs, matching arity and tensor descriptors).
 A failure is one E30001 naming the model, the op or task and the field.
 """
 from __future__ import annotations
