@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 import atc_py  # noqa: E402
 from bench import compile_speed, fusion_bench  # noqa: E402  (bench/compile_speed.py, this folder)
 from bench.numpy_floor import SmallCnnNumpy  # noqa: E402
-from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
-from om_run.run.io import random_inputs  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
 
 REPEAT = 15
 SOC = "Ascend910B1"

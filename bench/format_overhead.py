@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.light_models import write_all  # noqa: E402
-from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
-from om_run.run.io import random_inputs  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
 from om_run.sim import device as device_run  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
 from om_run.sim.threads import thread_budget  # noqa: E402
 
 FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}

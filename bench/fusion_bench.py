@@ -19,8 +19,8 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.gpt_block import gpt_block  # noqa: E402
-from om_run.run.io import random_inputs  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
 
 SOC = "Ascend910B1"

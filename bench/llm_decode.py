@@ -32,8 +32,8 @@ from om_run.generate.decode import Decoder, decoder_io, generate  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
 from om_run.sim.atb import AtbSettings  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
-from om_run.sim.warm import warm  # noqa: E402
 from om_run.sim.threads import thread_budget  # noqa: E402
+from om_run.sim.warm import warm  # noqa: E402
 from tools.kv_decoder import KvShape, build  # noqa: E402
 
 SHAPE = KvShape(layers=2, hidden=256, heads=4, intermediate=688, vocab=2048, max_cache=256)

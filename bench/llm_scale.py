@@ -56,6 +56,7 @@ def verify(om: pathlib.Path) -> str:
     digest (chunks.partition_digest on views of the file: nothing is copied)."""
     import mmap
     import struct
+
     from atc_py.om.chunks import partition_digest
     from atc_py.om.container import check_header, checksum_of_digests
     from atc_py.om.header import MODEL_FILE_HEAD_LEN, ModelFileHeader

@@ -36,7 +36,8 @@ def measure(light: bool = True, fixtures: bool = True, names: tuple[str, ...] = 
 
 def _measure(light: bool, fixtures: bool, names: tuple[str, ...]) -> list[dict]:
     import atc_py
-    from tools.real_models.report import FIXTURES, PRECISIONS as OPTS, load, manifest, options
+    from tools.real_models.report import FIXTURES, load, manifest, options
+    from tools.real_models.report import PRECISIONS as OPTS
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if light:

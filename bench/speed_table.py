@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 import atc_py  # noqa: E402
 from bench import compile_speed  # noqa: E402
 from bench.light_models import NAMES, write_all  # noqa: E402
-from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
-from om_run.run.io import random_inputs  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
 from om_run.sim.threads import LoadProbe, thread_budget, usable_cores  # noqa: E402
 
 SOC = "Ascend910B1"

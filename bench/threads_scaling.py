@@ -30,12 +30,12 @@ sys.path.insert(0, str(ROOT))
 
 import atc_py  # noqa: E402
 from bench.light_models import write_all  # noqa: E402
-from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
-from om_run.run.io import random_inputs  # noqa: E402
 from om_run.load.loader import load_model  # noqa: E402
+from om_run.run.io import random_inputs  # noqa: E402
 from om_run.sim.host import Simulation  # noqa: E402
-from om_run.sim.warm import warm  # noqa: E402
+from om_run.sim.host_heap import keep_freed_memory  # noqa: E402
 from om_run.sim.threads import _cpu_jiffies, thread_budget, usable_cores  # noqa: E402
+from om_run.sim.warm import warm  # noqa: E402
 
 FP32 = {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 MODELS = {"resnet50": 1.5, "shufflenet": 1.3}    # model -> target speed-up with 2 threads

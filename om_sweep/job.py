@@ -12,19 +12,20 @@ import os
 import pathlib
 import time
 
-from atc_py.cli import main as atc_cli
 from atc_py.cli import flags as cmdline
+from atc_py.cli import main as atc_cli
 from atc_py.common.errors import AtcError
-from atc_py.plugins import ENV as PLUGIN_ENV, load_plugins
-from om_run.run.simulate import simulate
+from atc_py.plugins import ENV as PLUGIN_ENV
+from atc_py.plugins import load_plugins
 from om_run.compare.outputs import compare_outputs
-from om_run.run.gears import read_gears
 from om_run.generate.decode import Decoder, decoder_io, generate, read_prompt
+from om_run.load.loader import load_model
+from om_run.run.gears import read_gears
+from om_run.run.io import load_expected, load_inputs, load_npy, load_npz
+from om_run.run.simulate import simulate
 from om_run.sim.atb import AtbSettings
 from om_run.sim.execute import check_inputs
 from om_run.sim.host import Simulation
-from om_run.run.io import load_expected, load_inputs, load_npy, load_npz
-from om_run.load.loader import load_model
 from om_run.sim.profile import RuntimeProfile
 from om_run.sim.report import summary_json
 from om_run.sim.warm import warm

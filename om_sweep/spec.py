@@ -18,7 +18,9 @@ from dataclasses import dataclass, field, replace
 
 from atc_py.cli import flags as cmdline
 from atc_py.common.errors import AtcError
-from om_run.sim.atb import ALIASES as ATB_ALIASES, VARIABLES as ATB_VARIABLES, AtbSettings
+from om_run.sim.atb import ALIASES as ATB_ALIASES
+from om_run.sim.atb import VARIABLES as ATB_VARIABLES
+from om_run.sim.atb import AtbSettings
 
 # atc-py flags om-sweep sets itself or that make no sense in a sweep
 RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it as models[].path",

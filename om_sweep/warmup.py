@@ -17,8 +17,8 @@ def warm_up() -> None:
     import atc_py.pipeline  # noqa: F401
     from atc_py.ops.core.registry import all_ops
     from atc_py.platform.soc import load_soc, supported_socs
-    from om_run.run.simulate import simulate
     from om_run.load.loader import load_model
+    from om_run.run.simulate import simulate
     from om_run.sim.profile import RuntimeProfile
 
     all_ops()

@@ -13,8 +13,18 @@ import numpy as np
 from atc_py.frontend.onnx.adapter import NodeCtx, OnnxOp, onnx_op
 from atc_py.ir.graph import Node, TensorDesc
 from atc_py.ops import register
-from atc_py.ops.core.base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult,
-                                  TilingStruct, cores_for, split_rows)
+from atc_py.ops.core.base import (
+    HOST,
+    ON_AICPU,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    cores_for,
+    split_rows,
+)
 
 ROW_SCALE_TILING = TilingStruct(("rows", "Q"), ("cols", "Q"), ("active", "Q"), ("rows_per_block", "Q"),
                                 ("scale", "f"))

@@ -34,7 +34,6 @@ from .schedule import DOUBLE, KEYS, SPILL, Nest, variants
 from .serialize import from_graph_def
 from .tiling import TilingError, TilingPlan, auto_tiling, bind_sizes, footprint, output_shapes, tiling_struct
 
-
 # om-run compare: a list set here receives, per launch run in this context, a dict of every AscIR node's value
 # by node name (the one-pass plan only; a FusedAscBackend launches its members in order); None (the default)
 # costs one lookup a launch

@@ -61,7 +61,7 @@ def fusable(node: Node) -> bool:
     rule = RULES.get(node.op_type)
     if rule is None or node.control_inputs or node.meta.get("engine", "AICORE") != "AICORE":
         return False
-    from ..ops import get_op     # (the op library imports autofuse: AscBackend)
+    from ..ops import get_op  # (the op library imports autofuse: AscBackend)
     spec = get_op(node.op_type)
     if spec is None or spec.is_custom or spec.own_kernel_only(node.attrs):
         return False

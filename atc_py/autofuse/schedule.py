@@ -23,8 +23,23 @@ import numpy as np
 
 from . import ascir
 from .expr import ONE, Expr, Sym, ceil_div, product
-from .graph import (BLOCK_IN, BLOCK_OUT, GM, IMPL, MERGED, ORIGINAL, TILE_IN, TILE_OUT, UB, AscGraph, AscGraphError,
-                    AscNode, Mem, TensorAttr, contiguous_strides)
+from .graph import (
+    BLOCK_IN,
+    BLOCK_OUT,
+    GM,
+    IMPL,
+    MERGED,
+    ORIGINAL,
+    TILE_IN,
+    TILE_OUT,
+    UB,
+    AscGraph,
+    AscGraphError,
+    AscNode,
+    Mem,
+    TensorAttr,
+    contiguous_strides,
+)
 
 KEYS = (0, 1, 2)
 DOUBLE, SINGLE, SPILL = KEYS

@@ -6,10 +6,10 @@ Errors of the syntax itself print `ERROR: ...` to stderr like ATC; value checks 
 """
 from __future__ import annotations
 
-from . import atc_flags
 from ..options.flag_checks import BOOL_TRUE, FRAMEWORK_SUPPORT  # noqa: F401  (used as cmdline.X)
 from ..options.flag_table import FLAGS, Flag
-from ..options.flag_table import check_value as check   # the checks `parse` applies to one flag's value
+from ..options.flag_table import check_value as check  # the checks `parse` applies to one flag's value
+from . import atc_flags
 
 
 class SyntaxProblem(Exception):

@@ -8,13 +8,13 @@ import sys
 
 from google.protobuf.message import DecodeError
 
-from . import flags as cmdline
-from ..common.errors import AtcError
 from ..common.atomic_write import write_atomic
+from ..common.errors import AtcError
 from ..common.progress import NoProgress, Progress
 from ..common.userfiles import read_bytes
 from ..options.flag_checks import output_path
 from ..options.flag_table import check_flag
+from . import flags as cmdline
 
 MAX_OM_BYTES = 64 << 30
 

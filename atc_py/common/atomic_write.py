@@ -15,8 +15,8 @@ followed, so nothing outside the folder is written through it.
 from __future__ import annotations
 
 import os
-import re
 import pathlib
+import re
 import stat
 import tempfile
 from typing import Any, Callable

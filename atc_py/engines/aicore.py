@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from ..common.errors import AtcError
 from ..ir.graph import Node
+from ..om import task_types as tt
 from ..ops import AICPU, MIX, get_op
 from ..ops.core.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
-from ..om import task_types as tt
-from .args import ArgsLayout, build_args
+from .args import SINK_TILING_DATA, ArgsLayout, build
 
 TILING_SINK_BLOCK_DIM = 0xFFFFFFFF   # GE kTilingSinkBlockDim
 FFTS_CTX_MIX_AIC = 6                 # FFTS+ context type of a MIX (AIC-led) context (assumed numbering)
@@ -56,9 +56,9 @@ def _context(node_id: int, kernel_type: int, args_format: str, n_slots: int) -> 
 def kernel_args(node: Node, tiling: TilingResult, plan: MemoryPlan, sink: bool) -> ArgsLayout:
     ins = [plan.address(v) if v is not None else None for v in node.inputs]
     outs = [plan.address(v) for v in node.outputs]
-    layout = build_args(ins, outs, plan.workspace_addresses(node.name), b"" if sink else tiling.tiling_data)
+    layout = build(ins, outs, plan.workspace_addresses(node.name), b"" if sink else tiling.tiling_data)
     if sink:  # the tiling slot becomes the device tiling data written by the AICPU tiling task
-        layout.items[-1] = "tiling_context.tiling_data"
+        layout.items[-1] = SINK_TILING_DATA
         layout.addresses[-1] = 0  # filled at load time with the device tiling-data address
     return layout
 

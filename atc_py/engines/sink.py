@@ -12,9 +12,10 @@ import struct
 from dataclasses import dataclass
 
 from ..ir.graph import Node
+from ..om import task_types as tt
 from ..ops import get_op
 from ..proto import task_pb2
-from ..om import task_types as tt
+from .args import EMPTY, OP_TYPE, SINK_BLOCK_DIM, SINK_TILING_KEY, TILING_CONTEXT, format_of, workspace_item
 
 KERNEL_NAME = "RunAicpuRpcSrvLaunch"
 OP_NAME = b"TilingSink"
@@ -53,7 +54,8 @@ def param_def(so_name: str, is_custom: bool) -> bytes:
 
 
 def tiling_task(node_id: int, res: SinkResources, last_ws: int) -> task_pb2.TaskDef:
-    fmt = "{tiling_context}{*op_type}{}" + (f"{{ws{last_ws}*}}" if res.is_custom else "")
+    dump = [workspace_item(last_ws, pointer=True)] if res.is_custom else []   # a custom op: its extra last workspace
+    fmt = format_of([TILING_CONTEXT, OP_TYPE, EMPTY] + dump)
     args = param_def(res.so_name, res.is_custom)
     ctx = task_pb2.KernelContext(kernel_type=tt.CUST_AI_CPU if res.is_custom else tt.AI_CPU, op_index=node_id,
                                  args_format=fmt, args_offset=struct.pack("<H", 0))
@@ -76,7 +78,7 @@ def nop_task(stream: int) -> task_pb2.TaskDef:
 def update_task(node_id: int, stream: int) -> task_pb2.TaskDef:
     t = task_pb2.TaskDef(type=tt.UPDATE, stream_id=stream)
     t.update_pc_task.CopyFrom(task_pb2.UpdatePcTaskDef(
-        op_index=node_id, stream_id=stream, args_format="{tiling_context.tiling_key}{tiling_context.block_dim}"))
+        op_index=node_id, stream_id=stream, args_format=format_of([SINK_TILING_KEY, SINK_BLOCK_DIM])))
     return t
 
 

@@ -1,33 +1,39 @@
 """Compile one static (known-shape) graph: tiling, running params, memory, streams/events, tasks → partitions."""
 from __future__ import annotations
 
-import struct
-
 import json
+import struct
 from dataclasses import dataclass, field
 
-from ..version import __version__
 from ..common.errors import AtcError
-from ..ops.core.infer import invalid
 from ..ir.graph import Graph, all_graphs, all_nodes
-from ..passes.control_memory import plan_model_memory
-from ..passes.engine import assign_engines
-from .control_tasks import rts_tasks
-from .labels import (LABEL_OWNER, SWITCH_STREAMS, LabelPlan, branch_regions, give_switch_streams, is_control,
-                     lower_labels, region_nodes)
+from ..om import task_types as tt
 from ..om.kernel_store import build_store
 from ..ops import AICORE, get_op
 from ..ops.core.base import OpError, TilingResult
 from ..ops.core.execute import tiling_context
+from ..ops.core.infer import invalid
+from ..passes.control_memory import plan_model_memory
+from ..passes.engine import assign_engines
 from ..passes.memory import FEATURE_MAP_BASE, WEIGHT_BASE, MemoryPlan
 from ..passes.streams import StreamPlan, assign_streams
 from ..passes.tiling_sink import TILING_SINK_OP
 from ..platform.soc import SocSpec
 from ..proto import task_pb2
+from ..version import __version__
 from . import sink, superkernel
-from ..om import task_types as tt
 from .aicore import KernelInfo, kernel_name, kernel_task
-
+from .control_tasks import rts_tasks
+from .labels import (
+    LABEL_OWNER,
+    SWITCH_STREAMS,
+    LabelPlan,
+    branch_regions,
+    give_switch_streams,
+    is_control,
+    lower_labels,
+    region_nodes,
+)
 
 
 @dataclass

@@ -14,11 +14,12 @@ import struct
 
 from ..common.errors import AtcError
 from ..ir.graph import Node
+from ..om import task_types as tt
 from ..ops.core.base import TilingResult
 from ..passes.memory import MemoryPlan
 from ..proto import task_pb2
-from ..om import task_types as tt
 from .aicore import TILING_SINK_BLOCK_DIM, kernel_args
+from .args import OP_TYPE, SINK_BLOCK_DIM, SINK_TILING_KEY, TILING_CONTEXT, event_item, format_of
 
 SUPER_KERNEL_SCOPE = "_super_kernel_scope"
 REUSE_BINARY = "super_kernel_reuse_binary"
@@ -33,7 +34,7 @@ def check_reuse_binary(node: Node, is_sink: bool) -> None:
 def member_args(node: Node, tiling: TilingResult, plan: MemoryPlan, sink_event: int | None):
     layout = kernel_args(node, tiling, plan, sink=sink_event is not None)
     if sink_event is not None:
-        layout.items += ["tiling_context.tiling_key", "tiling_context.block_dim", f"event_addr{sink_event}*"]
+        layout.items += [SINK_TILING_KEY, SINK_BLOCK_DIM, event_item(sink_event)]
         layout.addresses += [0, 0, 0]
     return layout
 
@@ -42,7 +43,7 @@ def sk_tiling_task(node_id: int, attached: int, event: int, so_name: str, is_cus
     from .sink import KERNEL_NAME, param_def
     args = param_def(so_name, is_custom)
     ctx = task_pb2.KernelContext(kernel_type=tt.CUST_AI_CPU if is_custom else tt.AI_CPU, op_index=node_id,
-                                 args_format=f"{{tiling_context}}{{*op_type}}{{event_addr{event}*}}",
+                                 args_format=format_of([TILING_CONTEXT, OP_TYPE, event_item(event)]),
                                  args_offset=struct.pack("<H", 0))
     t = task_pb2.TaskDef(type=tt.PREPROCESS_KERNEL, stream_id=attached)
     t.kernel.CopyFrom(task_pb2.KernelDef(context=ctx, block_dim=1, args=args, args_size=len(args), so_name=so_name,

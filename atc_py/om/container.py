@@ -21,9 +21,9 @@ from typing import BinaryIO, Callable, Union
 
 from ..common.progress import NoProgress
 from .chunks import Chunks, file_digest, partition_digest_of
-from .writer import write_image
 from .header import MODEL_FILE_HEAD_LEN, MODEL_FILE_MAGIC_NUM, MODEL_VERSION, OM_PROTO_VERSION, ModelFileHeader
 from .partitions import NAMES
+from .writer import write_image
 
 _TABLE_HEAD = struct.Struct("<II")
 _ENTRY = struct.Struct("<IIQQ")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 
 from ..ir.formats import DEVICE_FORMATS
-
 from ..proto import ge_ir_pb2 as ge
 from ..proto import task_pb2
 from . import partitions as pt

@@ -8,8 +8,19 @@ import math
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
-                        covered, prod, split_rows)
+from .core.base import (
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    cores_for,
+    covered,
+    prod,
+    split_rows,
+)
 from .core.elementwise_tiling import elementwise_tiling, run_blocks
 from .core.impl_modes import HIGH_PERFORMANCE
 from .core.registry import register

@@ -11,8 +11,17 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from ..options.aipp import MAX_PADDING
-from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
-                        split_rows)
+from .core.base import (
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    cores_for,
+    split_rows,
+)
 from .core.registry import register
 
 AIPP_TILING = TilingStruct(("n", "I"), ("rows_per_block", "I"))

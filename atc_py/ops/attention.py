@@ -23,8 +23,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (MIX, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
-                        cores_for, covered, split_rows)
+from .core.base import (
+    MIX,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    ceil_div,
+    cores_for,
+    covered,
+    split_rows,
+)
 from .core.registry import register
 
 UNBOUNDED = 2 ** 31 - 1   # pre_tokens / next_tokens without a bound (CANN's default 2147483647)

@@ -16,8 +16,21 @@ import struct
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (AIC, HOST, MIX, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, Work,
-                        ceil_div, check_tiling_shape, cores_for)
+from .core.base import (
+    AIC,
+    HOST,
+    MIX,
+    ON_AICPU,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    Work,
+    ceil_div,
+    check_tiling_shape,
+    cores_for,
+)
 from .core.registry import register
 
 KV_SPLIT_LEN = 256   # IFA tiling: KV positions per split when a sequence is long (flash-decoding key 1)

@@ -16,6 +16,7 @@ from .core.elementwise_tiling import for_blocks
 from .core.registry import register
 from .elementwise import INT_TYPES, MOVE_TYPES, BinaryOp, UnaryOp
 
+
 def _bitwise(op_type: str, fn, dtypes=INT_TYPES):
     return register(type(op_type, (BinaryOp,), {"op_type": op_type, "fn": staticmethod(fn), "dtypes": dtypes,
                                                "__doc__": f"{op_type}: elementwise, broadcasting."}))

@@ -11,8 +11,20 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .conv_pool import out_dim
-from .core.base import (AIC, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div, check_bias,
-                        cores_for, prod, split_rows)
+from .core.base import (
+    AIC,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    ceil_div,
+    check_bias,
+    cores_for,
+    prod,
+    split_rows,
+)
 from .core.registry import register
 from .window_ops import conv_transpose_nd
 

@@ -13,8 +13,22 @@ import numpy as np
 
 from ..ir.formats import C04, SMALL_CHANNEL
 from ..ir.graph import Node, TensorDesc
-from .core.base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
-                        check_bias, cores_for, covered, direct_output, split_rows)
+from .core.base import (
+    AIC,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    ceil_div,
+    check_bias,
+    cores_for,
+    covered,
+    direct_output,
+    split_rows,
+)
 from .core.gemm import grouped_matmul
 from .core.host_pool import cuts, run_pieces, scratch
 from .core.registry import register

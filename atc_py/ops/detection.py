@@ -12,7 +12,6 @@ from .core.base import AICPU, KernelArgs, OpError, TilingContext, Work
 from .core.registry import register
 from .core.row_split import RowSplitOp
 
-
 MAX_SAMPLES = 1 << 26   # RoiAlign samples of one roi (a roi far larger than its map asks for absurd grids)
 
 

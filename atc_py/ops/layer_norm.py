@@ -11,8 +11,19 @@ import numpy as np
 from ..ir.graph import Node, TensorDesc
 from ..platform.soc import SocSpec
 from .activation import norm_axis
-from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
-                        covered, prod, split_rows)
+from .core.base import (
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    cores_for,
+    covered,
+    prod,
+    split_rows,
+)
 from .core.impl_modes import HIGH_PERFORMANCE
 from .core.registry import register
 from .elementwise import FLOAT_TYPES

@@ -10,12 +10,25 @@ import numpy as np
 
 from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
-from .core.base import (AIC, REQUIRED, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                        ceil_div, cores_for, covered, prod, split_rows)
+from .core.base import (
+    AIC,
+    REQUIRED,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    ceil_div,
+    cores_for,
+    covered,
+    prod,
+    split_rows,
+)
 from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .core.registry import register
 from .elementwise import FLOAT_TYPES
-
 
 DET_TILING = TilingStruct(("batch", "Q"), ("n", "Q"), ("mats_per_block", "Q"))
 

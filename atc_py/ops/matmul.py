@@ -16,8 +16,19 @@ import numpy as np
 
 from ..ir.graph import Node, TensorDesc
 from .conv_pool import INT_CUBE, int_operands, scratch
-from .core.base import (AIC, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, ceil_div,
-                        check_bias, prod)
+from .core.base import (
+    AIC,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    ceil_div,
+    check_bias,
+    prod,
+)
 from .core.gemm import grouped_matmul
 from .core.registry import register
 

@@ -15,8 +15,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, cores_for,
-                        covered, split_rows)
+from .core.base import (
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    cores_for,
+    covered,
+    split_rows,
+)
 from .core.registry import register
 
 FLOATS = ("float32", "float16", "float64", "bfloat16")

@@ -14,8 +14,19 @@ import numpy as np
 from ..ir.dtypes import is_float
 from ..ir.graph import Node, TensorDesc
 from .activation import SoftmaxV2, norm_axis
-from .core.base import (AICPU, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work, block_align_elems,
-                        ceil_div, cores_for, split_rows)
+from .core.base import (
+    AICPU,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    block_align_elems,
+    ceil_div,
+    cores_for,
+    split_rows,
+)
 from .core.elementwise_tiling import run_blocks
 from .core.registry import register
 from .elementwise import NUM_TYPES

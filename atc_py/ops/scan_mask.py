@@ -9,8 +9,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (HOST, ON_AICPU, KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, Work,
-                        check_tiling_shape, cores_for, covered, prod, split_rows)
+from .core.base import (
+    HOST,
+    ON_AICPU,
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    Work,
+    check_tiling_shape,
+    cores_for,
+    covered,
+    prod,
+    split_rows,
+)
 from .core.registry import register
 from .elementwise import FLOAT_TYPES
 

@@ -4,8 +4,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.graph import Node, TensorDesc
-from .core.base import (KernelArgs, OpError, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems,
-                        cores_for, covered, direct_output, prod, split_rows)
+from .core.base import (
+    KernelArgs,
+    OpError,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    block_align_elems,
+    cores_for,
+    covered,
+    direct_output,
+    prod,
+    split_rows,
+)
 from .core.elementwise_tiling import ELEMWISE_TILING, elementwise_tiling, run_blocks
 from .core.host_pool import cuts, run_pieces
 from .core.move_plans import PlannedMove, transpose_plan

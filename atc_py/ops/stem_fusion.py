@@ -50,7 +50,7 @@ def pool(attrs: dict) -> tuple | None:
 
 def _max_pool(attrs: dict):
     """The fused pool as MaxPoolV3 and its attributes: its geometry and its reduction are that op's."""
-    from .conv_pool import MaxPoolV3    # conv_pool imports this module
+    from .conv_pool import MaxPoolV3  # conv_pool imports this module
     kh, kw, sh, sw, *pads = pool(attrs)
     return MaxPoolV3(), {"ksize": [1, 1, kh, kw], "strides": [1, 1, sh, sw], "pads": pads}
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from google.protobuf import text_format
 
 from ..common.errors import AtcError
-from ..proto import insert_op_pb2 as iop
 from ..common.userfiles import read_bytes
+from ..proto import insert_op_pb2 as iop
 
 FORMATS = {"YUV420SP_U8": 1, "RGB888_U8": 3, "XRGB8888_U8": 4, "YUV400_U8": 1}   # -> image channels stored
 OUT_CHANNELS = {"YUV420SP_U8": 3, "RGB888_U8": 3, "XRGB8888_U8": 3, "YUV400_U8": 1}

@@ -11,20 +11,40 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .aipp import parse_config
-from .debug import device_id, op_debug_level, scope_fusion_passes
 from ..common.errors import AtcError
-from .gears import OPTION as GEAR_OPTIONS, GearSpec, parse_gears
 from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, DEFAULT_LOWER_LIMIT
-from .op_precision import CustomizeDtypes, OpPrecisionModes, parse_customize_dtypes, parse_op_precision_mode
-from .flag_checks import FRAMEWORK_ONNX, FRAMEWORK_SUPPORT, FRAMEWORK_TF
-from .flag_table import FLAGS, check_value
-from .shapes import (InputShapes, check_tiling_schedule_optimize_session, debug_sink_nops, fold_size_limit, parse_input_shape, parse_input_shape_range, parse_optimization_switch, parse_out_nodes, static_model_ops_lower_limit)
-from .attr_config import parse_attr_config
-from .output_type import OutputTypes, parse_output_type
 from ..platform import load_soc
 from ..platform.soc import SocSpec
-from .precision import MixList, check_precision_mode, fusion_switches, implmode, input_fp16_nodes, keep_dtype, modify_mixlist, precision_mode
+from .aipp import parse_config
+from .attr_config import parse_attr_config
+from .debug import device_id, op_debug_level, scope_fusion_passes
+from .flag_checks import FRAMEWORK_ONNX, FRAMEWORK_SUPPORT, FRAMEWORK_TF
+from .flag_table import FLAGS, check_value
+from .gears import OPTION as GEAR_OPTIONS
+from .gears import GearSpec, parse_gears
+from .op_precision import CustomizeDtypes, OpPrecisionModes, parse_customize_dtypes, parse_op_precision_mode
+from .output_type import OutputTypes, parse_output_type
+from .precision import (
+    MixList,
+    check_precision_mode,
+    fusion_switches,
+    implmode,
+    input_fp16_nodes,
+    keep_dtype,
+    modify_mixlist,
+    precision_mode,
+)
+from .shapes import (
+    InputShapes,
+    check_tiling_schedule_optimize_session,
+    debug_sink_nops,
+    fold_size_limit,
+    parse_input_shape,
+    parse_input_shape_range,
+    parse_optimization_switch,
+    parse_out_nodes,
+    static_model_ops_lower_limit,
+)
 
 Log = Callable[[str, str], None]
 

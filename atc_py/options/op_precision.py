@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..common.errors import AtcError
-from ..ir.dtypes import dtype_by_name
 from ..common.userfiles import read_bytes
+from ..ir.dtypes import dtype_by_name
 
 # FE's kSupportImpyType (op_impl_mode_config_parser.cc): the modes a line may name; norm_class is an op-specific
 # one (BatchMultiClassNonMaxSuppression). FE skips an entry with another mode with a warning; atc-py refuses it,

@@ -5,9 +5,9 @@ the Aipp node produces what the model took before, so nothing behind it changes.
 model input (a TensorFlow image, whose format is NHWC) gets a transpose behind it, as GE's format pass does."""
 from __future__ import annotations
 
-from ..options.aipp import resolve
 from ..common.errors import AtcError
 from ..ir.graph import Graph, TensorDesc
+from ..options.aipp import resolve
 
 NHWC_TO_NCHW = (0, 3, 1, 2)
 NCHW_TO_NHWC = (0, 2, 3, 1)

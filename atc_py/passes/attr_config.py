@@ -6,6 +6,7 @@ from typing import Mapping
 from ..common.errors import AtcError
 from ..ir.graph import Graph
 
+
 def apply_attr_config(graph: Graph, config: Mapping[str, Mapping]) -> int:
     """Sets each configured node's attributes (E10016 for a node the graph does not have)."""
     count = 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..common.errors import AtcError
+from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ir.graph import Graph
 from ..ops import get_op
 from ..ops.core.base import OpError
-from ..common.limits import DEFAULT_FOLD_SIZE_LIMIT, FOLD_WORK_PER_BYTE
 from ..ops.core.execute import run_op, tiling_context
 from ..ops.core.infer import infer_node
 from ..platform.soc import SocSpec

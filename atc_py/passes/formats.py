@@ -20,9 +20,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.formats import (C04, FRACTAL_NZ, FRACTAL_Z, FRACTAL_Z_3D, FRACTAL_Z_C04, NC1HWC0, NC1HWC0_C04, NDC1HWC0,
-                          SMALL_CHANNEL, c0_for, device_shape, to_device)
 from ..autofuse.schedule import reduce_axes
+from ..ir.formats import (
+    C04,
+    FRACTAL_NZ,
+    FRACTAL_Z,
+    FRACTAL_Z_3D,
+    FRACTAL_Z_C04,
+    NC1HWC0,
+    NC1HWC0_C04,
+    NDC1HWC0,
+    SMALL_CHANNEL,
+    c0_for,
+    device_shape,
+    to_device,
+)
 from ..ir.graph import Graph, Node, TensorDesc, Value
 from ..ops import get_op
 from ..ops.elementwise import BinaryOp, UnaryOp

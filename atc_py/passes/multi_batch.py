@@ -21,9 +21,9 @@ import json
 import numpy as np
 
 from ..common.errors import AtcError
-from ..options.gears import DYNAMIC_TYPE, GearSpec
 from ..ir.graph import Graph, TensorDesc, all_graphs
 from ..ops.control import MBATCH_NODE, case_branch_keys  # GE ATTR_INSERT_BY_MBATCH
+from ..options.gears import DYNAMIC_TYPE, GearSpec
 
 CASE, DATA, CONST, MAP_INDEX = ("ascend_mbatch_shape_case", "ascend_mbatch_shape_data", "ascend_mbatch_shape_const",
                                 "ascend_mbatch_shape_mapindex")

@@ -7,6 +7,7 @@ from ..ir.graph import Graph
 from ..ops.core.infer import infer_node
 from ..options.output_type import OutputTypes
 
+
 def output_dtypes(spec: OutputTypes, output_names: list[str]) -> dict[int, str]:
     """Output index -> numpy dtype."""
     if spec.every:

@@ -15,7 +15,6 @@ The chosen dtypes are the tensor descs in the .om (ModelDef op input/output desc
 on each rewritten node."""
 from __future__ import annotations
 
-
 from ..common.errors import AtcError
 from ..ir.graph import Graph, Node, Value
 from ..ops import get_op

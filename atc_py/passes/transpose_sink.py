@@ -14,8 +14,8 @@ import numpy as np
 
 from ..ir.graph import ORIGIN_PERM, Graph, Node
 from ..ops import get_op
-from ..ops.elementwise import BinaryOp, UnaryOp
 from ..ops.core.infer import infer_node
+from ..ops.elementwise import BinaryOp, UnaryOp
 from .fusion import transpose_cancel
 
 MAX_ROUNDS = 64   # each round moves every movable transpose one op down

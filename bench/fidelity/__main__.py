@@ -18,8 +18,8 @@ sys.path.insert(0, str(ROOT))
 from bench.fidelity import calibrate as cal  # noqa: E402
 from bench.fidelity.anchors import ANCHORS, ais_bench_throughput, zoo_stats  # noqa: E402
 from bench.fidelity.models import light_model  # noqa: E402
-from bench.fidelity.zoo import BATCHES, ZOO  # noqa: E402
 from bench.fidelity.sweep import DTYPES, LARGE_NS, SOCS, SWEEP, compile_model, kernels, run_case, simulate  # noqa: E402
+from bench.fidelity.zoo import BATCHES, ZOO  # noqa: E402
 from om_run.sim.profile import RuntimeProfile  # noqa: E402
 from om_run.sim.report import ais_bench_summary  # noqa: E402
 

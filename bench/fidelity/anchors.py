@@ -15,9 +15,9 @@ from typing import Callable
 from om_run.sim.profile import RuntimeProfile
 from om_run.sim.report import ais_bench_summary
 
+from .sweep import compile_model, kernels, matmul, simulate
 from .zoo import ZOO, build_options
 from .zoo import load as load_zoo
-from .sweep import compile_model, kernels, matmul, simulate
 
 GEMM_SOURCE = ("zzc0721/torch-performance-test-data issue #109 (Ascend910B2, torch 2.5.1 + torch_npu, "
                "torch.matmul of n x n matrices): https://github.com/zzc0721/torch-performance-test-data/issues/109")

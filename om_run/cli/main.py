@@ -10,27 +10,36 @@ import click
 import numpy as np
 
 from atc_py.common.atomic_write import make_output_dir, write_atomic, write_in_folder
-from atc_py.om.task_types import TASK_TYPE_NAMES
 from atc_py.common.errors import AtcError
 from atc_py.common.ieee_quiet import quiet_ieee_warnings
-from atc_py.plugins import load_plugins
 from atc_py.common.progress import StageProgress
+from atc_py.om.task_types import TASK_TYPE_NAMES
+from atc_py.plugins import load_plugins
 
 from ..compare.outputs import compare_outputs, default_tolerance
+from ..errors import guarded
 from ..generate.command import refuse_other_modes, run_generate
-from ..run.gears import BUILT_WITH, read_gears, refuse_gear_flag
-from ..run.io import load_expected, write_outputs
 from ..load.limits import DEFAULT_MAX_LOOP_ITERATIONS
 from ..load.loader import load_model
 from ..load.model import DeviceModel, RootModel
+from ..run.gears import BUILT_WITH, read_gears, refuse_gear_flag
+from ..run.io import load_expected, write_outputs
 from ..run.msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
 from ..run.options import RunOptions, run_options
-from ..sim.execute import check_inputs
-from ..sim.report import (ais_bench_lines, ais_bench_summary, console, msame_lines, overflow_lines, summary_json, write_profile)
-from ..errors import guarded
-from ..sim.host_heap import keep_freed_memory
 from ..run.simulate import simulate
+from ..sim.execute import check_inputs
+from ..sim.host_heap import keep_freed_memory
+from ..sim.report import (
+    ais_bench_lines,
+    ais_bench_summary,
+    console,
+    msame_lines,
+    overflow_lines,
+    summary_json,
+    write_profile,
+)
 from ..sim.threads import LoadProbe
+from ..tasks.table import VALUE_BRANCH_KINDS
 
 
 def _shape(io) -> str:
@@ -67,8 +76,7 @@ def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
 
 def _needs_values(model) -> bool:
     """A model whose control flow reads device memory: --no-compute still needs its inputs."""
-    from atc_py.om import task_types as tt
-    return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in getattr(model, "tasks", []))
+    return any(t.type in VALUE_BRANCH_KINDS for t in getattr(model, "tasks", []))
 
 
 class OmRunCommand(click.Command):

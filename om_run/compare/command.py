@@ -13,10 +13,9 @@ import time
 import click
 import numpy as np
 
-from atc_py.common.atomic_write import make_output_dir, write_in_folder
+from atc_py.common.atomic_write import make_output_dir, safe_stem, write_in_folder
 from atc_py.common.errors import AtcError
 
-from atc_py.common.atomic_write import safe_stem
 from ..load.loader import load_model
 from ..run.msame_inputs import check_dym_shape, input_batches
 from ..run.options import parse_inputs, parse_named_shapes
@@ -26,8 +25,8 @@ from .compile_time import compile_time_values
 from .golden import onnx_golden, tf_golden
 from .locate import locate
 from .match import Matcher
-from .om_side import OmKernels, load_entry, read_dumps
 from .metrics import fmt
+from .om_side import OmKernels, load_entry, read_dumps
 from .report import counts, csv_bytes, summary, table
 
 FRAMEWORKS = {".onnx": "onnx", ".pb": "tf"}

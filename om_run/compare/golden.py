@@ -116,6 +116,7 @@ def _run_onnx(model: onnx.ModelProto, feeds: dict, names: list[str]) -> tuple[st
 
 def tf_golden(path: str, arrays: dict[str, np.ndarray], positional: list, input_format: str, soc) -> Golden:
     from atc_py.frontend.tensorflow.loader import load_tf
+
     from .ir_reference import run_tf
     gd = load_tf(path)
     placeholders = [n for n in gd.node if n.op == "Placeholder"]

@@ -8,10 +8,10 @@ import numpy as np
 
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import Graph
+from atc_py.ops.core.base import OpError
 from atc_py.ops.core.execute import run_op
 from atc_py.ops.core.infer import infer_graph
 from atc_py.ops.core.registry import get_op
-from atc_py.ops.core.base import OpError
 
 
 def _bad(reason: str) -> AtcError:

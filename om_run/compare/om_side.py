@@ -15,9 +15,8 @@ from atc_py.ops.core.execute import run_op
 from atc_py.ops.core.registry import get_op
 from atc_py.platform import load_soc
 
+from ..load.model import desc_from_proto, op_attrs
 from ..run.io import load_npy
-from ..load.model import desc_from_proto
-from ..load.model import op_attrs
 from ..sim.program import _in_descs
 
 

@@ -12,14 +12,14 @@ import numpy as np
 from atc_py.common.atomic_write import make_output_dir, write_atomic, write_in_folder
 from atc_py.common.errors import AtcError
 
-from .decode import Decoder, decoder_io, generate, read_prompt
 from ..run.io import load_npy, load_npz
 from ..run.options import RunOptions
 from ..sim.execute import check_inputs
 from ..sim.host import Simulation
 from ..sim.report import step_timeline, write_profile
-from ..sim.warm import warm
 from ..sim.threads import thread_budget
+from ..sim.warm import warm
+from .decode import Decoder, decoder_io, generate, read_prompt
 
 
 def _bad(reason: str) -> AtcError:

@@ -8,18 +8,15 @@ dtype, rank, dims, bytes; inputs that name an existing output of an earlier op; 
 op's declared defaults, required attributes present); the graph's inputs and outputs; for static models every
 task (type, stream, event, its op, the args format items, each address inside device memory with the bytes
 its tensor needs, block_dim, tiling data length, SUPER_KERNEL member tables, UPDATE and tiling tasks of sink
-ops); for multi-model files the root graph's calls (known subgraphs, matching arity and tensor descriptors).
+ops: each task type's own checks are its handler's in om_run/tasks/, built from the checks here); for
+multi-model files the root graph's calls (known subgraphs, matching arity and tensor descriptors).
 A failure is one E30001 naming the model, the op or task and the field.
 """
 from __future__ import annotations
 
-import json
-import re
-
-from atc_py.om import task_types as tt
-from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM, kernel_of
-from atc_py.engines.args import _ITEM
 from atc_py.common.errors import AtcError
+from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
+from atc_py.engines.args import TILING, ArgsError, format_items, output_item, parse, tensor_ref
 from atc_py.ir.dtypes import dtype_from_proto
 from atc_py.ir.formats import DEVICE_FORMATS
 from atc_py.ir.graph import Node, TensorDesc, Value
@@ -28,6 +25,7 @@ from atc_py.ops import get_op
 from atc_py.ops.core.base import REQUIRED, OpError
 from atc_py.platform import load_soc
 
+from ..tasks.table import HANDLERS
 from . import limits
 from .model import DeviceModel, RootModel, desc_from_proto
 from .validate_shapes import check_inferred, check_tiling
@@ -36,14 +34,8 @@ INT_ATTRS = ("memory_size", "weight_size", "task_gen_base_addr", "task_gen_weigh
              "event_num", "label_num", "batch_num")
 STR_ATTRS = ("precision_mode", "input_format")   # read by om-run as strings (compare.py, layercmp)
 ROOT_OPS = {"Data", "PartitionedCall", "NetOutput"}
-KERNEL_TASKS = (tt.KERNEL, tt.ALL_KERNEL)
-SUPPORTED_TASKS = {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK, tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL, tt.UPDATE,
-                   tt.NOP, tt.EVENT_RECORD, tt.EVENT_WAIT, tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX,
-                   tt.STREAM_ACTIVE, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC}
 CONTROL_SUBGRAPHS = {"If": (2, 2), "While": (2, 2), "Case": (1, 4096)}   # subgraphs a control op owns
-GENERATED = ("AscBackend", "FusedAscBackend")   # kernels whose computation is a graph attribute (seed 002)
-ARG_ITEM = re.compile(r"(i|o|ws)(\d{1,6})\*?|t|tiling_context(\.tiling_data|\.tiling_key|\.block_dim)?|"
-                      r"\*op_type|event_addr\d{1,6}\*|")
+GENERATED = ("AscBackend", "FusedAscBackend")   # kernels whose computation is a graph attribute
 
 
 class Invalid(Exception):
@@ -219,7 +211,7 @@ class ModelValidator:
             if len(op.output_desc) != 1:
                 self.fail(f"Const op {op.name!r} has {len(op.output_desc)} outputs")
             td = op.output_desc[0]
-            nbytes = self._nbytes(td)
+            nbytes = self.nbytes(td)
             if td.data_offset < 0 or td.data_offset + nbytes > len(self.m.weights) or nbytes < 0:
                 self.fail(f"Const op {op.name!r}: {nbytes} B at weight offset {td.data_offset} are outside the "
                           f"{len(self.m.weights)} B of weights")
@@ -287,7 +279,7 @@ class ModelValidator:
             self.fail(f"op {op.name!r} ({op.type}) outputs {got} are not what its graph computes: {want}")
 
     @staticmethod
-    def _nbytes(td) -> int:
+    def nbytes(td) -> int:
         n = dtype_from_proto(td.dtype).itemsize
         for d in td.shape.dim:
             n *= max(d, 0)
@@ -362,7 +354,11 @@ class ModelValidator:
 
 
 class StaticValidator(ModelValidator):
-    """A static model: its memory, tasks and their args too."""
+    """A static model: its memory, tasks and their args too. Each task is checked by its type's handler
+    (om_run/tasks/), which is handed this validator: the checks below are what handlers are built from, and the
+    tables they fill say what holds between tasks (whose kernel an op has, which ops tile on the device, labels
+    set and jumped to, UPDATEs)."""
+    limits = limits    # the bounds a field is held to (the handlers read them here: their package is below load)
 
     def check(self) -> None:
         self.fm_used = 0   # the end of the feature map's bytes that tensors and tasks address (in_memory)
@@ -392,15 +388,8 @@ class StaticValidator(ModelValidator):
             self.where = f"model {m.name!r} task {k}"
             self.task(k, t)
         self.where = f"model {m.name!r}"
-        for k, label in self.label_uses:
-            if label not in self.label_set:
-                self.fail(f"task {k} jumps to label {label}, which no LABEL_SET task sets")
-        for k, op_id in self.updates:
-            if op_id not in self.kernel_of_op:
-                self.fail(f"UPDATE task {k} patches op {op_id}, which has no kernel task")
-        if self.updates and not self.soc.model_task_update:
-            self.fail(f"the model uses UPDATE tasks (tiling sink) but {m.soc_version} has no task-update capability "
-                      "(FEATURE_TYPE_MODEL_TASK_UPDATE); compile it without --tiling_schedule_optimize=1 for this SoC")
+        for handler in HANDLERS.values():
+            handler.check_model(self)
         self.static_io()
         self.feature_map_size()
 
@@ -427,15 +416,15 @@ class StaticValidator(ModelValidator):
     def static_io(self) -> None:
         for op in self.ops:
             if op.type == "Data":
-                if len(op.output_i) != 1 or not self.in_memory(op.output_i[0], self._nbytes(op.output_desc[0])):
+                if len(op.output_i) != 1 or not self.in_memory(op.output_i[0], self.nbytes(op.output_desc[0])):
                     self.fail(f"input {op.name!r} has no address inside device memory for its "
-                              f"{self._nbytes(op.output_desc[0])} B")
+                              f"{self.nbytes(op.output_desc[0])} B")
             elif op.type == "NetOutput":
                 if len(op.input_i) != len(op.input_desc):
                     self.fail(f"NetOutput has {len(op.input_i)} addresses for {len(op.input_desc)} outputs")
                 for k, (a, td) in enumerate(zip(op.input_i, op.input_desc)):
-                    if not self.in_memory(a, self._nbytes(td)):
-                        self.fail(f"output {k}: {self._nbytes(td)} B at 0x{a:X} are outside device memory")
+                    if not self.in_memory(a, self.nbytes(td)):
+                        self.fail(f"output {k}: {self.nbytes(td)} B at 0x{a:X} are outside device memory")
 
     def op_of(self, index: int, task_kind: str):
         op = self.m.ops.get(index)
@@ -444,64 +433,14 @@ class StaticValidator(ModelValidator):
         return op
 
     def task(self, k: int, t) -> None:
-        m = self.m
-        if t.type not in SUPPORTED_TASKS:
+        handler = HANDLERS.get(t.type)
+        if handler is None:
             self.fail(f"task type {t.type} is not one om-run executes")
-        if not 0 <= t.stream_id < m.stream_num:
-            self.fail(f"stream {t.stream_id}; the model has {m.stream_num} streams")
-        if t.type in (tt.EVENT_RECORD, tt.EVENT_WAIT) and not 0 <= t.event_id < m.event_num:
-            self.fail(f"event {t.event_id}; the model has {m.event_num} events")
-        kd = kernel_of(t)
-        kind = tt.TASK_TYPE_NAMES[t.type]
-        if t.type in KERNEL_TASKS + (tt.SUPER_KERNEL, tt.PREPROCESS_KERNEL) and kd is None:
-            self.fail(f"{kind} task has no kernel definition")
-        if t.type in KERNEL_TASKS:
-            op = self.op_of(kd.context.op_index, kind)
-            self.kernel_op(op, kind)
-            items = self.args(op, kd.context.args_format, kd.args)
-            sink = "tiling_context.tiling_data" in items
-            self.block_dim(op, kd.block_dim, sink)
-            self.claim_kernel(op, k, sink)
-        elif t.type == tt.FFTS_PLUS_TASK:
-            if not t.HasField("ffts_plus_task") or not t.ffts_plus_task.ffts_plus_ctx:
-                self.fail("FFTS_PLUS_TASK has no FFTS+ context")
-            f = t.ffts_plus_task
-            op = self.op_of(f.op_index, kind)
-            self.kernel_op(op, kind)
-            mix = f.ffts_plus_ctx[0].mix_aic_aiv_ctx
-            items = self.items(op, mix.args_format)
-            if len(items) != len(mix.task_addr):
-                self.fail(f"FFTS_PLUS_TASK has {len(mix.task_addr)} addresses for {len(items)} args")
-            self.addresses(op, dict(zip(items, mix.task_addr)))
-            sink = "tiling_context.tiling_data" in items
-            if not sink:
-                self.tiling_data(op, t.private_def)
-            self.block_dim(op, f.ffts_plus_sqe.sqe_header.block_dim, sink)
-            self.claim_kernel(op, k, sink)
-        elif t.type == tt.SUPER_KERNEL:
-            if not t.HasField("kernel"):
-                self.fail("SUPER_KERNEL task has no KernelDef (its member table lives in kernel_ext_info)")
-            self.super_kernel(k, kd)
-        elif t.type == tt.PREPROCESS_KERNEL:
-            op = self.op_of(kd.context.op_index, kind)
-            spec = get_op(op.type)
-            if not spec.tiling_depend:
-                self.fail(f"PREPROCESS_KERNEL for op {op.name!r} ({op.type}), which has no device tiling")
-            present = [i for i, s in enumerate(op.input) if s]
-            for slot, i in enumerate(present):
-                if i in spec.tiling_depend:
-                    if slot >= len(op.input_i) or not self.in_memory(op.input_i[slot],
-                                                                     self._nbytes(op.input_desc[slot])):
-                        self.fail(f"the tiling input {i} of op {op.name!r} has no address inside device memory")
-            self.tiling_of_op.add(op.id)
-        elif t.type == tt.UPDATE:
-            if not t.HasField("update_pc_task"):
-                self.fail("UPDATE task has no update definition")
-            self.updates.append((k, t.update_pc_task.op_index))
-        else:
-            self.runtime_task(k, t, kind)
+        if not 0 <= t.stream_id < self.m.stream_num:
+            self.fail(f"stream {t.stream_id}; the model has {self.m.stream_num} streams")
+        handler.validate(self, k, t)
 
-    # -- runtime (RTS) tasks: labels, stream activation and switch, copies ------------------------------------
+    # -- what the task handlers check with ------------------------------------------------------------------------
     def label_id(self, label: int) -> int:
         if not 0 <= label < self.m.label_num:
             self.fail(f"label {label}; the model has {self.m.label_num} labels (label_num)")
@@ -520,67 +459,6 @@ class StaticValidator(ModelValidator):
     def input_addr(self, op, slot: int, nbytes: int, what: str) -> None:
         if slot >= len(op.input_i) or not self.in_memory(op.input_i[slot], nbytes):
             self.fail(f"{what} of op {op.name!r} has no address inside device memory for its {nbytes} B")
-
-    def runtime_task(self, k: int, t, kind: str) -> None:
-        if t.type == tt.LABEL_SET:
-            if not t.HasField("label_set"):
-                self.fail("LABEL_SET task has no label definition")
-            self.rts_op(t.label_set.op_index, kind, "LabelSet")
-            label = self.label_id(t.label_set.label_id)
-            if label in self.label_set:
-                self.fail(f"label {label} is set twice (tasks {self.label_set[label]} and {k})")
-            self.label_set[label] = k
-        elif t.type == tt.LABEL_GOTO_EX:
-            if not t.HasField("label_goto_ex"):
-                self.fail("LABEL_GOTO_EX task has no label definition")
-            self.rts_op(t.label_goto_ex.op_index, kind, "LabelGotoEx")
-            self.label_uses.append((k, self.label_id(t.label_goto_ex.label_id)))
-        elif t.type == tt.LABEL_SWITCH_BY_INDEX:
-            if not t.HasField("label_switch_by_index"):
-                self.fail("LABEL_SWITCH_BY_INDEX task has no switch definition")
-            d = t.label_switch_by_index
-            op = self.rts_op(d.op_index, kind, "LabelSwitchByIndex")
-            labels = from_attr(op.attr["_label_switch_list"]) if "_label_switch_list" in op.attr else None
-            if not isinstance(labels, list) or not labels or not all(_int(x) for x in labels):
-                self.fail(f"LabelSwitchByIndex {op.name!r} has no integer list _label_switch_list")
-            if d.label_max != len(labels):
-                self.fail(f"label_max {d.label_max} of {op.name!r} is not the {len(labels)} labels of its list")
-            for label in labels:
-                self.label_uses.append((k, self.label_id(label)))
-            if len(op.input_desc) != 1 or dtype_from_proto(op.input_desc[0].dtype) is None or \
-                    dtype_from_proto(op.input_desc[0].dtype).name not in ("int32", "uint32"):
-                self.fail(f"the index of {op.name!r} must be one int32/uint32 input")
-            self.input_addr(op, 0, 4, "the index")
-        elif t.type == tt.STREAM_ACTIVE:
-            if not t.HasField("stream_active"):
-                self.fail("STREAM_ACTIVE task has no stream definition")
-            self.rts_op(t.stream_active.op_index, kind, "StreamActive")
-            self.stream_id(t.stream_active.active_stream_id, "STREAM_ACTIVE")
-        elif t.type == tt.STREAM_SWITCH:
-            if not t.HasField("stream_switch"):
-                self.fail("STREAM_SWITCH task has no switch definition")
-            d = t.stream_switch
-            op = self.rts_op(d.op_index, kind, "StreamSwitch")
-            self.stream_id(d.true_stream_id, "STREAM_SWITCH")
-            cond = from_attr(op.attr["switch_condition"]) if "switch_condition" in op.attr else 0
-            if not _int(cond) or not 0 <= cond <= 5:
-                self.fail(f"switch_condition {cond!r} of {op.name!r} is not one of rtCondition_t 0..5")
-            if d.data_type not in (0, 1):
-                self.fail(f"data_type {d.data_type} of {op.name!r} is neither 0 (int32) nor 1 (int64)")
-            width = 4 if d.data_type == 0 else 8
-            if len(op.input_desc) != 2:
-                self.fail(f"StreamSwitch {op.name!r} needs two inputs (value and the value it is compared with)")
-            for slot in (0, 1):
-                self.input_addr(op, slot, width, f"input {slot}")
-        elif t.type == tt.MEMCPY_ASYNC:
-            if not t.HasField("memcpy_async"):
-                self.fail("MEMCPY_ASYNC task has no copy definition")
-            d = t.memcpy_async
-            self.rts_op(d.op_index, kind, "MemcpyAsync")
-            if d.count > d.dst_max or d.count > limits.MAX_MEMCPY_BYTES:
-                self.fail(f"MEMCPY_ASYNC copies {d.count} B into {d.dst_max} B (limit {limits.MAX_MEMCPY_BYTES})")
-            if not self.in_memory(d.src, d.count) or not self.in_memory(d.dst, d.count):
-                self.fail(f"MEMCPY_ASYNC [0x{d.src:X}, +{d.count}) -> [0x{d.dst:X}, +{d.count}) leaves device memory")
 
     def kernel_op(self, op, kind: str) -> None:
         spec = get_op(op.type)
@@ -602,30 +480,21 @@ class StaticValidator(ModelValidator):
                       f"[1, {limits.MAX_BLOCK_DIM}]")
 
     def items(self, op, fmt: str) -> list[str]:
-        if len(fmt) > 65536:
-            self.fail(f"args format of op {op.name!r} is {len(fmt)} characters long")
-        items = _ITEM.findall(fmt)
-        if _ITEM.sub("", fmt):
-            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} has text outside {{items}}")
-        for it in items:
-            if not ARG_ITEM.fullmatch(it):
-                self.fail(f"args format item {{{it[:40]}}} of op {op.name!r} is not one om-run knows")
-        named = [it for it in items if it]
-        if len(set(named)) != len(named):
-            self.fail(f"args format {fmt[:80]!r} of op {op.name!r} repeats an item")
-        return items
+        try:
+            return format_items(fmt, f"op {op.name!r}")
+        except ArgsError as exc:
+            self.fail(str(exc))
 
-    def args(self, op, fmt: str, args: bytes) -> list[str]:
-        items = self.items(op, fmt)
-        if len(args) < 8 * len(items):
-            self.fail(f"args of op {op.name!r} have {len(args)} bytes, format {fmt[:80]!r} needs {8 * len(items)}")
-        addrs = {it: int.from_bytes(args[8 * j:8 * j + 8], "little") for j, it in enumerate(items)}
-        if "t" in addrs:
-            if addrs["t"] > len(args):
-                self.fail(f"the tiling offset {addrs['t']} of op {op.name!r} is past its {len(args)} B of args")
-            self.tiling_data(op, args[addrs["t"]:])
+    def args(self, op, fmt: str, args: bytes) -> dict[str, int]:
+        """The args of a kernel of `op` parsed against their format: its tiling data and tensor addresses checked."""
+        try:
+            addrs, tiling = parse(fmt, args, f"op {op.name!r}")
+        except ArgsError as exc:
+            self.fail(str(exc))
+        if TILING in addrs:
+            self.tiling_data(op, tiling)
         self.addresses(op, addrs)
-        return items
+        return addrs
 
     def tiling_data(self, op, data: bytes) -> None:
         spec = get_op(op.type)
@@ -653,18 +522,18 @@ class StaticValidator(ModelValidator):
     def addresses(self, op, addrs: dict[str, int]) -> None:
         present = [i for i, s in enumerate(op.input) if s]
         for it, a in addrs.items():
-            ref = re.fullmatch(r"(i|o|ws)(\d+)\*?", it)
+            ref = tensor_ref(it)
             if ref is None:
                 continue
-            kind, n = ref.group(1), int(ref.group(2))
+            kind, n = ref
             if kind == "i":
                 if n not in present:
                     self.fail(f"args item {{{it}}} of op {op.name!r}: input {n} is absent")
-                nbytes = self._nbytes(op.input_desc[present.index(n)])
+                nbytes = self.nbytes(op.input_desc[present.index(n)])
             elif kind == "o":
                 if n >= len(op.output_desc):
                     self.fail(f"args item {{{it}}} of op {op.name!r}: the op has {len(op.output_desc)} outputs")
-                nbytes = self._nbytes(op.output_desc[n])
+                nbytes = self.nbytes(op.output_desc[n])
             else:
                 if n >= len(op.workspace_bytes):
                     self.fail(f"args item {{{it}}} of op {op.name!r}: the op has {len(op.workspace_bytes)} workspaces")
@@ -674,41 +543,8 @@ class StaticValidator(ModelValidator):
             if not self.in_memory(a, nbytes):
                 self.fail(f"args item {{{it}}} of op {op.name!r}: {nbytes} B at 0x{a:X} are outside device memory")
         for k in range(len(op.output_desc)):
-            if f"o{k}" not in addrs:
+            if output_item(k) not in addrs:
                 self.fail(f"the args of op {op.name!r} give no address for output {k}")
-
-    def super_kernel(self, k: int, kd) -> None:
-        info = kd.kernel_ext_info
-        if len(info) > limits.MAX_EXT_INFO_BYTES:
-            self.fail(f"SUPER_KERNEL kernel_ext_info has {len(info)} bytes")
-        depth = max_depth = 0
-        for ch in info:   # bound the nesting before json recurses into it
-            if ch in b"[{":
-                depth += 1
-                max_depth = max(max_depth, depth)
-            elif ch in b"]}":
-                depth -= 1
-        if max_depth > limits.MAX_EXT_INFO_DEPTH:
-            self.fail(f"SUPER_KERNEL kernel_ext_info nests {max_depth} deep")
-        try:
-            members = json.loads(info)["members"]
-        except (ValueError, KeyError, TypeError, RecursionError):
-            self.fail("SUPER_KERNEL kernel_ext_info does not describe its members")
-        if not isinstance(members, list) or not members:
-            self.fail("SUPER_KERNEL has no member list")
-        for j, mem in enumerate(members):
-            if not isinstance(mem, dict) or not all(_int(mem.get(f)) for f in ("op_index", "offset", "size")) \
-                    or not isinstance(mem.get("args_format"), str):
-                self.fail(f"SUPER_KERNEL member {j} lacks op_index/offset/size/args_format of the right types")
-            if mem["offset"] < 0 or mem["size"] < 0 or mem["offset"] + mem["size"] > len(kd.args):
-                self.fail(f"SUPER_KERNEL member {j} args [{mem['offset']}, +{mem['size']}) are outside its "
-                          f"{len(kd.args)} B of args")
-            op = self.op_of(mem["op_index"], "SUPER_KERNEL member")
-            self.kernel_op(op, "SUPER_KERNEL")
-            items = self.args(op, mem["args_format"], kd.args[mem["offset"]:mem["offset"] + mem["size"]])
-            sink = "tiling_context.tiling_data" in items
-            if sink and op.id not in self.tiling_of_op:
-                self.fail(f"sink member {op.name!r} of SUPER_KERNEL has no PREPROCESS_KERNEL task before it")
 
 
 class RootValidator(ModelValidator):

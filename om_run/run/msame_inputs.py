@@ -14,9 +14,18 @@ import numpy as np
 from atc_py.common.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name
 
-from .io import (MAX_ARRAY_BYTES, as_input_type, as_model_types, fits_input, load_npy, load_npz, npz_inputs,
-                 open_regular, random_inputs)
 from ..load.model import describe, shape_fits
+from .io import (
+    MAX_ARRAY_BYTES,
+    as_input_type,
+    as_model_types,
+    fits_input,
+    load_npy,
+    load_npz,
+    npz_inputs,
+    open_regular,
+    random_inputs,
+)
 from .options import InputFiles
 
 MAX_BATCH_FILES = 100_000

@@ -9,8 +9,8 @@ from atc_py.common.errors import AtcError
 
 from ..sim.host import Simulation
 from ..sim.profile import RuntimeProfile
-from ..sim.warm import warm
 from ..sim.threads import thread_budget
+from ..sim.warm import warm
 
 
 def simulate(model, prof: RuntimeProfile, inputs, loop: int, compute: bool, allow_hazards: bool = False,

@@ -9,6 +9,8 @@ prefetch hazard. Kernels spread their blocks over the cores and share the L2 and
 other running kernel (machine.py); AICPU tasks take one AICPU core.
 Numerics run in simulated order: a kernel reads its inputs when it starts and its outputs land when it
 ends, so a missing event or a broken memory plan corrupts results — and is reported as a hazard.
+What each task type does when it runs is its handler's (om_run/tasks/), handed this run; here are the
+streams, the event queue, jumps, landing outputs, hazard checks and the kernels' launch machinery.
 """
 from __future__ import annotations
 
@@ -19,36 +21,26 @@ from functools import cached_property
 
 import numpy as np
 
-from atc_py.om import task_types as tt
-from atc_py.engines.aicore import TILING_SINK_BLOCK_DIM
 from atc_py.common.errors import AtcError
+from atc_py.ir.formats import DEVICE_FORMATS, to_device
+from atc_py.om import task_types as tt
 from atc_py.ops import get_op
 from atc_py.ops.core import host_pool
-from atc_py.ops.core.base import OpError, TilingResult
-from atc_py.ops.core.execute import launch, tiling_context
-from atc_py.ir.formats import DEVICE_FORMATS, to_device
-from atc_py.ir.graph import TensorDesc
+from atc_py.ops.core.base import OpError, TilingContext, TilingResult
+from atc_py.ops.core.execute import launch
 
 from ..load.model import desc_from_proto
+from ..tasks.table import BLOCKING_KINDS, HANDLERS, KERNEL_KINDS
 from .budget import BudgetExceeded, TaskBudget, default_task_budget
-from .overflow import OverflowCheck, original_names
 from .compute_lane import LaneFailure, lane
 from .device_memory import DeviceMemory, MemoryFault
 from .hazards import Hazard, check_start
 from .machine import Job, Machine
+from .overflow import OverflowCheck, original_names
 from .profile import RuntimeProfile
-from ..load.model import op_attrs
-from .program import Call, KernelPlan, Program, SimTask, Sqe, _in_descs, kernel_cost, plan_call
+from .program import Call, KernelPlan, Program, SimTask, Sqe, kernel_cost, op_tiling_context, plan_call
 from .roofline import roofline
 
-BLOCKING_KINDS = frozenset((tt.EVENT_WAIT, tt.SUPER_KERNEL))   # what blocked_reason can hold back
-KERNEL_KINDS = frozenset((tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK))
-CONTROL_TASKS = (tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_ACTIVE, tt.STREAM_SWITCH,
-                 tt.MEMCPY_ASYNC)
-_U32, _I32, _I64 = TensorDesc((1,), "uint32"), TensorDesc((1,), "int32"), TensorDesc((1,), "int64")
-# rtCondition_t: EQUAL, NOT_EQUAL, GREATER, GREATER_OR_EQUAL, LESS, LESS_OR_EQUAL
-_COMPARE = [lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a > b, lambda a, b: a >= b,
-            lambda a, b: a < b, lambda a, b: a <= b]
 # what numpy and the kernels raise on values outside what an op supports (AxisError is a ValueError)
 KERNEL_FAULTS = (ValueError, IndexError, KeyError, TypeError, ArithmeticError)
 
@@ -150,12 +142,14 @@ class DeviceRun:
         self.allow = allow_hazards
         self.heap: list = []
         self.seq = 0
-        self.events: dict[int, int] = {}
+        self.waiting: dict = {}      # what a blocked head waits for (an event, ("notify", op)) -> its streams
+        # what the task handlers (om_run/tasks/) keep between the tasks of this execution
+        self.events: dict[int, int] = {}           # event -> when its notify arrives (EVENT_RECORD; a wait resets it)
         self.recorder_of_event: dict[int, int] = {}
-        self.waiting: dict[int, list[int]] = {}
         self.notify: dict[int, int] = {}           # sink op id -> time its device tiling notified
-        self.sink_ctx: dict[int, TilingResult] = {}
-        self.sink_depend: dict[int, dict] = {}
+        self.sink_ctx: dict[int, TilingResult] = {}   # sink op id -> its device tiling's result
+        self.sink_depend: dict[int, dict] = {}        # sink op id -> the values that tiling read
+        self.task_state: dict[int, dict] = {}      # task type -> what a type added later keeps (no field here)
         self.live: dict[int, Sqe] = {}
         self.snap: dict[int, Sqe] = {}
         self.end: dict[int, int] = {}
@@ -209,24 +203,6 @@ class DeviceRun:
         return self.res
 
     # -- scheduling ----------------------------------------------------------------------------------
-    def blocked_reason(self, task: SimTask, t: int) -> int | None:
-        """None if the task can start at t, else the time it may retry (or -1: wait for a wake-up)."""
-        if task.type == tt.EVENT_WAIT:
-            ev = self.events.get(task.event)
-            if ev is None:
-                self.waiting.setdefault(task.event, []).append(task.stream)
-                return -1
-            return None if ev <= t else ev
-        if task.type == tt.SUPER_KERNEL:
-            times = [self.notify.get(op) for op in task.sk_waits]
-            if any(x is None for x in times):
-                for op in task.sk_waits:
-                    self.waiting.setdefault(("notify", op), []).append(task.stream)
-                return -1
-            latest = max(times, default=t)
-            return None if latest <= t else latest
-        return None
-
     def kick(self, t: int, sid: int) -> None:
         """Start the stream's head task if it can. A kernel kicked with no other event pending on an idle
         machine runs to its end inline (Machine.run_inline), and while that stays so the stream's next tasks
@@ -238,7 +214,7 @@ class DeviceRun:
                 return
             t = max(t, s.ready)
             task = s.tasks[s.head]
-            wait = self.blocked_reason(task, t) if task.type in BLOCKING_KINDS else None
+            wait = HANDLERS[task.type].blocked(self, task, t) if task.type in BLOCKING_KINDS else None
             if wait is not None:
                 if not s.blocked:
                     s.blocked = True
@@ -359,56 +335,6 @@ class DeviceRun:
         self.enter(("label", label), task)
         return self.p.label_at[label]
 
-    def control(self, task: SimTask, t: int, start: int) -> None:
-        prof, kind = self.prof, task.type
-        end, writes, started = start + prof.label_jump_ns, [], None
-        if kind == tt.LABEL_SET:
-            end = start + prof.label_set_ns
-        elif kind == tt.LABEL_GOTO_EX:
-            self.jump[task.id] = self.label_target(task, task.label)
-        elif kind == tt.LABEL_SWITCH_BY_INDEX:
-            self.hazard_check(task, start)
-            if self.mem is None:
-                raise OpError("a label switch needs the index in device memory (run with numeric compute)")
-            self.drain()
-            idx = int(self.mem.read(task.addrs[0], _U32).reshape(-1)[0])
-            label = task.labels[min(idx, len(task.labels) - 1)]   # past the end: the last label
-            self.jump[task.id] = self.label_target(task, label)
-            self.res.flows.append(("label", task.id, self.p.label_at.get(label, (0, 0))[1]))
-        elif kind in (tt.STREAM_ACTIVE, tt.STREAM_SWITCH):
-            end = start + prof.stream_active_ns
-            go = True
-            if kind == tt.STREAM_SWITCH:
-                if self.mem is None:
-                    raise OpError("a stream switch needs its values in device memory (run with numeric compute)")
-                dt = _I32 if task.count == 4 else _I64
-                self.drain()
-                a, b = (int(self.mem.read(x, dt).reshape(-1)[0]) for x in task.addrs)
-                go = _COMPARE[task.cond](a, b)
-            if go:
-                self.enter(("stream", task.target), task)
-                target = self.streams.get(task.target)
-                if target is not None:
-                    if kind == tt.STREAM_SWITCH:
-                        self.jump[task.id] = (task.target, 0)
-                    else:
-                        target.head, target.active = 0, True
-                        target.ready = max(target.ready, end)
-                        started = task.target
-        elif kind == tt.MEMCPY_ASYNC:
-            src, dst = task.addrs
-            end = start + prof.memcpy_latency_ns + int(task.count / prof.memcpy_gbps)
-            self.hazard_check(task, start)
-            if self.mem is not None:
-                self.drain()
-                writes = [(dst, self.mem.read(src, TensorDesc((task.count,), "uint8")).copy())]
-        if kind != tt.MEMCPY_ASYNC and kind != tt.LABEL_SWITCH_BY_INDEX:
-            self.hazard_check(task, start)
-        self.record(task, t, start, end)
-        self.at(end, self.finish, task, writes)
-        if started is not None:      # after the finish: what the started stream reads was written before it
-            self.at(end, self.kick, started)
-
     def record(self, task: SimTask, arrive: int, start: int, end: int, block_dim: int = 0, unit: str = "") -> TaskRecord:
         rec = TaskRecord(task.id + self.id_offset, task.stream, task.type_name or
                          tt.TASK_TYPE_NAMES.get(task.type, str(task.type)), task.op_name, task.op_type, arrive, start,
@@ -427,7 +353,14 @@ class DeviceRun:
         if not self.allow:
             raise AtcError("E30005", detail=h.detail)
 
-    # -- task kinds ----------------------------------------------------------------------------------
+    def hazard(self, kind: str, task: int, other: int, detail: str) -> None:
+        self.report(Hazard(kind, task, other, detail))
+
+    def patch_sqe(self, task: int, block_dim: int, tiling_key: int) -> None:
+        """UPDATE: the kernel task's live SQE replaced (a snapshot a prefetch took keeps what it had)."""
+        self.live[task] = Sqe(block_dim, tiling_key)
+
+    # -- running a task: its type's handler, and what the handlers run kernels with ---------------------
     def execute(self, task: SimTask, t: int, inline: bool = False) -> int | None:
         """Run one task; a kernel that fails on the values it was given (the file was validated, the numbers in
         memory were not) is an E30004 naming the task, like a device exception would be."""
@@ -453,81 +386,28 @@ class DeviceRun:
                            reason=f"the kernel failed: {type(exc).__name__}: {exc}") from None
 
     def _execute(self, task: SimTask, t: int, inline: bool = False) -> int | None:
-        """inline (a kernel only): run it to its end now and return the end (kick's inline path)."""
-        prof = self.prof
-        start = t + prof.sqe_dispatch_ns
-        kind = task.type
-        if kind in KERNEL_KINDS:   # the common case first
-            return self.kernel(task, t, start, inline)
-        elif kind == tt.EVENT_WAIT:
-            self.events.pop(task.event, None)           # wait + reset
-            self.res.flows.append(("event", self.recorder_of_event.get(task.event, -1), task.id))
-            self.record(task, t, start, start)
-            self.at(start, self.finish, task, [])
-        elif kind == tt.EVENT_RECORD:
-            end = start + prof.event_record_ns
-            self.record(task, t, start, end)
-            self.recorder_of_event[task.event] = task.id
-            self.events[task.event] = end + prof.event_notify_ns
-            self.at(end + prof.event_notify_ns, self.wake, task.event)
-            self.at(end, self.finish, task, [])
-        elif kind == tt.NOP:
-            self.record(task, t, start, start + prof.nop_ns)
-            self.at(start + prof.nop_ns, self.finish, task, [])
-        elif kind == tt.UPDATE:
-            end = start + prof.update_ns
-            res = self.sink_ctx.get(task.target_op)
-            if res is None:
-                raise OpError(f"UPDATE before the tiling task of op {task.target_op} finished")
-            target = self.p.kernel_task_of_op.get(task.target_op)
-            if target is None:
-                raise OpError(f"UPDATE finds no kernel task of op {task.target_op}")
-            self.live[target] = Sqe(res.block_dim, res.tiling_key)
-            self.res.flows.append(("update", task.id, target))
-            self.record(task, t, start, end)
-            self.at(end, self.finish, task, [])
-        elif kind == tt.PREPROCESS_KERNEL:
-            self.device_tiling(task, t, start)
-        elif kind == tt.SUPER_KERNEL:
-            self.super_kernel(task, t, start)
-        elif kind in CONTROL_TASKS:
-            self.control(task, t, start)
-        else:
-            raise OpError(f"task type {tt.TASK_TYPE_NAMES.get(kind, kind)} is not supported")
+        """Dispatch to the task type's handler (om_run/tasks/): one lookup on the type. inline (a kernel only): run
+        it to its end now and return the end (kick's inline path)."""
+        try:
+            handler = HANDLERS[task.type]
+        except KeyError:
+            raise OpError(f"task type {tt.TASK_TYPE_NAMES.get(task.type, task.type)} is not supported") from None
+        return handler.execute(self, task, t, t + self.prof.sqe_dispatch_ns, inline)
 
-    def _read_inputs(self, op, addrs: dict | None) -> list:
+    def read_inputs(self, op) -> list:
+        """An op's input values from device memory at its own input addresses (None where an input is absent)."""
         descs = [desc_from_proto(d) for d in op.input_desc]
         present = [i for i, s in enumerate(op.input) if s]
         values: list = [None] * len(op.input)
         for slot, i in enumerate(present):
-            addr = addrs.get(f"i{i}") if addrs is not None else op.input_i[slot]
-            if addr is not None:
-                values[i] = self.mem.read(addr, descs[slot])
+            values[i] = self.mem.read(op.input_i[slot], descs[slot])
         return values
 
-    def device_tiling(self, task: SimTask, t: int, start: int) -> None:
-        op, spec = task.op, get_op(task.op.type)
-        s, e = self.machine.run_aicpu(start, self.prof.aicpu_launch_ns + self.prof.aicpu_tiling_ns)
-        self.hazard_check(task, s)
-        ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), self.soc)
-        if self.mem is not None:
-            self.drain()
-            values = self._read_inputs(op, None)
-            ctx.depend_values = {i: values[i] for i in spec.tiling_depend if i < len(values) and values[i] is not None}
-        else:  # timing only: the values are not computed; tile for the op's compile-time worst case
-            ctx.depend_values = spec.placeholder_values(ctx)
-        res = spec.tiling(ctx)
-        self.record(task, t, s, e, 1, "AICPU")
+    def tiling_context(self, op) -> TilingContext:
+        """An op's tiling context on this run's SoC (a device tiling computes on it)."""
+        return op_tiling_context(op, get_op(op.type), self.soc)
 
-        def done(time):
-            self.sink_ctx[op.id] = res
-            self.sink_depend[op.id] = ctx.depend_values
-            self.notify[op.id] = time
-            self.wake(time, ("notify", op.id))
-        self.at(e, lambda time: done(time))
-        self.at(e, self.finish, task, [])
-
-    def _job(self, call: Call, core_type: str, block_dim: int) -> Job:
+    def job_of(self, call: Call, core_type: str, block_dim: int) -> Job:
         """The machine's view of one kernel call: its largest block's cost, its bytes and address ranges."""
         if call.sink:
             cost, work = kernel_cost(call.op, get_op(call.op.type), block_dim, self.soc, self.prof,
@@ -547,7 +427,8 @@ class DeviceRun:
             plan = call.plan = plan_call(call, self.mem)
         return plan
 
-    def _compute(self, task: SimTask, call: Call, tiling: TilingResult, direct: bool = False, start: int = 0) -> list:
+    def kernel_outputs(self, task: SimTask, call: Call, tiling: TilingResult, direct: bool = False,
+                       start: int = 0) -> list:
         """The kernel's outputs to land when it ends. direct: nothing can run before it ends (kick's inline
         path), so a kernel may write its outputs where they land now (KernelArgs.out); those need no landing.
         On the compute lane the list is filled there, before anything queued after it runs."""
@@ -607,89 +488,3 @@ class DeviceRun:
                     continue
                 arr = to_device(np.asarray(arr), d.format, d.origin_format)
             writes.append((dst, arr.astype(d.dtype, copy=holds(arr))))
-
-    def _aicpu_kernel(self, task: SimTask, call: Call, t: int, start: int, writes) -> None:
-        """An AICPU kernel: one AICPU core for its launch plus its data touched (aicpu_launch_ns,
-        aicpu_kernel_ns_per_kb), none of the AI Core's."""
-        moved = call.work.bytes if call.work is not None else sum(d.nbytes for d in call.out_descs)
-        dur = self.prof.aicpu_launch_ns + -(-moved // 1024) * self.prof.aicpu_kernel_ns_per_kb
-        s, e = self.machine.run_aicpu(start + self.prof.kernel_start_ns, dur)
-        self.hazard_check(task, s)
-        self.record(task, t, s, e, 1, "AICPU")
-        self.at(e, self.finish, task, writes)
-        return None
-
-    def kernel(self, task: SimTask, t: int, start: int, inline: bool = False) -> int | None:
-        """Launch a kernel through the machine; inline: run it to its end now, finish it without posting the
-        stream's next kick and return its end (None: it was submitted to the event queue instead)."""
-        call = task.calls[0]
-        sqe = (self.snap.pop(task.id, None) if self.snap else None) or self.live[task.id]
-        stale = sqe.block_dim == TILING_SINK_BLOCK_DIM
-        if stale:
-            upd = self.p.update_of_op.get(call.op.id, -1)
-            self.report(Hazard("prefetch", task.id, upd,
-                               f"task {task.id} ({self.p.describe(task.id)}) ran from an SQE prefetched before UPDATE "
-                               f"task {upd} patched it: block_dim 0xFFFFFFFF (too few NOPs before the kernel?)"))
-            sqe = self.live[task.id]  # --allow-hazards: time it as patched, but its outputs are not written
-        bd = sqe.block_dim
-        writes = []
-        if not stale:
-            if call.sink and call.op.id not in self.sink_ctx:
-                raise OpError(f"the device tiling of {call.op.name} has not run before its kernel")
-            if self.mem is not None:
-                tiling_data = self.sink_ctx[call.op.id].tiling_data if call.sink else call.tiling_data
-                writes = self._compute(task, call, TilingResult(bd, sqe.tiling_key, tiling_data), direct=inline,
-                                       start=start)
-        if task.core_type == "AICPU":
-            return self._aicpu_kernel(task, call, t, start, writes)
-        job = self._job(call, task.core_type, bd)
-        rec = self.record(task, t, -1, -1, bd, task.core_type)
-        if inline:
-            e = self.machine.run_inline(start + self.prof.kernel_start_ns, job)
-            if e is not None:   # nothing ran in between: the start's hazard check sees what it saw at the start
-                self.hazard_check(task, job.start)
-                rec.start, rec.end = job.start, e
-                rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
-                self.finish(e, task, writes, kick=False)
-                return e
-
-        def started(s):
-            self.hazard_check(task, s)
-            rec.start = s
-
-        def done(e):
-            rec.end = e
-            rec.soc, rec.works, rec.traffics = self.soc, [job.work], [job.traffic]
-            self.finish(e, task, writes)
-        job.on_start, job.on_done = started, done
-        self.machine.submit(start + self.prof.kernel_start_ns, job)
-        return None
-
-    def super_kernel(self, task: SimTask, t: int, start: int) -> None:
-        """The members run back to back inside one kernel: each starts when the one before it ends."""
-        self.hazard_check(task, start + self.prof.kernel_start_ns)
-        rec = self.record(task, t, -1, -1, max(c.block_dim for c in task.calls), task.core_type)
-        jobs: list[Job] = []
-
-        def member(time: int, k: int) -> None:
-            if k == len(task.calls):
-                rec.end = time
-                rec.soc, rec.works, rec.traffics = self.soc, [j.work for j in jobs], [j.traffic for j in jobs]
-                self.finish(time, task, [])
-                return
-            call = task.calls[k]
-            if call.sink:
-                if call.op.id not in self.sink_ctx:
-                    raise OpError(f"the device tiling of {call.op.name} has not run before the SUPER_KERNEL")
-                tiling = self.sink_ctx[call.op.id]
-                bd = tiling.block_dim
-            else:
-                tiling, bd = TilingResult(call.block_dim, call.tiling_key, call.tiling_data), call.block_dim
-            self.land(task, self._compute(task, call, tiling, start=time))   # members run back to back
-            job = self._job(call, get_op(call.op.type).core_type, bd)
-            jobs.append(job)
-            if k == 0:
-                job.on_start = lambda s: setattr(rec, "start", s)
-            job.on_done = lambda e: member(e, k + 1)
-            self.machine.submit(time, job)
-        member(start + self.prof.kernel_start_ns, 0)

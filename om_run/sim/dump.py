@@ -19,11 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from atc_py.common.atomic_write import make_output_dir, write_in_folder
+from atc_py.common.atomic_write import make_output_dir, safe_stem, write_in_folder
 from atc_py.common.errors import AtcError
 from atc_py.ir.formats import DEVICE_FORMATS, to_device
-
-from atc_py.common.atomic_write import safe_stem
 
 MAX_ACL_JSON_BYTES = 1 << 20
 MODES = ("output", "input", "all")

@@ -12,25 +12,24 @@ import numpy as np
 
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import Node, TensorDesc, Value
+from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
 from atc_py.ops.core.base import OpError
 from atc_py.ops.core.execute import launch, tiling_context
 from atc_py.platform import load_soc
 
 from ..load.limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
-from ..load.model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto
-from .atb import VARIABLES as ATB_VARIABLES, AtbHost, AtbSettings
+from ..load.model import DeviceModel, HostModel, ModelBase, RootModel, desc_from_proto, op_attrs
+from .atb import VARIABLES as ATB_VARIABLES
+from .atb import AtbHost, AtbSettings
 from .budget import BudgetExceeded, TaskBudget, default_task_budget
-from .overflow import OverflowCheck, original_names
 from .device import KERNEL_FAULTS, DeviceRun, TaskRecord
 from .device_memory import WIDEN_CACHE_BYTES, DeviceMemory, MemoryFault, WidenBudget, load_weights
 from .hazards import Hazard
 from .l2 import L2Cache
 from .machine import Job, Machine
+from .overflow import OverflowCheck, original_names
 from .profile import RuntimeProfile
-from atc_py.om.attrs import from_attr
-
-from ..load.model import op_attrs
 from .program import Program, build_program, context_cost, plan_call
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from atc_py.ir.graph import ORIGIN_NAMES   # GE's attribute: the source ops a fused node covers
-
+from atc_py.ir.graph import ORIGIN_NAMES  # GE's attribute: the source ops a fused node covers
 
 
 def _finite(a) -> bool:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from atc_py.common.errors import AtcError
-from atc_py.ops.core.cost import CostParams
 from atc_py.common.userfiles import read_json
+from atc_py.ops.core.cost import CostParams
 
 from .roofline import FP32_CUBE_PEAK_SHARE
 

@@ -1,30 +1,38 @@
 """A DeviceModel decoded once for simulation: per task its kind, op, args addresses, static tiling, the
-memory it reads and writes, and (for ordinary kernels) the cost of its largest block and its launch's work."""
+memory it reads and writes, and (for ordinary kernels) the cost of its largest block and its launch's work.
+Each task is decoded by its type's handler (om_run/tasks/) against a Decoder; the rest here is what all of
+them share: kernel calls and their cost, the hazard analysis, control-flow regions."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
+from atc_py.engines.args import SINK_TILING_DATA, input_item, output_item, workspace_item
 from atc_py.ir.formats import DEVICE_FORMATS, from_device
 from atc_py.om import task_types as tt
-from atc_py.engines.aicore import kernel_of
-from atc_py.engines.args import _ITEM, parse_args
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.core.base import AIC, OpError
-from atc_py.ops.core.base import Work
+from atc_py.ops.core.base import AIC, OpError, Work
 from atc_py.ops.core.cost import BlockCost, work_cost
 from atc_py.ops.core.execute import tiling_context
 from atc_py.platform.soc import SocSpec
 
 from ..load.model import DeviceModel, desc_from_proto, op_attrs
+from ..tasks.table import (
+    HANDLERS,
+    KERNEL_KINDS,
+    LABEL_SET_KINDS,
+    MEMORY_READ_KINDS,
+    STREAM_START_KINDS,
+    VALUE_BRANCH_KINDS,
+)
 from .device_memory import aligned, shadow_key, widen
 from .hazards import Access, Deps, analyse
 from .l2 import merge
 from .profile import RuntimeProfile
+
 
 @dataclass
 class Call:
@@ -46,8 +54,8 @@ class Call:
     def ranges(self) -> tuple[list, list]:
         """(read, written) device address ranges of its args, each merged and sorted (memory.merge): inputs;
         outputs and workspaces."""
-        acc = _accesses(0, self)
-        return merge((a.lo, a.hi) for a in acc if not a.write), merge((a.lo, a.hi) for a in acc if a.write)
+        acc = call_ranges(self)
+        return merge((lo, hi) for lo, hi, w in acc if not w), merge((lo, hi) for lo, hi, w in acc if w)
 
     @cached_property
     def attrs(self) -> dict:
@@ -67,7 +75,7 @@ class Call:
         """(input index, address or None, desc) of each present input, addresses from the args."""
         descs = [desc_from_proto(d) for d in self.op.input_desc]
         present = [i for i, s in enumerate(self.op.input) if s]
-        return [(i, self.addrs.get(f"i{i}"), descs[slot]) for slot, i in enumerate(present)]
+        return [(i, self.addrs.get(input_item(i)), descs[slot]) for slot, i in enumerate(present)]
 
     @cached_property
     def widens_fp16_weights(self) -> bool:
@@ -78,10 +86,10 @@ class Call:
 
     @cached_property
     def out_addrs(self) -> list[int]:
-        missing = [i for i in range(len(self.op.output_desc)) if f"o{i}" not in self.addrs]
+        missing = [i for i in range(len(self.op.output_desc)) if output_item(i) not in self.addrs]
         if missing:
             raise OpError(f"args have no address for output {missing[0]}")
-        return [self.addrs[f"o{i}"] for i in range(len(self.op.output_desc))]
+        return [self.addrs[output_item(i)] for i in range(len(self.op.output_desc))]
 
 
 @dataclass(slots=True)
@@ -177,11 +185,15 @@ def _in_descs(op) -> list:
     return [next(descs) if s else None for s in op.input]
 
 
+def op_tiling_context(op, spec, soc: SocSpec, depend=None):
+    """An op's tiling context from its descriptors and attributes (a device-format operand: logical)."""
+    return tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
+                          depend or {})
+
+
 def kernel_cost(op, spec, block_dim: int, soc: SocSpec, prof: RuntimeProfile, depend=None) -> tuple[BlockCost, Work]:
     """The cost of the largest block when the op runs with `block_dim` blocks, and the launch's total work."""
-    ctx = tiling_context(spec, _in_descs(op), [desc_from_proto(d) for d in op.output_desc], op_attrs(op), soc,
-                         depend or {})
-    return context_cost(spec, ctx, block_dim, prof)
+    return context_cost(spec, op_tiling_context(op, spec, soc, depend), block_dim, prof)
 
 
 def context_cost(spec, ctx, block_dim: int, prof: RuntimeProfile) -> tuple[BlockCost, Work]:
@@ -189,39 +201,50 @@ def context_cost(spec, ctx, block_dim: int, prof: RuntimeProfile) -> tuple[Block
             spec.launch_work(ctx))
 
 
-def unit_of(op) -> str:
-    """Where an op's kernel runs: the AICPU for an AICPU kernel (an AICPU op, or a node whose dtypes fell back to
-    the AICPU: its kernel library attribute says so), else its op's AI Core type."""
-    lib = op.attr["_ge_attr_op_kernel_lib_name"].s if "_ge_attr_op_kernel_lib_name" in op.attr else b""
-    return "AICPU" if lib == b"aicpu_ascend_kernel" else get_op(op.type).core_type
-
-
-def _static_call(op, addrs, tiling, soc, prof) -> Call:
-    spec = get_op(op.type)
-    sink = "tiling_context.tiling_data" in addrs
-    bd = int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
-    key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
-    cost, work = kernel_cost(op, spec, bd, soc, prof) if not sink else (None, None)
-    return Call(op, addrs, tiling, sink, bd, key, 0, cost, work)
-
-
-def _accesses(task_id: int, call: Call) -> list[Access]:
+def call_ranges(call: Call) -> list[tuple[int, int, bool]]:
+    """(lo, hi, written) of the device memory a call's args address: its inputs, then outputs and workspaces."""
     op = call.op
-    out: list[Access] = []
+    out = []
     present = [i for i, s in enumerate(op.input) if s]
     for slot, i in enumerate(present):
-        a = call.addrs.get(f"i{i}")
+        a = call.addrs.get(input_item(i))
         if a is not None:
-            out.append(Access(task_id, a, a + max(desc_from_proto(op.input_desc[slot]).nbytes, 1), False))
+            out.append((a, a + max(desc_from_proto(op.input_desc[slot]).nbytes, 1), False))
     for i, d in enumerate(op.output_desc):
-        a = call.addrs.get(f"o{i}")
+        a = call.addrs.get(output_item(i))
         if a is not None:
-            out.append(Access(task_id, a, a + max(desc_from_proto(d).nbytes, 1), True))
+            out.append((a, a + max(desc_from_proto(d).nbytes, 1), True))
     for k, size in enumerate(op.workspace_bytes):
-        a = call.addrs.get(f"ws{k}")
+        a = call.addrs.get(workspace_item(k))
         if a is not None:
-            out.append(Access(task_id, a, a + size, True))
+            out.append((a, a + size, True))
     return out
+
+
+@dataclass
+class Decoder:
+    """What a task handler (om_run/tasks/) decodes its TaskDef against: the model, the SoC and profile that price
+    a static kernel's launch, and the tables of which task runs or patches each op's kernel."""
+    model: DeviceModel
+    soc: SocSpec
+    prof: RuntimeProfile
+    kernel_of_op: dict[int, int] = field(default_factory=dict)
+    update_of_op: dict[int, int] = field(default_factory=dict)
+
+    def call(self, op, addrs: dict[str, int], tiling: bytes) -> Call:
+        """A kernel call of op with its args' addresses and static tiling, priced now unless its tiling is sunk
+        (priced when it runs)."""
+        sink = SINK_TILING_DATA in addrs
+        bd = int(from_attr(op.attr["tvm_blockdim"])) if "tvm_blockdim" in op.attr else 1
+        key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
+        cost, work = kernel_cost(op, get_op(op.type), bd, self.soc, self.prof) if not sink else (None, None)
+        return Call(op, addrs, tiling, sink, bd, key, 0, cost, work)
+
+    call_ranges = staticmethod(call_ranges)
+
+    @staticmethod
+    def nbytes(td) -> int:
+        return desc_from_proto(td).nbytes
 
 
 @dataclass
@@ -243,19 +266,19 @@ class Program:
     def needs_values(self) -> bool:
         """Its control flow reads device memory (a switch): timing alone cannot follow it. Scanned once (every
         execution asked it: 2.5 us per task of a timing-only run)."""
-        return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH) for t in self.tasks)
+        return any(t.type in VALUE_BRANCH_KINDS for t in self.tasks)
 
     @cached_property
     def control_reads(self) -> bool:
         """Tasks the scheduler runs by reading device memory (switches, device-to-device copies): each waits for
         the kernels before it (the compute lane's drain)."""
-        return any(t.type in (tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH, tt.MEMCPY_ASYNC) for t in self.tasks)
+        return any(t.type in MEMORY_READ_KINDS for t in self.tasks)
 
     @cached_property
     def initial_sqes(self) -> dict[int, Sqe]:
         """The SQE each kernel task is loaded with, built once (a run replaces entries, never changes them)."""
         return {t.id: Sqe(t.calls[0].block_dim, t.calls[0].tiling_key) for t in self.tasks
-                if t.calls and t.type != tt.SUPER_KERNEL}
+                if t.calls and t.type in KERNEL_KINDS}
 
     @cached_property
     def stream_tasks(self) -> dict[int, list[SimTask]]:
@@ -265,7 +288,7 @@ class Program:
             out.setdefault(t.stream, []).append(t)
         for sid, ts in out.items():
             for pos, t in enumerate(ts):
-                if t.type == tt.LABEL_SET:
+                if t.type in LABEL_SET_KINDS:
                     self.label_at[t.label] = (sid, pos)
         return out
 
@@ -276,101 +299,31 @@ class Program:
 
 
 def build_program(model: DeviceModel, soc: SocSpec, prof: RuntimeProfile) -> Program:
+    """Each task decoded by its type's handler (om_run/tasks/), then the hazard analysis over what they touch."""
     tasks, accesses = [], {}
-    kernel_of_op, update_of_op = {}, {}
+    p = Decoder(model, soc, prof)
     for k, t in enumerate(model.tasks):
+        handler = HANDLERS.get(t.type)
+        if handler is None:
+            raise OpError(f"task {k}: task type {t.type} is not one om-run executes")
         st = SimTask(k, t.type, t.stream_id, event=t.event_id)
-        kd = kernel_of(t)
-        if t.type in (tt.KERNEL, tt.ALL_KERNEL):
-            op = model.ops[kd.context.op_index]
-            addrs, tiling = parse_args(kd.context.args_format, kd.args)
-            st.calls = [_static_call(op, addrs, tiling, soc, prof)]
-            if st.calls[0].sink:
-                st.calls[0].block_dim = kd.block_dim
-            kernel_of_op[op.id] = k
-        elif t.type == tt.FFTS_PLUS_TASK:
-            f = t.ffts_plus_task
-            op = model.ops[f.op_index]
-            mix = f.ffts_plus_ctx[0].mix_aic_aiv_ctx
-            items = _ITEM.findall(mix.args_format)
-            if len(items) != len(mix.task_addr):
-                raise OpError(f"FFTS+ task {k}: {len(mix.task_addr)} addresses for {len(items)} args")
-            st.calls = [_static_call(op, dict(zip(items, mix.task_addr)), t.private_def, soc, prof)]
-            if st.calls[0].sink:
-                st.calls[0].block_dim = f.ffts_plus_sqe.sqe_header.block_dim
-            kernel_of_op[op.id] = k
-        elif t.type == tt.SUPER_KERNEL:
-            try:
-                members = json.loads(kd.kernel_ext_info)["members"]
-            except (ValueError, KeyError, TypeError):
-                raise OpError(f"SUPER_KERNEL task {k}: kernel_ext_info does not describe its members") from None
-            for m in members:
-                op = model.ops[m["op_index"]]
-                addrs, tiling = parse_args(m["args_format"], kd.args[m["offset"]:m["offset"] + m["size"]])
-                call = _static_call(op, addrs, tiling, soc, prof)
-                st.calls.append(call)
-                if call.sink:
-                    st.sk_waits.append(op.id)
-        elif t.type == tt.PREPROCESS_KERNEL:
-            st.op = model.ops[kd.context.op_index]
-        elif t.type == tt.UPDATE:
-            st.target_op = t.update_pc_task.op_index
-            update_of_op[st.target_op] = k
-        else:
-            accesses[k] = _runtime_task(st, t, model)
-        if st.calls:
-            st.op = st.calls[0].op
-            types = {unit_of(c.op) for c in st.calls}
-            st.core_type = "MIX" if "MIX" in types or types == {"AIC", "AIV"} else types.pop()
-            accesses[k] = [a for c in st.calls for a in _accesses(k, c)]
-        elif t.type == tt.PREPROCESS_KERNEL:
-            spec = get_op(st.op.type)
-            present = [i for i, s in enumerate(st.op.input) if s]
-            accesses[k] = [Access(k, st.op.input_i[slot], st.op.input_i[slot] + desc_from_proto(
-                st.op.input_desc[slot]).nbytes, False) for slot, i in enumerate(present) if i in spec.tiling_depend]
+        accesses[k] = [Access(k, lo, hi, w) for lo, hi, w in handler.decode(p, st, t)]
         if st.op is not None:
             st.name = f"{st.op.name}: {st.op.type}"
             st.op_name, st.op_type = st.op.name, st.op.type
-        st.type_name = tt.TASK_TYPE_NAMES.get(t.type, str(t.type))
+        st.type_name = handler.name
         tasks.append(st)
     region_last, end_alias = _collapse_regions(model, tasks, accesses)
     deps = analyse(accesses, list(range(len(tasks))))
     for d in deps.values():      # a region is done when its last task (its leave label) is
         for lst in (d.producers, d.readers, d.writers):
             lst[:] = [(region_last.get(x, x), lo, hi) for x, lo, hi in lst]
-    prog = Program(model, tasks, deps, kernel_of_op, update_of_op, region_last=region_last,
+    prog = Program(model, tasks, deps, p.kernel_of_op, p.update_of_op, region_last=region_last,
                    region_end_alias=end_alias)
-    prog.activated = {t.target for t in tasks if t.type in (tt.STREAM_ACTIVE, tt.STREAM_SWITCH)}
-    prog.clobbers = output_clobbers(model, tasks, accesses, kernel_of_op)
+    prog.activated = {t.target for t in tasks if t.type in STREAM_START_KINDS}
+    prog.clobbers = output_clobbers(model, tasks, accesses, p.kernel_of_op)
     prog.stream_tasks   # noqa: B018  (fills label_at)
     return prog
-
-
-def _runtime_task(st: SimTask, t, model: DeviceModel) -> list[Access]:
-    """Decode a label / stream / copy task (validated): what it reads and writes."""
-    k = st.id
-    if t.type == tt.LABEL_SET:
-        st.label, st.op = t.label_set.label_id, model.ops[t.label_set.op_index]
-    elif t.type == tt.LABEL_GOTO_EX:
-        st.label, st.op = t.label_goto_ex.label_id, model.ops[t.label_goto_ex.op_index]
-    elif t.type == tt.LABEL_SWITCH_BY_INDEX:
-        st.op = model.ops[t.label_switch_by_index.op_index]
-        st.labels = [int(x) for x in from_attr(st.op.attr["_label_switch_list"])]
-        st.addrs = [st.op.input_i[0]]
-        return [Access(k, st.addrs[0], st.addrs[0] + 4, False)]
-    elif t.type == tt.STREAM_ACTIVE:
-        st.op, st.target = model.ops[t.stream_active.op_index], t.stream_active.active_stream_id
-    elif t.type == tt.STREAM_SWITCH:
-        st.op, st.target = model.ops[t.stream_switch.op_index], t.stream_switch.true_stream_id
-        st.cond = int(from_attr(st.op.attr["switch_condition"])) if "switch_condition" in st.op.attr else 0
-        st.count = 4 if t.stream_switch.data_type == 0 else 8
-        st.addrs = list(st.op.input_i[:2])
-        return [Access(k, a, a + st.count, False) for a in st.addrs]
-    elif t.type == tt.MEMCPY_ASYNC:
-        d = t.memcpy_async
-        st.op, st.addrs, st.count = model.ops[d.op_index], [d.src, d.dst], d.count
-        return [Access(k, d.src, d.src + max(d.count, 1), False), Access(k, d.dst, d.dst + max(d.count, 1), True)]
-    return []
 
 
 def _region_of(model: DeviceModel, op) -> int | None:

@@ -111,7 +111,7 @@ _clock = time.monotonic
 def _blas_controller():
     global _controller
     if _controller is None:
-        from threadpoolctl import ThreadpoolController   # ~20 ms to scan the loaded libraries: once
+        from threadpoolctl import ThreadpoolController  # ~20 ms to scan the loaded libraries: once
         _controller = ThreadpoolController()
     return _controller
 

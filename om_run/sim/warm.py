@@ -11,9 +11,9 @@ from atc_py.ops import get_op
 from atc_py.ops.core import host_pool
 from atc_py.ops.core.base import OpError
 
-from .host_heap import PREFAULT_BYTES, prefault
 from ..load.model import DeviceModel
 from .compute_lane import LaneFailure, lane
+from .host_heap import PREFAULT_BYTES, prefault
 from .program import _in_descs
 
 

@@ -1,10 +1,9 @@
 """One op run the way the device runs it (a one-node graph: infer, tiling, kernel), for the operator tests."""
 from __future__ import annotations
 
-from atc_py.ops.core.execute import run_op
-
 from atc_py.ir.graph import Graph, TensorDesc
 from atc_py.ops import get_op
+from atc_py.ops.core.execute import run_op
 from atc_py.platform import load_soc
 
 SOC = load_soc("Ascend910B1")

@@ -51,6 +51,7 @@ def local_table(tmp_path_factory):
     return sweep, table(folder / "r")
 
 
+@pytest.mark.heavy
 def test_samples_local_and_dask_give_identical_tables(tmp_path, cluster, local_table):
     sweep, local = local_table
     assert len(local) == len(sample_models()) * 4

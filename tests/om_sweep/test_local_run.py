@@ -246,6 +246,7 @@ def test_numeric_error_is_om_runs(tmp_path, om_run):
     assert statuses["must_keep_origin_dtype"] == "ok"
 
 
+@pytest.mark.heavy
 def test_resume_after_a_killed_run(tmp_path):
     doc = {"models": sample_models(),
            "grid": {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1],

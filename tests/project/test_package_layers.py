@@ -25,6 +25,7 @@ LAYERS = {
     ],
     "om_run": [
         {"errors"},
+        {"tasks"},               # one handler per task type: its checks, decoding and execution, handed their context
         {"load"},                # decode and check an .om
         {"sim"},                 # the simulated machine
         {"run"},                 # flags, inputs, outputs, gears, the executions

@@ -81,10 +81,10 @@ def warm_up() -> None:
     """Import (and register) everything once in the parent, so that each forked case starts warm."""
     import atc_py.cli.main  # noqa: F401
     import atc_py.pipeline  # noqa: F401
-    import om_sweep.cli  # noqa: F401
-    import om_sweep.sweep  # noqa: F401
     import om_run.cli.main  # noqa: F401
     import om_run.sim.host  # noqa: F401
+    import om_sweep.cli  # noqa: F401
+    import om_sweep.sweep  # noqa: F401
     from atc_py.ops import get_op
     get_op("Add")
 

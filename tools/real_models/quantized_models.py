@@ -41,8 +41,13 @@ def calibration(inputs: dict) -> list[dict]:
 
 def quantize(name: str) -> None:
     import onnxruntime as ort
-    from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                          quantize_static)
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     entry = json.loads((SOURCES / "manifest.json").read_text())[name]
     saved = np.load(SOURCES / f"{name}.npz")
     inputs = {n: saved[f"in_{k}"] for k, n in enumerate(entry["inputs"])}

@@ -131,8 +131,9 @@ class Decoders(Section):
     columns = ("greedy tokens (fp32 build, `om-run --generate`)", "transformers' tokens")
 
     def row(self, name):
-        import atc_py
         import onnx
+
+        import atc_py
         from om_run.generate.decode import Decoder, decoder_io, generate
         from om_run.load.loader import load_model
         from om_run.sim.host import Simulation

@@ -5,11 +5,11 @@ import importlib
 from typing import Any, Callable
 
 import numpy as np
+
+from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
+from ...ir.graph import Value
 from . import onnx_lite as onnx
 
-
-from ...ir.graph import Value
-from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
 
 class _AdapterTable(dict):
     """(domain, op type) -> adapter class; a key not registered yet imports the one adapters module that

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 
-from . import onnx_lite as onnx
-
 from ...common.errors import AtcError
+from . import onnx_lite as onnx
 from .structured import Optional, Sequence
 
 STRUCTURED = ("sequence_type", "optional_type")

@@ -13,12 +13,11 @@ import functools
 import heapq
 import math
 
-from . import onnx_lite as onnx
-from .onnx_lite import TensorProto
-
 from ...common.errors import AtcError
 from ...common.limits import MAX_CONST_BYTES, MAX_RANK
+from . import onnx_lite as onnx
 from .boundary import problem as structured_input_problem
+from .onnx_lite import TensorProto
 
 DOMAIN_ALIASES = {"ai.onnx": ""}
 _BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, getattr(TensorProto, "FLOAT4E2M1", -1): 4,

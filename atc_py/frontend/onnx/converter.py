@@ -1,21 +1,19 @@
 """ONNX ModelProto -> IR Graph: Data/Const nodes, adapters per op, NetOutput; all unsupported ops in one error."""
 from __future__ import annotations
 
-from . import onnx_lite as onnx
-
-
 from ...common.errors import AtcError
+from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
 from ...ir.dtypes import dtype_from_onnx, no_ascend_type
 from ...ir.file_tensor import FileTensor
 from ...ir.graph import Graph, TensorDesc, Value
-from ...common.limits import DEFAULT_FOLD_SIZE_LIMIT
-from ...options.shapes import shape_range_attr
 from ...ops.core.base import OpError
 from ...ops.core.infer import infer_node
-from . import boundary  # noqa: F401
+from ...options.shapes import shape_range_attr
 from ...platform.soc import SocSpec, load_soc
 from ..node_errors import converting
 from ..value_fold import fold_at_import
+from . import boundary  # noqa: F401
+from . import onnx_lite as onnx
 from .adapter import ADAPTERS, AdapterError, NodeCtx
 from .checks import check_model, input_type_problem, schema_for
 

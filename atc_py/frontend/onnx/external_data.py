@@ -21,11 +21,10 @@ import sys
 import numpy as np
 
 from ...common.errors import AtcError
-from ...ir.file_tensor import FileTensor
 from ...common.limits import MAX_CONST_BYTES
+from ...ir.file_tensor import FileTensor
 from . import onnx_lite as onnx
 from .lazy_weights import _PLAIN
-
 
 MAX_READ_INTO_BYTES = 1 << 30   # external bytes read into a TensorProto (protobuf's limit is 2 GiB a message)
 RESOLVED, MODEL = "atc_py.resolved", "atc_py.model"   # external_data keys: the checked file, the model (errors)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+
 from . import onnx_lite as onnx
 
 MODEL_GRAPH, GRAPH_INITIALIZER = 7, 5

@@ -5,11 +5,11 @@ import mmap
 import pathlib
 
 import numpy as np
-from . import onnx_lite as onnx
 from google.protobuf.message import DecodeError
 
 from ...common.errors import AtcError
 from ...ir.file_tensor import FileTensor
+from . import onnx_lite as onnx
 from .external_data import file_tensor, leave_in_file, read_into
 from .lazy_weights import load_split
 

@@ -8,12 +8,11 @@ closed: every pass can work on one graph at a time.
 """
 from __future__ import annotations
 
-from . import onnx_lite as onnx
-
 from ...ir.graph import Graph, TensorDesc, Value
+from . import onnx_lite as onnx
 from .checks import check_body
-from .structured import is_structured, leaves, rebuild
 from .converter import OnnxConverter, _safe
+from .structured import is_structured, leaves, rebuild
 
 
 class BodyConverter(OnnxConverter):

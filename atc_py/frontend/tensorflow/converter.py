@@ -11,15 +11,15 @@ from ...common.errors import AtcError
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.core.base import OpError
 from ...ops.core.infer import infer_node
-from ...platform.soc import SocSpec, load_soc
-from ..node_errors import converting
 from ...options.shapes import shape_range_attr
-from ..value_fold import fold_at_import
+from ...platform.soc import SocSpec, load_soc
 from ...proto import tf_graph_pb2 as tf
-from .adapters import TF_ADAPTERS, TfAdapterError
+from ..node_errors import converting
+from ..value_fold import fold_at_import
 from . import functions, tensor_array  # noqa: F401  (registers the control-flow, library-call, TensorArray adapters)
-from .functions import resolve_function_ref
+from .adapters import TF_ADAPTERS, TfAdapterError
 from .functionalize import functionalize
+from .functions import resolve_function_ref
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
 
 NO_OUTPUT_OPS = {"NoOp"}

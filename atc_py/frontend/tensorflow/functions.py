@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...common.errors import AtcError
+from ...engines.labels import STREAM_SWITCH_IF
 from ...ir.graph import Graph, TensorDesc, Value
 from ...ops.core.infer import infer_node
 from ...proto import tf_graph_pb2 as tf
-from ...engines.labels import STREAM_SWITCH_IF
 from .adapters import TfAdapterError, tf_op
 from .functionalize import V1_COND
 

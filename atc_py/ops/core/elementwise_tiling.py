@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import (KernelArgs, OpSpec, TilingContext, TilingResult, TilingStruct, block_align_elems, cores_for,
-                   covered, split_rows)
+from .base import (
+    KernelArgs,
+    OpSpec,
+    TilingContext,
+    TilingResult,
+    TilingStruct,
+    block_align_elems,
+    cores_for,
+    covered,
+    split_rows,
+)
 from .host_pool import cuts, run_pieces
 
 ELEMWISE_TILING = TilingStruct(("total", "Q"), ("block_len", "Q"), ("ub_factor", "I"), ("broadcast", "I"))

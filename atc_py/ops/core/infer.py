@@ -18,7 +18,6 @@ from ...ir.graph import Graph, Node, TensorDesc
 from .base import OpError
 from .registry import get_op
 
-
 UNKNOWN_RANK = (-2,)
 
 

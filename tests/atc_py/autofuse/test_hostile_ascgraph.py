@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 import atc_py
 from atc_py.common.errors import AtcError
-from atc_py.engines.args import parse_args
+from atc_py.engines.args import parse
 from atc_py.ops.core.base import TilingStruct
 from atc_py.proto import ge_ir_pb2 as ge
 from atc_py.proto import task_pb2
@@ -83,7 +83,7 @@ def _tiling(om_bytes, change):
     """Rewrite the AscBackend's tiling data (decoded by its layout: s0, s1, s2, tile, tiles per block)."""
     def tasks(mtd: task_pb2.ModelTaskDef):
         kd = next(t.kernel_with_handle for t in mtd.task if t.HasField("kernel_with_handle"))
-        addrs, data = parse_args(kd.context.args_format, kd.args)
+        addrs, data = parse(kd.context.args_format, kd.args)
         st = TilingStruct(*[(n, "Q") for n in ("s0", "s1", "s2", "z0z1t_size", "z0z1Tb_size")])
         values = st.unpack(data)
         change(values)

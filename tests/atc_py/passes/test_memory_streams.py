@@ -173,7 +173,7 @@ def test_a_plan_that_clobbers_a_model_output_is_reported(tmp_path):
     after the model: no task reads them, so only this check sees it)."""
     from atc_py.common.errors import AtcError
     from atc_py.engines.aicore import kernel_of
-    from atc_py.engines.args import ADDR, parse_args
+    from atc_py.engines.args import ADDR, parse
     model = random_dag(1)
     p = tmp_path / "m.om"
     p.write_bytes(atc_py.build(model, {"ge.socVersion": "Ascend910B1", "ge.enableSingleStream": "true",
@@ -182,7 +182,7 @@ def test_a_plan_that_clobbers_a_model_output_is_reported(tmp_path):
     first_out = m.outputs[0]
     last = m.tasks[-1]
     k = kernel_of(last)
-    addrs, _ = parse_args(k.context.args_format, k.args)
+    addrs, _ = parse(k.context.args_format, k.args)
     items = [i.strip("{}") for i in k.context.args_format.replace("}{", "} {").split()]
     slot = items.index("o0")
     k.args = k.args[:8 * slot] + ADDR.pack(first_out.address) + k.args[8 * slot + 8:]

@@ -143,11 +143,11 @@ def test_flipped_byte_and_missing_file(om_run, compiled, tmp_path):
 
 def test_runner_reads_the_tensors_through_the_plan(compiled):
     """A kernel task's args hold the addresses the memory plan gave its tensors (not names)."""
-    from atc_py.engines.args import parse_args
+    from atc_py.engines.args import parse
     model = load_model(str(compiled["small_cnn"]))
     task = model.tasks[0]
     k = task.kernel if task.HasField("kernel") else task.kernel_with_handle
-    addrs, tiling = parse_args(k.context.args_format, k.args)
+    addrs, tiling = parse(k.context.args_format, k.args)
     op = model.ops[k.context.op_index]
     assert addrs["i0"] == op.input_i[0] and addrs["o0"] == op.output_i[0]
     assert len(tiling) > 0

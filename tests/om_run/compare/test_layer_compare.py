@@ -42,6 +42,7 @@ def _check_accuracy(header, rows, summary, ratio=0.9, cosine=0.9999):
     assert {r[status] for r in rows} <= {"ok", "divergent", "first_divergent", "fused", "not_comparable"}
 
 
+@pytest.mark.heavy
 def test_resnet50_force_fp32_matches_every_tensor_inside_fused_convolutions(atc, om_run, tmp_path):
     src = tmp_path / "resnet50.onnx"
     onnx.save(resnet50(size=64), src)

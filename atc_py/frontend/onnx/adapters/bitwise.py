@@ -2,10 +2,9 @@
 BitCast -> Bitcast."""
 from __future__ import annotations
 
-from ..onnx_lite import TensorProto
-
 from ....ir.dtypes import dtype_from_onnx
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..onnx_lite import TensorProto
 from .math import _unary
 
 _unary("BitwiseNot", "Invert", 18)

@@ -3,10 +3,10 @@ Scatter (opset 9-10), ScatterND, TensorScatter, OneHot, NonZero, Compress, Uniqu
 from __future__ import annotations
 
 import numpy as np
-from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..onnx_lite import TensorProto
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min")
 

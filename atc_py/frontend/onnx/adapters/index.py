@@ -3,10 +3,10 @@ Pad, DepthToSpace, Range. Parameters that GE ops take as attributes must be cons
 from __future__ import annotations
 
 import numpy as np
-from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx, no_ascend_type
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..onnx_lite import TensorProto
 
 
 def const_ints(ctx: NodeCtx, i: int, what: str) -> list[int] | None:

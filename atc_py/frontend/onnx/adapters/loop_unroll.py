@@ -10,9 +10,9 @@ known at import too. Bounded by MAX_IMPORT_UNROLL_ITERATIONS iterations and MAX_
 from __future__ import annotations
 
 import numpy as np
-from .. import onnx_lite as onnx
 
 from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS, MAX_IMPORT_UNROLL_NODES
+from .. import onnx_lite as onnx
 from ..adapter import AdapterError, NodeCtx
 from ..structured import is_structured
 
@@ -64,7 +64,7 @@ def _known_bool(v, what: str) -> bool:
 
 
 def unroll(ctx: NodeCtx, proto: onnx.GraphProto, carried: list) -> list:
-    from ..subgraph import BodyConverter   # the converter imports the adapters: imported when first used
+    from ..subgraph import BodyConverter  # the converter imports the adapters: imported when first used
     m0, c0 = ctx.input(0), ctx.input(1)
     limit = MAX_IMPORT_UNROLL_ITERATIONS
     trip = None

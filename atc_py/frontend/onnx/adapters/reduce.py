@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 from .index import const_ints
 
+
 def _reduce(onnx_name: str, ge_type: str, axes_input_since: int):
     def from_attr(cls, ctx: NodeCtx):
         return ctx.emit(ge_type, [ctx.input(0)], {"axes": ctx.attr("axes"), "keep_dims": bool(ctx.attr("keepdims", 1))})

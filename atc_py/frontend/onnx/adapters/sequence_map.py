@@ -13,7 +13,7 @@ from ..structured import Sequence, is_structured
 class SequenceMap(OnnxOp):
     @classmethod
     def _impl_v17(cls, ctx: NodeCtx):
-        from ..subgraph import BodyConverter   # the converter imports the adapters: imported when first used
+        from ..subgraph import BodyConverter  # the converter imports the adapters: imported when first used
         body = ctx.attr("body")
         ins = [ctx.input(i) for i in range(ctx.n_inputs)]
         if len(body.input) != len(ins):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ..onnx_lite import TensorProto
 
 from ....ir.dtypes import dtype_from_onnx
 from ....ops.attention import UNBOUNDED
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
+from ..onnx_lite import TensorProto
 
 
 def _to_bnsd(ctx: NodeCtx, x, heads: int, what: str):
@@ -130,8 +130,8 @@ class CausalConvWithState(OnnxOp):
 def inline_subgraph(ctx: NodeCtx, graph, args: list, what: str):
     """Convert a GRAPH attribute's nodes in place with `args` as its inputs (a FlexAttention modifier); returns
     its one output. The subgraph's names are scoped: they are forgotten afterwards."""
-    from ..converter import DOMAIN_ALIASES
     from ..adapter import ADAPTERS
+    from ..converter import DOMAIN_ALIASES
     conv = ctx.conv
     if len(graph.input) != len(args) or len(graph.output) != 1:
         raise AdapterError(f"{what} must take {len(args)} input(s) and produce one output")

@@ -1,0 +1,1 @@
+"""The task table: one handler per task type, its checks, decoding and execution."""
