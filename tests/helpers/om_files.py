@@ -41,3 +41,18 @@ def first_kernel(mtd):
 def om_ops(om: bytes):
     md = ge_ir_pb2.ModelDef.FromString(read_om(om).models[0].get(pt.MODEL_DEF))
     return [op for g in md.graph for op in g.op]
+
+
+def simulate_om(om: bytes, inputs: list, tmp_path, name: str = "m"):
+    """The .om bytes written to tmp_path/<name>.om, loaded and run once in process: (outputs, run stats)."""
+    from om_run.load.loader import load_model
+    from om_run.sim.host import Simulation
+    path = tmp_path / f"{name}.om"
+    path.write_bytes(om)
+    return Simulation(load_model(str(path))).run(inputs)
+
+
+def simulate_one_input(om: bytes, x, tmp_path, name: str = "m"):
+    """simulate_om for a model of one input and one output of interest: (its first output, run stats)."""
+    outs, stats = simulate_om(om, [x], tmp_path, name)
+    return outs[0], stats

@@ -7,28 +7,19 @@ import pytest
 import atc_py
 from atc_py.common.errors import AtcError
 from atc_py.proto import tf_graph_pb2 as tf
-from om_run.load.loader import load_model
-from om_run.sim.host import Simulation
 from tests.helpers import DATA
+from tests.helpers.tf_models import OPTS, build_and_run_tf
 
 TF = DATA / "tf"   # copied from ../shared/testdata/tf (TF 2.21)
-OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def run(tmp_path, model, inputs, **opts):
-    r = atc_py.build(model, {**OPTS, **opts})
-    p = tmp_path / "m.om"
-    p.write_bytes(r.om)
-    outs, stats = Simulation(load_model(str(p))).run(inputs)
-    assert stats.hazards == []
-    return r, outs
 
 
 @pytest.mark.parametrize("name", ["tf_lenet", "tf_ops_mix"])
 def test_testdata_model_matches_tensorflow(tmp_path, name):
     ins = np.load(TF / f"{name}.inputs.npz")
     exp = np.load(TF / f"{name}.expected.npz")
-    r, outs = run(tmp_path, str(TF / f"{name}.pb"), [ins[k] for k in ins.files])
+    r, outs = build_and_run_tf(tmp_path, str(TF / f"{name}.pb"), [ins[k] for k in ins.files])
     names = (TF / f"{name}.outputs.txt").read_text().split()
     assert [n.split(":")[0] for n in r.graph.net_output.attrs["output_names"]] == names
     assert len(outs) == len(exp.files)
@@ -81,10 +72,10 @@ def test_outputs_are_unconsumed_nodes_and_out_nodes_overrides(tmp_path):
               node("a", "AddV2", ["x", "c"]), node("m", "Mul", ["a", "c", "^x"]), node("n", "Neg", ["a"]),
               node("noop", "NoOp", ["^x"]))
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
-    r, outs = run(tmp_path, g, [x])
+    r, outs = build_and_run_tf(tmp_path, g, [x])
     assert r.graph.net_output.attrs["output_names"] == ["m:0", "n:0"]
     np.testing.assert_allclose(outs[0], (x + 2) * 2)
-    r, outs = run(tmp_path, g, [x], **{"ge.outputNodeName": "a:0"})
+    r, outs = build_and_run_tf(tmp_path, g, [x], **{"ge.outputNodeName": "a:0"})
     np.testing.assert_allclose(outs[0], x + 2)
 
 
@@ -97,7 +88,7 @@ def test_splat_constant_and_strided_slice_masks(tmp_path):
               node("y", "StridedSlice", ["a", "b", "e", "st"], begin_mask=tf.AttrValue(i=0),
                    end_mask=tf.AttrValue(i=1), shrink_axis_mask=tf.AttrValue(i=0)))
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    _, outs = run(tmp_path, g, [x])
+    _, outs = build_and_run_tf(tmp_path, g, [x])
     np.testing.assert_allclose(outs[0], (x * 1.5)[1:, 0:3])
 
 

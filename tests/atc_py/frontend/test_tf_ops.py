@@ -7,24 +7,14 @@ import json
 import numpy as np
 import pytest
 
-import atc_py
 from atc_py.proto import tf_graph_pb2 as tf
-from om_run.load.loader import load_model
-from om_run.sim.host import Simulation
 from tests.helpers import DATA
+from tests.helpers.tf_models import build_and_run_tf
 
 TF_OPS = DATA / "tf_ops"
 CASES = json.loads((TF_OPS / "manifest.json").read_text())
-OPTS = {"ge.socVersion": "Ascend910B1", "ge.frameworkType": "3", "ge.exec.precision_mode": "must_keep_origin_dtype"}
 
 
-def run(tmp_path, model, inputs, **opts):
-    r = atc_py.build(model, {**OPTS, **opts})
-    p = tmp_path / "m.om"
-    p.write_bytes(r.om)
-    outs, stats = Simulation(load_model(str(p))).run(inputs)
-    assert stats.hazards == []
-    return r, outs
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -32,7 +22,7 @@ def test_tf_op_case_matches_tensorflow(tmp_path, name):
     z = np.load(TF_OPS / f"{name}.npz")
     ins = [z[f"in_{k}"] for k in range(len(CASES[name]["inputs"]))]
     exp = [z[k] for k in sorted((k for k in z.files if k.startswith("out_")), key=lambda k: int(k[4:]))]
-    r, outs = run(tmp_path, str(TF_OPS / f"{name}.pb"), ins)
+    r, outs = build_and_run_tf(tmp_path, str(TF_OPS / f"{name}.pb"), ins)
     assert len(outs) == len(exp)
     for k, (got, want) in enumerate(zip(outs, exp)):
         assert got.shape == want.shape, (name, k)
@@ -51,7 +41,7 @@ def test_cases_cover_the_issue_ops():
 
 def test_value_dependent_range_runs_in_the_dynamic_partition(tmp_path):
     """tf.range(reduce_sum(n)): the length is data: the Range node is unknown-shape, run by the host executor."""
-    r, _ = run(tmp_path, str(TF_OPS / "range_cumsum.pb"),
+    r, _ = build_and_run_tf(tmp_path, str(TF_OPS / "range_cumsum.pb"),
                [np.zeros((3, 4), np.float32), np.array([2, 3], np.int32)])
     assert r.summary["unknown_subgraphs"] >= 1
 
@@ -82,7 +72,7 @@ def test_clip_by_value_scalar_and_tensor_bounds(tmp_path):
     g = tf.GraphDef(node=[_placeholder("x", [3, 4]), _const("a", np.float32(-0.5)), _const("b", np.float32(0.75)),
                           _const("lo", lo), _const("hi", lo + 1), _node("c1", "ClipByValue", ["x", "a", "b"]),
                           _node("c2", "ClipByValue", ["x", "lo", "hi"])])
-    r, outs = run(tmp_path, g, [x], optimization_switch="autofuse:off")
+    r, outs = build_and_run_tf(tmp_path, g, [x], optimization_switch="autofuse:off")
     np.testing.assert_allclose(outs[0], np.clip(x, -0.5, 0.75))
     np.testing.assert_allclose(outs[1], np.clip(x, lo, lo + 1))
     kinds = [n.op_type for n in r.graph.nodes]
@@ -93,7 +83,7 @@ def test_zeros_like_ones_like_are_constants_of_the_shape(tmp_path):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     g = tf.GraphDef(node=[_placeholder("x", [2, 3]), _node("z", "ZerosLike", ["x"]), _node("o", "OnesLike", ["x"]),
                           _node("a", "AddV2", ["x", "o"]), _node("b", "Mul", ["x", "z"])])
-    _, outs = run(tmp_path, g, [x])
+    _, outs = build_and_run_tf(tmp_path, g, [x])
     np.testing.assert_array_equal(outs[0], x + 1)
     np.testing.assert_array_equal(outs[1], np.zeros_like(x))
 
@@ -102,7 +92,7 @@ def test_unused_placeholder_is_dropped_with_a_warning(tmp_path):
     g = tf.GraphDef(node=[_placeholder("x", [2, 3]), _placeholder("training", [], tf.DT_BOOL),
                           _placeholder("y", [2, 3]), _node("a", "AddV2", ["x", "y"])])
     x, y = np.ones((2, 3), np.float32), np.full((2, 3), 2, np.float32)
-    r, outs = run(tmp_path, g, [x, y])
+    r, outs = build_and_run_tf(tmp_path, g, [x, y])
     assert [n.name for n in r.graph.data_nodes] == ["x", "y"]
     assert r.summary["warnings"] == ["Placeholder training has no consumer: it is not made a model input"]
     np.testing.assert_array_equal(outs[0], x + y)
@@ -120,7 +110,7 @@ def test_unused_placeholder_warning_is_logged(atc, tmp_path):
 def test_conv1d_filter_through_expand_dims_of_a_big_constant_folds(tmp_path):
     """The Conv1D kernel (196 KB, more than import folds) reaches Conv2D through ExpandDims: the filter's
     layout change is a node the fold pass turns into a constant; no filter transform runs on the device."""
-    r, _ = run(tmp_path, str(TF_OPS / "conv1d_big_filter.pb"), [np.zeros((1, 9, 128), np.float32)])
+    r, _ = build_and_run_tf(tmp_path, str(TF_OPS / "conv1d_big_filter.pb"), [np.zeros((1, 9, 128), np.float32)])
     conv = next(n for n in r.graph.nodes if n.op_type == "Conv2D")
     assert conv.inputs[1].is_const
     assert not any(n.op_type == "TransposeD" and n.inputs[0].desc.shape == (1, 3, 128, 128) for n in r.graph.nodes)
@@ -135,7 +125,7 @@ def test_top_k_and_resize_take_values_computed_at_run_time(tmp_path):
                           _placeholder("img", [2, 3, 4, 1]), _placeholder("size", [2], tf.DT_INT32),
                           _node("t", "TopKV2", ["x", "k"]), _node("r", "ResizeBilinear", ["img", "size"],
                                                                   align_corners=tf.AttrValue(b=True))])
-    r, outs = run(tmp_path, g, [x, np.array(2, np.int32), img, np.array([5, 7], np.int32)])
+    r, outs = build_and_run_tf(tmp_path, g, [x, np.array(2, np.int32), img, np.array([5, 7], np.int32)])
     assert r.summary["unknown_subgraphs"] >= 1
     np.testing.assert_array_equal(outs[0], [[9, 5], [8, 6]])
     np.testing.assert_array_equal(outs[1], np.array([[5, 4], [5, 1]], np.int32))

@@ -18,6 +18,7 @@ from atc_py.om import read_om
 from atc_py.om.attrs import from_attr
 from atc_py.ops.math_unary import fast_gelu
 from atc_py.proto import ge_ir_pb2 as ge
+from tests.helpers.om_files import simulate_one_input
 
 RNG = np.random.default_rng(24)
 SOC = {"ge.socVersion": "Ascend910B1"}
@@ -50,13 +51,6 @@ def reference(x: np.ndarray) -> np.ndarray:
     return e / e.sum(-1, keepdims=True)
 
 
-def run(om: bytes, x, tmp_path, name):
-    from om_run.load.loader import load_model
-    from om_run.sim.host import Simulation
-    path = tmp_path / f"{name}.om"
-    path.write_bytes(om)
-    outs, stats = Simulation(load_model(str(path))).run([x])
-    return outs[0], stats
 
 
 def om_ops(om: bytes) -> dict[str, dict]:
@@ -83,7 +77,7 @@ def test_high_precision_is_closer_in_fp16_and_fusion_keeps_the_numbers(tmp_path)
         got = {}
         for fuse in ("on", "off"):
             res = atc_py.build(gelu_softmax(), {**SOC, "optimization_switch": f"autofuse:{fuse}", **extra})
-            got[fuse], _ = run(res.om, X, tmp_path, f"{name}_{fuse}")
+            got[fuse], _ = simulate_one_input(res.om, X, tmp_path, f"{name}_{fuse}")
             if fuse == "on" and name == "high_performance_for_all":    # the fast form keeps its own kernel
                 assert "Gelu" in {n.op_type for n in res.graph.nodes}
         np.testing.assert_array_equal(got["on"], got["off"])
@@ -145,14 +139,14 @@ def test_fp32_builds_do_not_change(tmp_path):
     fp32 = {**APART, "ge.exec.precision_mode": "force_fp32"}
     base = atc_py.build(gelu_softmax(), fp32)
     assert marks(base) == {"Gelu": (None, None), "SoftmaxV2": (None, None)}
-    y0, _ = run(base.om, X, tmp_path, "fp32")
+    y0, _ = simulate_one_input(base.om, X, tmp_path, "fp32")
     v = X.astype(np.float64)
     g = 0.5 * v * (1 + _erf(v / math.sqrt(2)))
     e = np.exp(g - g.max(-1, keepdims=True))
     np.testing.assert_allclose(y0, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
     hp = atc_py.build(gelu_softmax(), {**fp32, "op_select_implmode": "high_precision_for_all"})
     assert {k: v[1] for k, v in marks(hp).items()} == {"Gelu": None, "SoftmaxV2": None}
-    np.testing.assert_array_equal(run(hp.om, X, tmp_path, "fp32_hp")[0], y0)
+    np.testing.assert_array_equal(simulate_one_input(hp.om, X, tmp_path, "fp32_hp")[0], y0)
 
 
 def test_a_soc_without_fp32_vexp_stays_in_fp16(tmp_path):
@@ -169,7 +163,7 @@ def test_exp_high_precision_costs_the_fp32_vector_rate(tmp_path):
     for name, extra in (("default", {}), ("high_precision", {"op_select_implmode": "high_precision"})):
         res = atc_py.build(unary("Exp", x.shape), {**APART, **extra})
         assert marks(res)["Exp"][1] == (None if name == "default" else "float32")
-        outs[name], stats = run(res.om, x, tmp_path, name)
+        outs[name], stats = simulate_one_input(res.om, x, tmp_path, name)
         times[name] = stats.device_ns
     np.testing.assert_array_equal(outs["default"], outs["high_precision"])
     assert times["high_precision"] > times["default"]

@@ -10,6 +10,7 @@ from onnx import helper, numpy_helper
 import atc_py
 from atc_py.platform import load_soc
 from atc_py.platform.soc import supported_socs
+from tests.helpers.om_files import simulate_one_input
 
 RNG = np.random.default_rng(310)
 
@@ -24,14 +25,6 @@ def conv_relu(channels=64, size=56):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def run(om: bytes, x, tmp_path, name):
-    from om_run.load.loader import load_model
-    from om_run.sim.host import Simulation
-    from om_run.sim.profile import RuntimeProfile
-    path = tmp_path / f"{name}.om"
-    path.write_bytes(om)
-    outs, stats = Simulation(load_model(str(path)), RuntimeProfile()).run([x])
-    return outs[0], stats
 
 
 def test_the_platform_data():
@@ -52,7 +45,7 @@ def test_force_fp32_matches_onnxruntime_and_times_follow_the_platform(tmp_path):
     for soc in ("Ascend310", "Ascend310P3"):
         res = atc_py.build(m, {"ge.socVersion": soc, "ge.exec.precision_mode": "force_fp32"})
         assert res.summary["soc_version"] == soc
-        got, stats = run(res.om, x, tmp_path, soc)
+        got, stats = simulate_one_input(res.om, x, tmp_path, soc)
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
         device[soc] = stats.device_ns
     # 2 cores at 680 MHz against 310P3's 8 at 1060 MHz: the same conv takes longer, by less than the peak ratio
@@ -81,7 +74,7 @@ def test_fp32_transcendentals_compute_in_fp16_where_the_soc_has_fp16_intrinsics_
                                "optimization_switch": "autofuse:off"})
         marked = {n.op_type for n in res.graph.nodes if n.attrs.get("_internal_dtype") == "float16"}
         assert marked == ({"SoftmaxV2", "Log"} if soc == "Ascend310" else set())
-        got, _ = run(res.om, x, tmp_path, soc)
+        got, _ = simulate_one_input(res.om, x, tmp_path, soc)
         errs[soc] = float(np.abs(got - want).max())
     assert errs["Ascend310P3"] < 1e-5 and 1e-4 < errs["Ascend310"] < 5e-2
 
@@ -109,7 +102,7 @@ def test_layer_norm_implementation_mode_changes_numbers_and_time(tmp_path):
     for name, extra in (("default", {}), ("high_precision", {"ge.exec.op_precision_mode": str(ini)})):
         res = atc_py.build(m, {"ge.socVersion": "Ascend310", "optimization_switch": "autofuse:off", **extra})
         inside[name] = {n.attrs.get("_internal_dtype") for n in res.graph.nodes if n.op_type == "LayerNorm"}
-        got, stats = run(res.om, x, tmp_path, name)
+        got, stats = simulate_one_input(res.om, x, tmp_path, name)
         err[name] = float(np.abs(got - want).mean())
         device[name] = stats.device_ns
     assert inside == {"default": {"float16"}, "high_precision": {"float32"}}
