@@ -14,10 +14,11 @@ $(VENV)/.stamp: pyproject.toml
 
 venv: $(VENV)/.stamp
 
-# the suite on every core (pytest-xdist); PYTEST_ARGS=... adds flags, e.g. PYTEST_ARGS='-n 0' runs it in one process
+# the suite on every core (pytest-xdist; worksteal: an idle worker takes queued tests from a busy one, so the
+# subprocess- and wait-heavy tests do not leave a core idle at the end); PYTEST_ARGS=... adds flags, e.g. PYTEST_ARGS='-n 0' runs it in one process
 PYTEST_ARGS ?=
 test: venv lint
-	$(PY) -m pytest -n auto $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 # ruff with the rules in pyproject.toml (what the code's noqa marks assume)
 lint: venv
