@@ -6,11 +6,10 @@ SOC ?= Ascend910B1
 
 .PHONY: venv lint test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode
 
-# --no-compile: no .pyc of every installed module up front (a module is compiled when first imported): ~15 s less
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q --no-compile -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 venv: $(VENV)/.stamp
