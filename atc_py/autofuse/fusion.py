@@ -200,6 +200,8 @@ def autofuse(graph: Graph) -> FuseStats:
     dead: list[Node] = []
     built = []
     for members, layout in find_groups(graph):   # every graph first: layouts name the values as they are now
+        if not group_outputs(graph, members):    # dead code (--optimization_switch dce:off keeps it): left as it is
+            continue
         name = graph.unique_name(f"{members[-1].name}_ascbackend")
         try:
             built.append((members, name, *build_ascbackend(graph, members, layout, name)))

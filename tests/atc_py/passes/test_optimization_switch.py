@@ -483,3 +483,20 @@ def test_decomposed_batchnorm_folds_into_the_conv(tmp_path):
         ["Conv2D"]
     x = RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)
     compare_switch(tmp_path, m, [x], "bn_conv_fold", "bn_folded_into_conv")
+
+
+def test_dce_off_in_the_default_fp16_build_compiles_and_matches_onnxruntime(tmp_path):
+    """With dead-node removal off, the Casts the fp16 rewrite leaves unread stay in the graph; automatic fusion
+    leaves such a group unfused (it was E19999: an AscGraph with no Output) and the outputs are the same."""
+    from tests.helpers import MODELS
+    from tests.helpers.om_files import simulate_om
+    src = MODELS / "small_cnn.onnx"
+    x = np.random.default_rng(5).standard_normal((1, 3, 32, 32)).astype(np.float32)
+    want = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    got = {}
+    for switch in ("", "dce:off"):
+        res = atc_py.build(str(src), {"ge.socVersion": "Ascend910B1", "optimization_switch": switch})
+        got[switch] = simulate_om(res.om, [x], tmp_path, switch.replace(":", "_") or "default")[0][0]
+    assert res.summary["dead_removed"] == 0
+    np.testing.assert_array_equal(got["dce:off"], got[""])
+    np.testing.assert_allclose(got[""], want, rtol=2e-2, atol=2e-2)
