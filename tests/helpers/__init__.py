@@ -1,6 +1,6 @@
 """What many tests share: the repository's paths, compiling a model in-process, and (in the modules of this
-package) model builders, .om editing, sweep files, replayed command lines, reference decoders. Test modules
-import from here, never from each other; fixtures stay in tests/conftest.py."""
+package) model builders, .om editing, sweep files, replayed command lines, reference decoders. Test modules take
+what they share from here, never from each other; fixtures stay in tests/conftest.py."""
 from __future__ import annotations
 
 import pathlib
