@@ -98,8 +98,19 @@ def _no_log(level: str, msg: str) -> None:
     pass
 
 
+@dataclass(frozen=True)
+class LoadedOnnx:
+    """An ONNX model already in memory with its weights as load_onnx_lazy gives them (the pre-check's model
+    without its unsupported nodes): built as the file at `path` would be."""
+    proto: object
+    weights: dict
+    path: str
+
+
 def _load(model, opts: BuildOptions, st: _Stages):
     """The framework's model in memory: (framework, proto, external weights, path)."""
+    if isinstance(model, LoadedOnnx):
+        return FRAMEWORK_ONNX, model.proto, model.weights, model.path
     path = model if isinstance(model, str) else ""
     if opts.framework == FRAMEWORK_TF:
         from .frontend.tensorflow.loader import (
@@ -298,7 +309,7 @@ def _io_descs(graph: Graph, inputs: bool) -> list[IoDesc]:
             for name, v in vals]
 
 
-def build(model: str | onnx.ModelProto, options: Mapping[str, str] | BuildOptions, online: bool = False, device=None,
+def build(model: str | onnx.ModelProto | LoadedOnnx, options: Mapping[str, str] | BuildOptions, online: bool = False, device=None,
           log: Callable[[str, str], None] = _no_log, progress: Progress | None = None) -> BuildResult:
     """Compile a model. Python's cyclic garbage collector is paused meanwhile: the passes create and drop
     graph objects by the hundred thousand, each collection walks every live one (IR nodes and values point at

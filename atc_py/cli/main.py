@@ -168,8 +168,9 @@ def run_mode_3(given, argv, log) -> None:
     v = lambda n: cmdline.value(given, n)  # noqa: E731
     _check_flags(given, PRECHECK_ORDER)
     model = v("model")
-    verdicts = run_precheck(model, v("framework"), lambda: build(model, _options(given, argv), log=log),
-                            v("soc_version"), v("check_report"))
+    opts = _options(given, argv)
+    verdicts = run_precheck(model, v("framework"), lambda: build(model, opts, log=log), v("soc_version"),
+                            v("check_report"), build_loaded=lambda loaded: build(loaded, opts))
     echo(f"[INFO] pre-check of {verdicts.model}: {len(verdicts.order)} ops, {len(verdicts.order) - verdicts.failed} "
          f"pass, {verdicts.failed} fail; report {report_path(v('check_report'))}")
     if verdicts.failed:

@@ -4,10 +4,10 @@ total / pass / fail, and per op its name, type, result and causes {code, message
 analyze's `result.csv` (ori_op_name, ori_op_type, op_name, op_type, soc_type, engine, is_supported, details).
 
 The whole graph is checked: every op type without an adapter (all of them, in subgraphs too) fails with
-TYPE_UNSUPPORTED; when every type has one, the model is compiled as `--mode=0` would (no .om is written), and
-each node is then supported on the engine its kernel got (AI Core / AI Vector / AICPU), folded into constants,
-or fused into another node; an error of the build that names a node fails that node with PARAM_INVALID and its
-message. The report's path: --check_report, else $ASCEND_WORK_PATH/check_result.json, else ./check_result.json.
+TYPE_UNSUPPORTED; the model is compiled as `--mode=0` would (no .om is written) — with unsupported nodes, the
+model without them (precheck_cut.py) — and each supported node is then on the engine and core type its kernel
+got (AI Core / AI Vector / AICPU), folded into constants, or fused into another node (named); an error of the
+build of the whole model that names a node fails that node with PARAM_INVALID and its message. The report's path: --check_report, else $ASCEND_WORK_PATH/check_result.json, else ./check_result.json.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Verdicts:
         self.order = [n for n, _ in nodes]
         self.types = dict(nodes)
         self.causes: dict[str, list[tuple[int, str]]] = {n: [] for n in self.order}
-        self.engine: dict[str, tuple[str, str, str]] = {}    # name -> (engine, op_name, op_type)
+        self.engine: dict[str, tuple[str, str, str, str]] = {}    # name -> (engine, core_type, op_name, op_type)
         self.notes: dict[str, str] = {}                      # name -> what became of a supported node
 
     def fail(self, name: str, code: int, message: str) -> None:
@@ -56,6 +56,8 @@ class Verdicts:
             op = {"name": n, "type": self.types[n], "result": "failed" if self.causes[n] else "success"}
             if self.causes[n]:
                 op["cause"] = [{"code": c, "message": m} for c, m in self.causes[n]]
+            elif self.engine.get(n, ("",))[0]:     # beyond GE's keys: where the supported node runs
+                op["engine"], op["core_type"], op["op_name"], op["op_type"] = self.engine[n]
             ops.append(op)
         return {"name": self.model, "result": "failed" if self.failed else "success", "total": len(self.order),
                 "pass": len(self.order) - self.failed, "fail": self.failed, "op": ops}
@@ -65,7 +67,7 @@ class Verdicts:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(CSV_COLUMNS)
         for n in self.order:
-            engine, op_name, op_type = self.engine.get(n, ("", "", ""))
+            engine, _, op_name, op_type = self.engine.get(n, ("", "", "", ""))
             details = "; ".join(m for _, m in self.causes[n]) or self.notes.get(n, "")
             w.writerow([n, self.types[n], op_name, op_type, soc, engine, "False" if self.causes[n] else "True",
                         details])
@@ -108,7 +110,7 @@ def engines_of(graph, verdicts: Verdicts) -> None:
     for node in graph.nodes:
         if node.op_type in ("Data", "Const", "NetOutput"):
             continue
-        entry = (node.meta.get("engine", "AICORE"), node.name, node.op_type)
+        entry = (node.meta.get("engine", "AICORE"), node.meta.get("core_type", ""), node.name, node.op_type)
         for name in [node.name] + list(node.attrs.get(ORIGIN_NAMES, []) or []):
             owner.setdefault(name, entry)
     for n in verdicts.order:
@@ -116,16 +118,21 @@ def engines_of(graph, verdicts: Verdicts) -> None:
         if hit is None:    # an IR node named after it with a suffix (an adapter's helper nodes)
             prefix = _ir_name(n)
             hit = next((v for k, v in owner.items() if k.startswith(prefix + "_")), None)
-        verdicts.engine[n] = hit if hit is not None else ("", "", "")
-        if hit is not None and hit[1] not in (n, _ir_name(n)) and not hit[1].startswith(_ir_name(n) + "_"):
-            verdicts.notes[n] = f"fused into {hit[1]} ({hit[2]})"
+        if verdicts.causes[n]:
+            continue
+        verdicts.engine[n] = hit if hit is not None else ("", "", "", "")
+        if hit is not None and hit[2] not in (n, _ir_name(n)) and not hit[2].startswith(_ir_name(n) + "_"):
+            verdicts.notes[n] = f"fused into {hit[2]} ({hit[3]})"
         if hit is None:
             verdicts.notes[n] = "no kernel of its own: fused into a neighbouring op or folded by a graph pass"
 
 
-def run_precheck(model_path: str, framework: str, build, soc: str, check_report: str) -> Verdicts:
-    """The verdicts of every node; `build()` compiles the model as --mode=0 would (its result, or an AtcError)."""
-    verdicts = _collect(model_path, framework, build)
+def run_precheck(model_path: str, framework: str, build, soc: str, check_report: str,
+                 build_loaded=None) -> Verdicts:
+    """The verdicts of every node; `build()` compiles the model as --mode=0 would (its result, or an AtcError);
+    `build_loaded(LoadedOnnx)` the same for a model in memory (None: the supported nodes of a model with
+    unsupported ones get no engine)."""
+    verdicts = _collect(model_path, framework, build, build_loaded)
     path = report_path(check_report)
     write_atomic(path, (json.dumps(verdicts.as_json(), indent=4) + "\n").encode())
     # the report's path is the user's; result.csv beside it is the tool's own name (a planted link is replaced)
@@ -133,15 +140,16 @@ def run_precheck(model_path: str, framework: str, build, soc: str, check_report:
     return verdicts
 
 
-def _collect(model_path: str, framework: str, build) -> Verdicts:
+def _collect(model_path: str, framework: str, build, build_loaded=None) -> Verdicts:
     if framework == "5":
         from ..frontend.onnx.loader import load_onnx_lazy
-        proto, _ = load_onnx_lazy(model_path)     # external weights stay on disk
+        proto, weights = load_onnx_lazy(model_path)     # external weights stay on disk
         verdicts = Verdicts(proto.graph.name or os.path.basename(model_path), onnx_nodes(proto))
         missing = unsupported_onnx(proto)
         for label, why in missing.items():
             verdicts.fail(label, TYPE_UNSUPPORTED, f"The type is not supported: {why}")
         if missing:
+            _engines_without(proto, weights, model_path, set(missing), verdicts, build_loaded)
             return verdicts
     else:
         verdicts = Verdicts(os.path.basename(model_path), _tf_nodes(model_path))
@@ -158,6 +166,32 @@ def _collect(model_path: str, framework: str, build) -> Verdicts:
         return verdicts
     engines_of(result.graph, verdicts)
     return verdicts
+
+
+def _engines_without(proto, weights, model_path: str, missing: set[str], verdicts: Verdicts, build_loaded) -> None:
+    """The supported nodes' engines from a build of the model without its unsupported nodes."""
+    from ..pipeline import LoadedOnnx
+    from .precheck_cut import without_unsupported
+    why = "no engine: the pre-check builds a model with unsupported nodes only from atc-py --mode=3"
+    if build_loaded is not None:
+        cut = without_unsupported(proto, weights, missing)
+        try:
+            engines_of(build_loaded(LoadedOnnx(cut.model, weights, model_path)).graph, verdicts)
+            why = ""
+        except AtcError as exc:
+            why = f"no engine: the model without its unsupported nodes does not build ({exc.code}: {exc.message})"
+        for label, reason in cut.reasons.items():
+            verdicts.engine.pop(label, None)
+            verdicts.notes[label] = reason
+    owners = {m.split("/")[0] for m in missing}
+    for n in verdicts.order:
+        if verdicts.causes[n]:
+            continue
+        if n.split("/")[0] in owners and n not in owners:
+            verdicts.engine.pop(n, None)
+            verdicts.notes[n] = f"no engine: inside {n.split('/')[0]}, which holds an unsupported node"
+        elif why and not verdicts.engine.get(n, ("",))[0]:
+            verdicts.notes.setdefault(n, why)
 
 
 def _named_node(exc: AtcError, verdicts: Verdicts) -> str | None:

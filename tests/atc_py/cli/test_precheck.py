@@ -82,3 +82,57 @@ def test_a_node_the_build_rejects_fails_with_its_message(atc, tmp_path, monkeypa
     ops = {op["name"]: op for op in json.loads((tmp_path / "check_result.json").read_text())["op"]}
     assert ops["pool_k0"]["result"] == "failed" and ops["pool_k0"]["cause"][0]["code"] == 1
     assert ops["pool_k0"]["cause"][0]["message"].startswith("E14001")
+
+
+def supported_around_three_unsupported(path):
+    """conv+bn+relu | NotAnOp | sigmoid, reshape, matmul | com.example Custom | softmax, add; NotAnOp on the matmul.
+    The first NotAnOp's output is typed (value_info), the Custom's is not."""
+    import numpy as np
+    from onnx import numpy_helper
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W"),
+             *(numpy_helper.from_array(rng.random(4).astype(np.float32) + 0.5, n) for n in ("s", "b", "m", "v")),
+             numpy_helper.from_array(rng.standard_normal((64, 8)).astype(np.float32), "M"),
+             numpy_helper.from_array(np.array([1, 64], np.int64), "shp")]
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"], name="bn"),
+             helper.make_node("Relu", ["bn"], ["r"], name="relu"),
+             helper.make_node("NotAnOp", ["r"], ["u1"], name="bad1"),
+             helper.make_node("Sigmoid", ["u1"], ["sg"], name="sig"),
+             helper.make_node("Reshape", ["sg", "shp"], ["fl"], name="flat"),
+             helper.make_node("MatMul", ["fl", "M"], ["mm"], name="fc"),
+             helper.make_node("Custom", ["mm"], ["u2"], name="bad2", domain="com.example"),
+             helper.make_node("Softmax", ["u2"], ["sm"], name="soft"),
+             helper.make_node("NotAnOp", ["mm"], ["u3"], name="bad3"),
+             helper.make_node("Add", ["sm", "mm"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "cut", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8]),
+                           helper.make_tensor_value_info("u3", TensorProto.FLOAT, [1, 8])], initializer=inits,
+                          value_info=[helper.make_tensor_value_info("u1", TensorProto.FLOAT, [1, 4, 4, 4])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+                                ir_version=8), path)
+    return path
+
+
+def test_supported_nodes_keep_their_engines_beside_unsupported_ones(atc, tmp_path):
+    """The model without its unsupported nodes is built: every supported node's engine, core type and kernel
+    in both reports, a fused node names the node it went into; a reader of an untyped unsupported output says
+    why it has none."""
+    src = supported_around_three_unsupported(tmp_path / "m.onnx")
+    code, out, err = atc("--mode=3", f"--model={src}", "--framework=5", "--soc_version=Ascend910B1",
+                         f"--check_report={tmp_path / 'check_result.json'}")
+    assert code != 0 and "3 unsupported node(s)" in out + err
+    ops = {op["name"]: op for op in json.loads((tmp_path / "check_result.json").read_text())["op"]}
+    rows = {r["ori_op_name"]: r for r in csv.DictReader(open(tmp_path / "result.csv"))}
+    for name, engine, core, kernel in (("conv", "AICORE", "AIC", "Conv2D"), ("sig", "AICORE", "AIV", "AscBackend"),
+                                       ("fc", "AICORE", "AIC", "MatMulV2")):
+        assert (ops[name]["engine"], ops[name]["core_type"], ops[name]["op_type"]) == (engine, core, kernel), ops[name]
+        assert (rows[name]["engine"], rows[name]["op_type"], rows[name]["is_supported"]) == (engine, kernel, "True")
+    for fused in ("bn", "relu"):
+        assert ops[fused]["op_name"] == "conv" and "fused into conv (Conv2D)" in rows[fused]["details"]
+    for bad in ("bad1", "bad2", "bad3"):
+        assert ops[bad]["result"] == "failed" and rows[bad]["engine"] == "" and "engine" not in ops[bad]
+    assert rows["soft"]["engine"] == "" and "u2, whose type is not known, made by the unsupported bad2" in \
+        rows["soft"]["details"]
+    assert "soft (no engine either)" in rows["add"]["details"] and "engine" not in ops["add"]
+    assert not list(tmp_path.glob("*.om"))
