@@ -169,14 +169,20 @@ class Matcher:
                 nodes[n.name] = n
         return sorted(nodes.values(), key=lambda n: self.pos[n.name])
 
+    def unread(self, t: str) -> bool:
+        """A tensor nothing reads and the model does not output (Dropout's mask, an unused second output): the
+        compiler drops it, so no .om tensor holds it."""
+        return t not in self.consumers and t not in self.golden.outputs
+
     def _leaving(self, group: list[FrameworkNode]) -> tuple[list[str], list[str]]:
-        """(tensors leaving the group, tensors read only inside it), each in topological order."""
+        """(tensors leaving the group, tensors read only inside it), each in topological order; unread ones are
+        in neither."""
         inside = {n.name for n in group}
         outs = set(self.golden.outputs)
         leave, internal = [], []
         for n in group:
             for t in n.outputs:
-                if not t or t not in self.golden.tensors:
+                if not t or t not in self.golden.tensors or self.unread(t):
                     continue
                 if t in outs or any(c.name not in inside for c in self.consumers.get(t, [])):
                     leave.append(t)
@@ -303,12 +309,15 @@ class Matcher:
                     continue
                 row = Row(n, t, k, "not_comparable", tuple(g.shape), str(g.dtype))
                 h = self.holders.get(t)
-                if h is None:
+                if h is None and k == 0:      # a view's data output; its other outputs (a mask) are not the data
                     h = self._view_holder(n)
                     if h is not None:
                         self.holders[t] = h
                 if h is not None:
                     self._measure(row, h, g)
+                elif self.unread(t):
+                    row.detail = f"output {k} of {n.op_type}, which nothing reads: the compiler drops it, no .om " \
+                                 "tensor holds it"
                 elif n.name in self.cover:
                     row.status, row.fused_into = "fused", self.cover[n.name]
                     row.detail = f"computed inside {self.cover[n.name].name} ({self.cover[n.name].op_type}); " \

@@ -144,6 +144,30 @@ def test_a_folded_batchnorm_leaves_the_convolution_fused_never_dropped(atc, om_r
     assert got["bn"][0] == "ok" and got["relu"][0] == "ok"
 
 
+def test_a_dropout_mask_nothing_reads_is_not_comparable_not_a_divergence(atc, om_run, tmp_path):
+    """An opset-9 Dropout (SqueezeNet's) has a second output, its mask: the compiler drops it, so no .om tensor
+    holds it; it was matched with the data of the convolution the Dropout went into (cosine 0, "own error")."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((2, 4, 1, 1)).astype(np.float32), "w2")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Dropout", ["r"], ["d", "mask"], name="drop", ratio=0.5),
+             helper.make_node("Conv", ["d", "w2"], ["y"], name="conv2")]
+    g = helper.make_graph(nodes, "dropout", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 8])], inits)
+    src = tmp_path / "drop.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)], ir_version=4), src)
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'drop'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32")[0] == 0
+    stdout, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "drop.om")
+    col = {name: header.index(name) for name in ("GroundTruth", "Status", "CosineSimilarity", "CompareFailReason")}
+    drop = [r for r in rows if r[col["GroundTruth"]] == "drop"]
+    assert [r[col["Status"]] for r in drop] == ["ok", "not_comparable"], drop
+    assert "output 1 of Dropout, which nothing reads" in drop[1][col["CompareFailReason"]]
+    assert "first divergent" not in stdout and float(drop[0][col["CosineSimilarity"]]) > 0.9999
+
+
 def test_reference_evaluator_stands_in_without_onnxruntime(atc, om_run, tmp_path, monkeypatch):
     import builtins
     real = builtins.__import__
