@@ -73,18 +73,26 @@ class SplitD(MoveOp):
     op_type = "SplitD"
     inputs = ("x",)
     outputs = ("y*",)
-    attrs = {"split_dim": 0, "size_splits": None, "num_split": 1}
+    # split_ceil: ONNX's num_outputs over a dim known only at run time: chunks of ceil(dim / n), the last smaller
+    attrs = {"split_dim": 0, "size_splits": None, "num_split": 1, "split_ceil": False}
 
     def _sizes(self, attrs, shape):
         axis = norm_axis(int(self.attr(attrs, "split_dim")), len(shape))
         sizes = self.attr(attrs, "size_splits")
         n = int(self.attr(attrs, "num_split"))
+        if sizes is None and shape[axis] < 0:
+            return axis, [-1] * n
+        if sizes is None and self.attr(attrs, "split_ceil"):
+            chunk = -(-shape[axis] // n)
+            sizes = [chunk] * (n - 1) + [shape[axis] - chunk * (n - 1)]
+            if sizes[-1] < 0:
+                raise OpError(f"dim {shape[axis]} does not split into {n} chunks of {chunk}")
         if sizes is None:
             if shape[axis] % n:
                 raise OpError(f"dim {shape[axis]} does not split into {n} equal parts")
             sizes = [shape[axis] // n] * n
         sizes = [int(s) for s in sizes]
-        if sum(sizes) != shape[axis]:
+        if sum(sizes) != shape[axis] and shape[axis] >= 0:
             raise OpError(f"split sizes {sizes} do not add up to dim {shape[axis]}")
         return axis, sizes
 

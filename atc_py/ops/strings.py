@@ -1,4 +1,4 @@
-"""String ops (AICPU): StringNormalizer. String tensors hold GE StringHeads on the device; in the
+"""String ops (AICPU): StringNormalizer, StringConcat. String tensors hold GE StringHeads on the device; in the
 simulator their values are numpy object arrays, and ops producing them run in dynamic partitions
 (the output length depends on the values), which the host executor runs node by node."""
 from __future__ import annotations
@@ -64,3 +64,36 @@ class StringNormalizer(OpSpec):
         n = ctx.inputs[0].numel
         return Work(vector_ops=n * (1 + len(self.attr(ctx.attrs, "stopwords"))), bytes=2 * ctx.inputs[0].nbytes,
                     dtype="uint8")
+
+
+@register
+class StringConcat(OpSpec):
+    """Elementwise concatenation of two string tensors, broadcasting (ONNX StringConcat)."""
+    op_type = "StringConcat"
+    inputs = ("x", "y")
+    engine = AICPU
+    dtypes = (STRING,)
+    tiling_struct = TilingStruct(("numel", "Q"))
+
+    def infer(self, node: Node) -> list[TensorDesc]:
+        a, b = node.input_desc(0), node.input_desc(1)
+        try:
+            shape = np.broadcast_shapes(a.shape, b.shape) if a.known and b.known else \
+                (-1,) * max(len(a.shape), len(b.shape))
+        except ValueError:
+            raise OpError(f"shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from None
+        return [TensorDesc(tuple(shape), STRING)]
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return TilingResult(1, 0, self.tiling_struct.pack(numel=ctx.outputs[0].numel))
+
+    def compute(self, args, inputs):
+        a, b = (np.asarray(v, dtype=object) for v in inputs)
+        out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype=object)
+        for i, (x, y) in enumerate(np.broadcast(a, b)):
+            out.flat[i] = str(x) + str(y)
+        return [out]
+
+    def work(self, ctx: TilingContext) -> Work:
+        n = ctx.outputs[0].numel
+        return Work(vector_ops=n, bytes=sum(t.nbytes for t in ctx.inputs) + ctx.outputs[0].nbytes, dtype="uint8")

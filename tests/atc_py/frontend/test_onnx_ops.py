@@ -168,6 +168,56 @@ def test_split_opset18_num_outputs_uneven():
     check(m, [x(2, 7)])
 
 
+def test_split_num_outputs_over_a_dim_known_only_at_run_time():
+    """The chunks of ceil(dim / n), the last smaller, sized by the kernel (the compile-time sizes were [0, -1])."""
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]),
+             helper.make_node("Split", ["r"], ["a", "b", "c"], axis=1, num_outputs=3)]
+    m = model(nodes, [("x", F, [2, 7]), ("s", TensorProto.INT64, [2])], [("a", F, None), ("b", F, None), ("c", F, None)],
+              opset=18)
+    check(m, [x(2, 7), np.array([2, 7], np.int64)])
+    check(m, [x(2, 7), np.array([1, 14], np.int64)])
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_an_inference_dropouts_mask_is_all_ones(opset):
+    """bool from opset 10, the data's type before; the data output is the input. onnx.reference (and the
+    node conformance cases) give ones; onnxruntime's kernels before opset 12 leave the mask zero, so opset 9 is
+    compared with onnx.reference."""
+    from onnx.reference import ReferenceEvaluator
+    nodes = [helper.make_node("Dropout", ["x"], ["y", "mask"], **({"ratio": 0.3} if opset < 12 else {})),
+             helper.make_node("Relu", ["y"], ["z"])]
+    mask_type = TensorProto.BOOL if opset >= 10 else F
+    m = model(nodes, [("x", F, [3, 4])], [("z", F, None), ("mask", mask_type, None)], opset=opset)
+    xs = [x(3, 4)]
+    if opset >= 12:
+        check(m, xs)
+    z, mask = AtcBackend.run_model(m, xs)
+    np.testing.assert_array_equal(z, ReferenceEvaluator(m).run(None, {"x": xs[0]})[0])
+    assert mask.dtype == (np.bool_ if opset >= 10 else np.float32) and mask.shape == (3, 4) and np.all(mask == 1)
+
+
+def test_a_training_dropout_of_a_constant_nonzero_ratio_is_refused():
+    nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["y"])]
+    m = model(nodes, [("x", F, [3, 4])], [("y", F, None)], opset=13)
+    m.graph.initializer.extend([numpy_helper.from_array(np.array(0.5, np.float32), "r"),
+                                numpy_helper.from_array(np.array(True), "t")])
+    with pytest.raises(AtcError) as e:
+        atc_py.build(m, {"ge.socVersion": "Ascend910B1"})
+    assert e.value.code == "E14001" and "drops random elements" in str(e.value)
+
+
+def test_a_training_mode_batchnorm_uses_the_batch_statistics_and_updates_the_running_ones():
+    from onnx.reference import ReferenceEvaluator
+    n = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1,
+                         momentum=0.8, epsilon=1e-3)
+    m = model([n], [("x", F, [4, 3, 5, 2]), ("s", F, [3]), ("b", F, [3]), ("m", F, [3]), ("v", F, [3])],
+              [("y", F, None), ("rm", F, None), ("rv", F, None)], opset=15)
+    xs = [x(4, 3, 5, 2) * 3 + 1, x(3), x(3), x(3), np.abs(x(3)) + 0.5]
+    want = ReferenceEvaluator(m).run(None, dict(zip("xsbmv", xs)))
+    for got, ref in zip(AtcBackend.run_model(m, xs), want):
+        np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+
+
 def test_expand_with_runtime_shape_runs_in_a_dynamic_partition():
     n = helper.make_node("Expand", ["x", "s"], ["y"])
     m = model([n], [("x", F, [3, 1]), ("s", TensorProto.INT64, [2])], [("y", F, None)])

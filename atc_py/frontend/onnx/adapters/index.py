@@ -114,8 +114,11 @@ def _split(ctx: NodeCtx, sizes: list[int] | None, n_out: int):
         attrs["size_splits"] = sizes
     elif ctx.attr("num_outputs") is not None:   # opset 18: the last chunk may be smaller
         dim = x.desc.shape[axis]
-        chunk = -(-dim // n_out)
-        attrs["size_splits"] = [chunk] * (n_out - 1) + [dim - chunk * (n_out - 1)]
+        if dim < 0:      # known at run time: the kernel sizes the chunks
+            attrs["split_ceil"] = True
+        else:
+            chunk = -(-dim // n_out)
+            attrs["size_splits"] = [chunk] * (n_out - 1) + [dim - chunk * (n_out - 1)]
     return ctx.emit("SplitD", [x], attrs, n_out=n_out)
 
 

@@ -423,11 +423,26 @@ class Resize(OnnxOp):
 
 @onnx_op("Dropout")
 class Dropout(OnnxOp):
-    """Inference: Dropout is the identity (its mask output is not supported)."""
+    """An offline model infers: Dropout is the identity (as GE removes it from an inference graph), and the mask
+    it outputs is all ones (bool from opset 10, the data's type before). A training_mode that is a constant
+    true with a non-zero ratio would drop random elements: refused, not silently inferred."""
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
-        mask = ctx.node.output[1] if len(ctx.node.output) > 1 else ""
-        g = ctx.conv.model.graph
-        if mask and (any(mask in n.input for n in g.node) or any(o.name == mask for o in g.output)):
-            raise AdapterError("the mask output of Dropout is used; only inference Dropout is supported")
-        return ctx.emit("Identity", [ctx.input(0)])
+        opset = ctx.conv.opsets.get("", 0)
+        training = ctx.const(2) if opset >= 12 else None
+        if training is not None and training.size and bool(training.reshape(-1)[0]):
+            ratio = ctx.const(1) if ctx.input(1) is not None else np.array(0.5)
+            if ratio is None or float(np.asarray(ratio).reshape(-1)[0]):
+                raise AdapterError("a training-mode Dropout with a non-zero ratio drops random elements; only "
+                                   "inference Dropout (or ratio 0) is supported")
+        data = ctx.emit("Identity", [ctx.input(0)])
+        if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+            return data
+        x = ctx.input(0)
+        dtype = "bool" if opset >= 10 else x.desc.dtype
+        if x.desc.known:
+            dims = ctx.make_const("mask_shape", np.array(x.desc.shape, np.int64))
+        else:
+            dims = ctx.emit("Shape", [x], suffix="mask_shape")[0]
+        mask = ctx.emit("Fill", [dims], {"value": True if dtype == "bool" else 1.0, "dtype": dtype}, suffix="mask")
+        return data + mask

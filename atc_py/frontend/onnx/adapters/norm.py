@@ -12,14 +12,53 @@ from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 class BatchNormalization(OnnxOp):
     @classmethod
     def _impl_v1(cls, ctx: NodeCtx):
-        if ctx.attr("is_test", 1) == 0 or int(ctx.attr("training_mode", 0)) != 0:
-            raise AdapterError("training-mode BatchNormalization is not supported (inference only)")
+        if ctx.attr("is_test", 1) == 0:
+            raise AdapterError("training-mode BatchNormalization is not supported before opset 14")
+        if int(ctx.attr("training_mode", 0)) != 0:
+            return _batch_statistics(ctx)
         if any(o for o in ctx.node.output[1:]):
             raise AdapterError("BatchNormalization running-statistics outputs are not supported")
         ins = [ctx.input(i) for i in range(5)]
         return ctx.emit("BNInfer", ins, {"epsilon": float(ctx.attr("epsilon", 1e-5))})
 
     _impl_v14 = _impl_v1
+
+
+def _batch_statistics(ctx: NodeCtx):
+    """training_mode=1 (opset 14+): normalised by the batch's own mean and (population) variance over every axis
+    but the channel's, and the running statistics updated as input * momentum + batch * (1 - momentum) — the
+    reductions and elementwise ops GE's BNTrainingReduce / BNTrainingUpdate compute, as separate nodes."""
+    x, scale, bias, mean_in, var_in = (ctx.input(i) for i in range(5))
+    rank = len(x.desc.shape)
+    if rank < 2:
+        raise AdapterError(f"the input has rank {rank}; BatchNormalization needs N and C")
+    dt = np.dtype(x.desc.dtype)
+    axes = [0] + list(range(2, rank))
+    channel = ctx.make_const("channel_shape", np.array([1, -1] + [1] * (rank - 2), np.int64))
+    flat = ctx.make_const("flat_shape", np.array([-1], np.int64))
+    reduce = {"axes": axes, "keep_dims": True}
+    mean = ctx.emit("ReduceMeanD", [x], reduce, suffix="batch_mean")[0]
+    centred = ctx.emit("Sub", [x, mean], suffix="centred")[0]
+    square = ctx.emit("Mul", [centred, centred], suffix="square")[0]
+    var = ctx.emit("ReduceMeanD", [square], reduce, suffix="batch_var")[0]
+    eps = ctx.make_const("epsilon", np.array(float(ctx.attr("epsilon", 1e-5)), dt))
+    std = ctx.emit("Sqrt", [ctx.emit("Add", [var, eps], suffix="var_eps")[0]], suffix="std")[0]
+    normed = ctx.emit("RealDiv", [centred, std], suffix="normed")[0]
+    scale_c = ctx.emit("Reshape", [scale, channel], suffix="scale_c")[0]
+    bias_c = ctx.emit("Reshape", [bias, channel], suffix="bias_c")[0]
+    y = ctx.emit("Add", [ctx.emit("Mul", [normed, scale_c], suffix="scaled")[0], bias_c])[0]
+    outs = [y]
+    momentum = float(ctx.attr("momentum", 0.9))
+    keep = ctx.make_const("momentum", np.array(momentum, dt))
+    take = ctx.make_const("one_minus_momentum", np.array(1.0 - momentum, dt))
+    for k, (running, batch) in enumerate(((mean_in, mean), (var_in, var)), start=1):
+        if k >= len(ctx.node.output) or not ctx.node.output[k]:
+            break
+        old = ctx.emit("Mul", [running, keep], suffix=f"running_{k}_kept")[0]
+        new = ctx.emit("Mul", [ctx.emit("Reshape", [batch, flat], suffix=f"batch_{k}")[0], take],
+                       suffix=f"running_{k}_taken")[0]
+        outs.append(ctx.emit("Add", [old, new], suffix=f"running_{k}")[0])
+    return outs
 
 
 @onnx_op("LayerNormalization")

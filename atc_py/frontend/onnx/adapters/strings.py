@@ -1,4 +1,4 @@
-"""String op adapters: StringNormalizer (run on the AICPU: the output length depends on the values)."""
+"""String op adapters: StringNormalizer (run on the AICPU: the output length depends on the values), StringConcat."""
 from __future__ import annotations
 
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
@@ -13,3 +13,10 @@ class StringNormalizer(OnnxOp):
         return ctx.emit("StringNormalizer", [ctx.input(0)], {
             "case_change_action": ctx.attr("case_change_action", "NONE"),
             "is_case_sensitive": bool(ctx.attr("is_case_sensitive", 0)), "stopwords": list(ctx.attr("stopwords", []))})
+
+
+@onnx_op("StringConcat")
+class StringConcat(OnnxOp):
+    @classmethod
+    def _impl_v20(cls, ctx: NodeCtx):
+        return ctx.emit("StringConcat", [ctx.input(0), ctx.input(1)])
