@@ -105,9 +105,12 @@ def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0, ma
               "axes_1": np.array([1], np.int64), "axes_2": np.array([2], np.int64), "axes_0": np.array([0], np.int64)}
     if not static:
         consts.update(one_i=np.array(1, np.int64), zero_i=np.array(0, np.int64))
+    if mask != "where":
+        del consts["zero_f"]
     if mask == "one_minus":
         consts["one_f"] = np.array(1.0, np.float32)
     if scale.startswith("div"):
+        del consts["attn_scale"]
         consts["attn_sqrt"] = np.array(np.sqrt(d), np.float32)
     if static:
         consts["cache_range"] = np.arange(shape.max_cache, dtype=np.int64)
