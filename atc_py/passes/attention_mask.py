@@ -97,6 +97,10 @@ def _chain(mask: Value, rows: int, s: int) -> list[tuple[Node, int]] | str:
         elif node.op_type in ARITH or node.op_type in ("Select", "SelectV2"):
             ins = list(node.inputs[:3 if node.op_type.startswith("Select") else 2])
             moving = [k for k, x in enumerate(ins) if x is not None and not x.is_const]
+            if any(x is None for x in ins):
+                return f"{node.op_type} {node.name} lacks an input"
+            if not moving:
+                return f"{node.op_type} {node.name} has only constant inputs"
             if len(moving) != 1:
                 others = ", ".join(ins[k].name for k in moving[1:])
                 return (f"{node.op_type} {node.name} combines the position test with {others}: not a function of "
