@@ -351,7 +351,9 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     if gears is not None:
         record.gear_attrs = gear_attrs(graph, gears)
     if opts.tiling_sink:   # decode attention over a static KV cache: IncreFlashAttention, whose tiling sinks
-        stats["static_cache_attention"] = st.run("static_cache_attention", lower_static_cache_attention, graph)
+        lowering = st.run("static_cache_attention", lower_static_cache_attention, graph)
+        stats["static_cache_attention"] = lowering.count
+        stats["static_cache_attention_unfused"] = [u.__dict__ for u in lowering.unfused]
     engines = st.run("engines", assign_engines, graph)
     decisions = st.run("tiling_sink", decide_tiling_sink, graph, opts.tiling_sink, opts.offline,
                        None if opts.offline else device)

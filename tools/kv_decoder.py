@@ -13,7 +13,9 @@ and `present.i.key` / `.value` out, [batch, heads, length, head_dim]:
     [sequence_length] (ScatterND) and positions past it are masked — every shape static, one token a step.
 Attention is decomposed as exporters write it (MatMul, Mul by 1/sqrt(d), Add of the mask, Softmax, MatMul), with a
 learned position embedding (Gather by position_ids) instead of rotary, RMSNorm and a SwiGLU MLP. A
-`genai_config.json` (onnxruntime-genai's format) is written beside the model.
+`genai_config.json` (onnxruntime-genai's format) is written beside the model. `build` also writes the other mask and
+scale forms exporters use (MASK_FORMS, SCALE_FORMS; `mask_min` the value masked scores get), the same attention in
+each.
 """
 from __future__ import annotations
 
@@ -28,6 +30,20 @@ import numpy as np
 from tools.onnx_nodes import NodeList
 
 MASK_MIN = float(np.finfo(np.float32).min)   # what exporters fill masked scores with
+# how the additive mask [batch, 1, seq, keys] is made from `seen` (key <= position, and attention_mask when growing)
+MASK_FORMS = {
+    "where": "Where(seen, 0, min)",
+    "one_minus": "(1 - Cast(seen, float)) * min",
+    "less": "Cast(position < key, float) * min",
+    "greater": "Cast(key > position, float) * min",
+}
+# where the scale 1/sqrt(d) goes: on the scores before the mask is added, or on their sum
+SCALE_FORMS = {
+    "mul": "Mul(Q K^T, 1/sqrt(d)) + mask",
+    "div": "Div(Q K^T, sqrt(d)) + mask",
+    "mul_before": "Mul(Q K^T + mask, 1/sqrt(d))",
+    "div_before": "Div(Q K^T + mask, sqrt(d))",
+}
 
 
 @dataclass(frozen=True)
@@ -71,21 +87,31 @@ def _weights(shape: KvShape, seed: int) -> dict[str, np.ndarray]:
     return out
 
 
-def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0):
-    """The decoder as an onnx ModelProto."""
+def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0, mask: str = "where",
+          scale: str = "mul", mask_min: float = MASK_MIN):
+    """The decoder as an onnx ModelProto, its mask written as MASK_FORMS[mask] and scaled as SCALE_FORMS[scale]."""
     from onnx import TensorProto, helper, numpy_helper
     if layout not in ("growing", "static"):
         raise ValueError(f"layout {layout}: growing or static")
+    if mask not in MASK_FORMS or scale not in SCALE_FORMS:
+        raise ValueError(f"mask {mask} / scale {scale}: one of {sorted(MASK_FORMS)} / {sorted(SCALE_FORMS)}")
     static = layout == "static"
     n, d, hid = shape.heads, shape.head_dim, shape.hidden
     weights = _weights(shape, seed)
     consts = {"pow_two": np.array(2.0, np.float32), "rms_eps": np.array(1e-6, np.float32),
               "attn_scale": np.array(1 / np.sqrt(d), np.float32), "heads_shape": np.array([0, -1, n, d], np.int64),
               "hidden_shape": np.array([0, -1, hid], np.int64), "zero_f": np.array(0.0, np.float32),
-              "mask_min": np.array(MASK_MIN, np.float32),
+              "mask_min": np.array(mask_min, np.float32),
               "axes_1": np.array([1], np.int64), "axes_2": np.array([2], np.int64), "axes_0": np.array([0], np.int64)}
     if not static:
         consts.update(one_i=np.array(1, np.int64), zero_i=np.array(0, np.int64))
+    if mask != "where":
+        del consts["zero_f"]
+    if mask == "one_minus":
+        consts["one_f"] = np.array(1.0, np.float32)
+    if scale.startswith("div"):
+        del consts["attn_scale"]
+        consts["attn_sqrt"] = np.array(np.sqrt(d), np.float32)
     if static:
         consts["cache_range"] = np.arange(shape.max_cache, dtype=np.int64)
         # ScatterND indices: (0, head, position) for every head; the position column comes from cache_position
@@ -104,13 +130,27 @@ def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0):
         keys = node("Range", ["zero_i", total, "one_i"], "/model/Range")
     key_row = node("Unsqueeze", [keys, "axes_0"], "/model/Unsqueeze_keys")                       # [1, keys]
     pos_col = node("Unsqueeze", ["position_ids", "axes_2"], "/model/Unsqueeze_pos")               # [b, s, 1]
-    seen = node("LessOrEqual", [key_row, pos_col], "/model/LessOrEqual")                          # [b, s, keys]
+    f32 = TensorProto.FLOAT
+    if mask in ("where", "one_minus"):
+        seen = node("LessOrEqual", [key_row, pos_col], "/model/LessOrEqual")                      # [b, s, keys]
+    else:
+        args = [pos_col, key_row] if mask == "less" else [key_row, pos_col]
+        hidden = node(mask.capitalize(), args, f"/model/{mask.capitalize()}")                    # [b, s, keys]
     if not static:
         attended = node("Unsqueeze", [node("Cast", ["attention_mask"], "/model/Cast_mask", to=TensorProto.BOOL),
                                       "axes_1"], "/model/Unsqueeze_mask")                          # [b, 1, keys]
-        seen = node("And", [seen, attended], "/model/And")
-    mask = node("Unsqueeze", [node("Where", [seen, "zero_f", "mask_min"], "/model/Where"), "axes_1"],
-                "/model/Unsqueeze_4d")                                                            # [b, 1, s, keys]
+        if mask in ("where", "one_minus"):
+            seen = node("And", [seen, attended], "/model/And")
+        else:
+            hidden = node("Or", [hidden, node("Not", [attended], "/model/Not")], "/model/Or")
+    if mask == "where":
+        add = node("Where", [seen, "zero_f", "mask_min"], "/model/Where")
+    elif mask == "one_minus":
+        unseen = node("Sub", ["one_f", node("Cast", [seen], "/model/Cast_seen", to=f32)], "/model/Sub_unseen")
+        add = node("Mul", [unseen, "mask_min"], "/model/Mul_mask")
+    else:
+        add = node("Mul", [node("Cast", [hidden], "/model/Cast_hidden", to=f32), "mask_min"], "/model/Mul_mask")
+    additive = node("Unsqueeze", [add, "axes_1"], "/model/Unsqueeze_4d")                          # [b, 1, s, keys]
     if static:
         pos_index = node("Reshape", [node("Expand", [node("Reshape", ["cache_position", "axes_1"],
                                                           "/model/Reshape_pos"), "index_cols"], "/model/Expand_pos"),
@@ -142,10 +182,13 @@ def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0):
             cache[m] = present
             presents.append(present)
         kt = node("Transpose", [cache["k"]], f"{scope}/self_attn/Transpose_kt", perm=[0, 1, 3, 2])
-        scores = node("Mul", [node("MatMul", [heads["q"], kt], f"{scope}/self_attn/MatMul"), "attn_scale"],
-                      f"{scope}/self_attn/Mul")
-        probs = node("Softmax", [node("Add", [scores, mask], f"{scope}/self_attn/Add")],
-                     f"{scope}/self_attn/Softmax", axis=-1)
+        scores = node("MatMul", [heads["q"], kt], f"{scope}/self_attn/MatMul")
+        op, factor = ("Mul", "attn_scale") if scale.startswith("mul") else ("Div", "attn_sqrt")
+        if scale.endswith("_before"):
+            logits = node(op, [node("Add", [scores, additive], f"{scope}/self_attn/Add"), factor], f"{scope}/self_attn/{op}")
+        else:
+            logits = node("Add", [node(op, [scores, factor], f"{scope}/self_attn/{op}"), additive], f"{scope}/self_attn/Add")
+        probs = node("Softmax", [logits], f"{scope}/self_attn/Softmax", axis=-1)
         ctx = node("Transpose", [node("MatMul", [probs, cache["v"]], f"{scope}/self_attn/MatMul_1")],
                    f"{scope}/self_attn/Transpose_ctx", perm=[0, 2, 1, 3])
         ctx = node("Reshape", [ctx, "hidden_shape"], f"{scope}/self_attn/Reshape_ctx")
@@ -161,7 +204,7 @@ def build(shape: KvShape = KvShape(), layout: str = "growing", seed: int = 0):
     x = rms_norm(x, "model.norm.weight", "/model/norm")
     nodes.append(helper.make_node("MatMul", [x, "lm_head"], ["logits"], name="/lm_head/MatMul"))
 
-    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    i64 = TensorProto.INT64
     seq = 1 if static else "sequence_length"
     past_len = shape.max_cache if static else "past_sequence_length"
     present_len = shape.max_cache if static else "total_sequence_length"

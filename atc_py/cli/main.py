@@ -141,7 +141,9 @@ def summary_lines(s: dict) -> list[str]:
                + (" ..." if len(s["aicpu_fallback"]) > 5 else "")] if s.get("aicpu_fallback") else []),
             f"[INFO] build summary: {s['tiling_sink']}"
             + (f"; static-cache attentions lowered to IncreFlashAttention {s['static_cache_attention']}"
-               if s.get("static_cache_attention") else "")]
+               if s.get("static_cache_attention") else ""),
+            *(f"[INFO] build summary: static-cache attention {u['node']} left unfused: {u['reason']}"
+              for u in s.get("static_cache_attention_unfused", []))]
 
 
 def _parse_report(given, exc: AtcError) -> None:

@@ -10,22 +10,52 @@ model dynamic).
 
 Matched, in the graph after folding (ONNX names in brackets):
   scores = BatchMatMulV2(Q [B,N,1,D], TransposeD(K [B,N,S,D], perm 0,1,3,2)) [MatMul(Q, Transpose(K))]
-  scaled = Mul(scores, c) or Div(scores, c) or scores                               (c a scalar constant)
-  probs  = SoftmaxV2(Add(scaled, mask), axes -1);  out = BatchMatMulV2(probs, V [B,N,S,D])
-  mask   = Unsqueeze / Reshape of Select(LessEqual(arange(S), P), 0, m) with m <= -1e30 (or -inf, or the mask
-           dtype's lowest: fp16 builds saturate the exporter's finfo.min to -65504) and P the
-           integer position [B,1,1] (or GreaterEqual(P, arange(S)))
+  scaled = Mul(scores, c) or RealDiv(scores, c) or scores                          (c a scalar constant)
+  logits = Add(scaled, mask), or Mul / RealDiv(Add(scaled, mask), c) with c > 0 (the mask added before the scale)
+  probs  = SoftmaxV2(logits, axes -1);  out = BatchMatMulV2(probs, V [B,N,S,D])
+  mask   = [B,1,1,S], hiding exactly the keys past the integer position P (attention_mask.py reads its forms:
+           Select, (1 - Cast(cmp)) * min, Cast(cmp) * min, ... and decides whether the masked weights are exactly 0)
 Q, K and V have the same heads (IncreFlashAttention takes no grouped KV heads here).
+
+A softmax over one query's [B,N,1,S] scores read by a matmul with the values is a decode attention: when it does not
+match, the build summary says why, one line per attention (Lowering.unfused).
 """
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..ir.graph import Graph, Node, TensorDesc, Value
+from .attention_mask import match_length_mask
 from .prune import remove_dead_nodes
 
-MASKED_BELOW = -1e30      # a mask value at or below this is "not attended" (exporters write finfo.min or -inf)
 TRANSPOSE_LAST_TWO = [0, 1, 3, 2]
+SCALES = ("Mul", "RealDiv", "Div")
+
+
+@dataclass(frozen=True)
+class Unfused:
+    """A decode attention over a static cache left as it is, and why (the build summary prints one line each)."""
+    node: str
+    reason: str
+
+
+@dataclass
+class Lowering:
+    count: int = 0
+    unfused: list[Unfused] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Match:
+    q: Value
+    k: Value
+    v: Value
+    scale: float
+    position: Value
+    out: Node
 
 
 def _producer(v: Value | None, *types: str) -> Node | None:
@@ -43,100 +73,115 @@ def _scalar(v: Value | None) -> float | None:
     return float(data.reshape(-1)[0])
 
 
-def _lowest(dtype: str) -> float:
-    """The lowest finite value of a float mask's dtype: an fp16 build saturates finfo(float32).min to -65504
-    (passes/fp16_fold), still "not attended"."""
-    try:
-        return float(np.finfo(np.dtype(dtype)).min)
-    except (TypeError, ValueError):
-        return MASKED_BELOW
-
-
 def _flag(node: Node, *names: str) -> bool:
     return any(bool(node.attrs.get(n)) for n in names)
 
 
-def _mask_position(mask: Value, s: int, b: int) -> Value | None:
-    """P when `mask` is [B,1,1,S] = 0 where arange(S) <= P, a huge negative value elsewhere."""
-    if tuple(mask.desc.shape) != (b, 1, 1, s):
+def _scale_of(v: Value) -> tuple[Value, str, float] | None:
+    """(x, op, c) when v = Mul(x, c), Mul(c, x) or RealDiv(x, c) with c a scalar constant."""
+    op = _producer(v, *SCALES)
+    if op is None:
         return None
-    v = mask
-    while v.producer is not None and v.producer.op_type in ("Unsqueeze", "Reshape", "ExpandDims"):
-        v = v.producer.inputs[0]
-    select = _producer(v, "Select", "SelectV2")
-    if select is None or _scalar(select.inputs[1]) != 0.0:
+    x, c = op.inputs[:2]
+    if op.op_type == "Mul" and _scalar(c) is None:
+        x, c = c, x
+    factor = _scalar(c)
+    if factor is None or x is None or x.is_const:
         return None
-    low = _scalar(select.inputs[2])
-    if low is None or not (low <= MASKED_BELOW or low <= _lowest(select.outputs[0].desc.dtype)):
-        return None
-    cmp = _producer(select.inputs[0], "LessEqual", "GreaterEqual")
-    if cmp is None:
-        return None
-    keys, pos = cmp.inputs[0], cmp.inputs[1]
-    if cmp.op_type == "GreaterEqual":
-        keys, pos = pos, keys
-    if keys is None or pos is None or not keys.is_const or pos.is_const:
-        return None
-    row = np.asarray(keys.data)
-    if row.shape[-1:] != (s,) or int(np.prod(row.shape)) != s or not np.array_equal(row.reshape(-1), np.arange(s)):
-        return None
-    if np.dtype(pos.desc.dtype).kind not in "iu" or int(np.prod(pos.desc.shape)) != b:
-        return None
-    return pos
+    return x, "Mul" if op.op_type == "Mul" else "RealDiv", factor
 
 
-def _match(sm: Node):
-    """(Q, K, V, scale, position, the node whose output the attention is) or None."""
-    axes = sm.attrs.get("axes", [-1])
-    if list(axes) not in ([-1], [3]) or len(sm.outputs[0].consumers) != 1:
+def _scores(v: Value, out: Node) -> tuple[Value, Value, float] | str | None:
+    """(Q, K, scale) when v is Q K^T, optionally scaled; None when v is not a matmul at all (the mask's side)."""
+    scale = 1.0
+    scaled = _scale_of(v)
+    if scaled is not None:
+        v, op, factor = scaled
+        if factor == 0 or not math.isfinite(factor):
+            return f"the scores are scaled by {factor:g}"
+        scale = factor if op == "Mul" else 1.0 / factor
+    mm = _producer(v, "BatchMatMulV2")
+    if mm is None:
         return None
-    out, _ = sm.outputs[0].consumers[0]
-    if out.op_type != "BatchMatMulV2" or out.inputs[0] is not sm.outputs[0] or _flag(out, "adj_x1", "adj_x2"):
-        return None
-    add = _producer(sm.inputs[0], "Add")
-    if add is None or len(add.outputs[0].consumers) != 1:
-        return None
-    for scaled, mask in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
-        scale, scores = 1.0, scaled
-        op = _producer(scaled, "Mul", "RealDiv", "Div")
-        if op is not None:
-            x, c = op.inputs
-            if op.op_type == "Mul" and _scalar(c) is None:
-                x, c = c, x
-            factor = _scalar(c)
-            if factor is None or factor == 0:
-                continue
-            scores, scale = x, (factor if op.op_type == "Mul" else 1.0 / factor)
-        mm = _producer(scores, "BatchMatMulV2")
-        if mm is None or _flag(mm, "adj_x1") or mm.outputs[0] is not scores:
-            continue
-        q, k = mm.inputs[0], mm.inputs[1]
-        if not _flag(mm, "adj_x2"):
-            tr = _producer(k, "TransposeD")
-            if tr is None or list(tr.attrs.get("perm", [])) != TRANSPOSE_LAST_TWO:
-                continue
-            k = tr.inputs[0]
-        v = out.inputs[1]
-        if q is None or k is None or v is None:
-            continue
-        qs, ks, vs = tuple(q.desc.shape), tuple(k.desc.shape), tuple(v.desc.shape)
-        if len(qs) != 4 or qs[2] != 1 or ks != vs or len(ks) != 4 or qs[:2] != ks[:2] or qs[3] != ks[3]:
-            continue
-        pos = _mask_position(mask, ks[2], qs[0])
-        if pos is None:
-            continue
-        return q, k, v, scale, pos, out
-    return None
+    if _flag(mm, "adj_x1"):
+        return f"the score matmul {mm.name} transposes the query"
+    q, k = mm.inputs[0], mm.inputs[1]
+    if not _flag(mm, "adj_x2"):
+        tr = _producer(k, "TransposeD")
+        if tr is None or list(tr.attrs.get("perm", [])) != TRANSPOSE_LAST_TWO:
+            return f"the score matmul {mm.name} does not take the keys transposed (perm 0,1,3,2)"
+        k = tr.inputs[0]
+    val = out.inputs[1]
+    if q is None or k is None or val is None:
+        return f"the score matmul {mm.name} lacks an input"
+    qs, ks, vs = tuple(q.desc.shape), tuple(k.desc.shape), tuple(val.desc.shape)
+    if len(qs) != 4 or qs[2] != 1 or len(ks) != 4 or qs[:2] != ks[:2] or qs[3] != ks[3]:
+        return f"query {list(qs)} and keys {list(ks)} are not [B,N,1,D] and [B,N,S,D]"
+    if ks != vs:
+        return f"keys {list(ks)} and values {list(vs)} differ (IncreFlashAttention takes no grouped KV heads here)"
+    return q, k, scale
 
 
-def lower_static_cache_attention(graph: Graph) -> int:
-    """Replace each matched decode attention by IncreFlashAttention; returns how many."""
-    count = 0
+def _match(sm: Node) -> _Match | str | None:
+    """The attention the softmax belongs to, or why it stays as it is; None when the softmax is not the weights
+    of one query attending a static cache ([B,N,1,S] scores read by a matmul with the values)."""
+    x = sm.inputs[0]
+    shape = tuple(x.desc.shape)
+    if len(shape) != 4 or shape[2] != 1 or not x.desc.known:
+        return None
+    readers = sm.outputs[0].consumers
+    out = next((n for n, i in readers if n.op_type == "BatchMatMulV2" and i == 0), None)
+    if out is None:
+        return None
+    b, _, _, s = shape
+    if list(sm.attrs.get("axes", [-1])) not in ([-1], [3]):
+        return f"the softmax is over axes {list(sm.attrs.get('axes'))}, not the keys"
+    if len(readers) != 1:
+        return f"the attention weights are read by {len(readers)} ops (IncreFlashAttention gives only the output)"
+    if _flag(out, "adj_x1", "adj_x2"):
+        return f"the output matmul {out.name} transposes an input"
+    post, summed = None, x
+    scaled = _scale_of(x)
+    if scaled is not None and _producer(scaled[0], "Add") is not None:
+        summed, op, factor = scaled
+        if not (math.isfinite(factor) and factor > 0):
+            return f"the masked scores are scaled by {factor:g} ({op}): the mask no longer hides what it hid"
+        post = (op, factor)
+    add = _producer(summed, "Add")
+    if add is None:
+        return "no mask is added to the scores"
+    if len(add.outputs[0].consumers) != 1:
+        return f"the masked scores {add.name} are read by other ops too"
+    reasons = []
+    for scores, mask in ((add.inputs[0], add.inputs[1]), (add.inputs[1], add.inputs[0])):
+        found = _scores(scores, out)
+        if found is None:
+            continue
+        if isinstance(found, str):
+            reasons.append(found)
+            continue
+        q, k, scale = found
+        if post is not None:
+            scale = scale * post[1] if post[0] == "Mul" else scale / post[1]
+        length = match_length_mask(mask, b, s, add.outputs[0].desc.dtype, post)
+        if isinstance(length, str):
+            return length
+        return _Match(q, k, out.inputs[1], scale, length.position, out)
+    return reasons[0] if reasons else f"neither operand of {add.name} is the scores Q K^T"
+
+
+def lower_static_cache_attention(graph: Graph) -> Lowering:
+    """Replace each matched decode attention by IncreFlashAttention; returns how many, and the decode attentions
+    left unfused with their reasons."""
+    result = Lowering()
     for sm in [n for n in graph.nodes if n.op_type == "SoftmaxV2"]:
         found = _match(sm)
         if found is None:
             continue
-        q, k, v, scale, pos, out = found
+        if isinstance(found, str):
+            result.unfused.append(Unfused(sm.name, found))
+            continue
+        q, k, v, pos, out = found.q, found.k, found.v, found.position, found.out
         b = q.desc.shape[0]
         base = graph.unique_name(f"{out.name}_ifa")
         p64 = pos
@@ -152,10 +197,11 @@ def lower_static_cache_attention(graph: Graph) -> int:
         d = out.outputs[0].desc
         ifa = graph.add_node(base, "IncreFlashAttention", [q, k, v, lens],
                              [TensorDesc(tuple(d.shape), d.dtype, d.format, d.origin_format)],
-                             {"num_heads": int(q.desc.shape[1]), "scale_value": float(scale), "input_layout": "BNSD"})
+                             {"num_heads": int(q.desc.shape[1]), "scale_value": float(found.scale),
+                              "input_layout": "BNSD"})
         graph.replace_all_uses(out.outputs[0], ifa.outputs[0])
-        count += 1
-    if count:
+        result.count += 1
+    if result.count:
         remove_dead_nodes(graph)
         graph.topo_sort()
-    return count
+    return result

@@ -1,4 +1,4 @@
-"""The tiny KV-cache decoder the --generate tests compile (tools/kv_decoder.py, random weights): its shapes, the atc-py flags of its two cache layouts, a prompt file."""
+"""The tiny KV-cache decoder the --generate tests compile (tools/kv_decoder.py, random weights): its shapes, the atc-py flags of its two cache layouts, a prompt file, its mask forms and the edits that make a mask attend the wrong keys."""
 from __future__ import annotations
 
 import numpy as np
@@ -46,3 +46,32 @@ def prompt_file(tmp_path, ids=PROMPT):
     p = tmp_path / "prompt.npz"
     np.savez(p, input_ids=ids)
     return p
+
+
+def static_decoder(mask="where", scale="mul", mask_min=None):
+    """The static-cache decoder with its mask written as kv_decoder.MASK_FORMS[mask], scaled as SCALE_FORMS[scale],
+    masked scores given `mask_min` (float32's lowest when None)."""
+    from tools.kv_decoder import MASK_MIN
+    return build(SHAPE, "static", seed=3, mask=mask, scale=scale, mask_min=MASK_MIN if mask_min is None else mask_min)
+
+
+def shift_mask_position(model: onnx.ModelProto, by: int) -> onnx.ModelProto:
+    """The decoder's mask compares the keys against position + `by` (a mask that attends the wrong keys)."""
+    from onnx import helper, numpy_helper
+    model.graph.initializer.append(numpy_helper.from_array(np.array(by, np.int64), "mask_shift"))
+    node = next(n for n in model.graph.node if n.name == "/model/LessOrEqual")
+    shifted = "/model/mask_shift_output_0"
+    k = list(model.graph.node).index(node)
+    model.graph.node.insert(k, helper.make_node("Add", [node.input[1], "mask_shift"], [shifted],
+                                                name="/model/mask_shift"))
+    node.input[1] = shifted
+    return model
+
+
+def replace_initializer(model: onnx.ModelProto, name: str, value: np.ndarray) -> onnx.ModelProto:
+    from onnx import numpy_helper
+    for k, init in enumerate(model.graph.initializer):
+        if init.name == name:
+            model.graph.initializer[k].CopyFrom(numpy_helper.from_array(value, name))
+            return model
+    raise KeyError(name)
