@@ -151,7 +151,7 @@ def test_gear_flags_on_a_model_without_gears(om_run, tmp_path):
 
 def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monkeypatch):
     """msame's batch mode streams: each file is read just before its execution, never the whole folder first."""
-    import om_run.cli.main as cli
+    import om_run.cli.execute as cli
     import om_run.run.msame_inputs as mi
     from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
