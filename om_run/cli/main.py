@@ -78,8 +78,9 @@ class OmRunCommand(click.Command):
                                       "a stream started or a host-executed While iterated more often.")
 @click.option("--no-verify", is_flag=True, help="Run a file whose checksum is all zero (unsealed); a wrong checksum "
                                                 "is never accepted.")
-@click.option("--device", type=click.IntRange(0, 63), default=0, show_default=True,
-              help="msame: the device id (the simulated device).")
+@click.option("--device", default="0", show_default=True,
+              help="msame: the device id 0..255 (the simulated device); ais_bench's list \"0,1\" runs the model once "
+                   "per device, outputs in device<id>_<k> folders.")
 @click.option("--outputSize", "output_size", help="msame: bytes of each output buffer, comma-separated.")
 @click.option("--dymShape", "dym_shape", help='msame: shapes of a dynamic-shape model, "x:1,3,224,224;y:1,128".')
 @click.option("--dymBatch", "dym_batch", type=click.IntRange(min=1), help="msame: the batch gear to run.")
@@ -97,7 +98,8 @@ class OmRunCommand(click.Command):
 @click.option("--warmup_count", "--warmup-count", "warmup_count", type=click.IntRange(min=0, max=1000), default=0,
               show_default=True, help="ais_bench: executions run before the timed ones (left out of every figure).")
 @click.option("--output_dirname", "--output-dirname", "output_dirname",
-              help="ais_bench: write the outputs under --output/<this> (one folder name).")
+              help="ais_bench: write the outputs under --output/<this> (a relative path: r1, ./result/, data/bin_out), "
+                   "named <input file stem>_<k>.")
 @click.option("--auto_set_dymdims_mode", "--auto-set-dymdims-mode", "auto_set_dymdims_mode",
               type=click.IntRange(0, 1), default=0, show_default=True,
               help="ais_bench: choose the dims gear from the inputs' shapes (om-run does so whenever inputs are given).")
