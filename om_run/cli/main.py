@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from atc_py.common.errors import AtcError
 from atc_py.common.ieee_quiet import quiet_ieee_warnings
 
 from ..errors import guarded
@@ -113,7 +114,25 @@ def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags).
     `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's)."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
-    guarded(lambda: run(run_options(**flags), probe))
+    tool = click.get_current_context().obj    # what python -m om_run.ais_bench / om_run.msame hand over (tool_main)
+    guarded(lambda: run(run_options(**flags, tool=tool), probe))
+
+
+def tool_main(translate, help_text, prog_name: str, argv: list[str] | None = None) -> None:
+    """The entry point of a tool's command line (`python -m om_run.ais_bench`, `python -m om_run.msame`): the line
+    read as the tool reads it (translate: its argv -> om-run's argv and the tool's settings, None for --help), then
+    om-run's command with the tool's conventions."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        res = translate(argv, main)
+    except AtcError as exc:
+        click.echo(f"[ERROR] {exc}", err=True)
+        sys.exit(1)
+    if res is None:
+        click.echo(help_text())
+        sys.exit(0)
+    om_argv, settings = res
+    main.main(args=om_argv, prog_name=prog_name, obj=settings)
 
 
 if __name__ == "__main__":
