@@ -195,7 +195,7 @@ def run_on_device(opts: RunOptions, model, probe, device: int, folder: str | Non
         names = {op.name for op in model.ops.values()} | {op.name for sub in getattr(model, "subs", {}).values()
                                                           for op in sub.ops.values()}
         dumper.start(model.name, names)
-    names = conv.file_names(opts.output_dirname is not None)
+    naming = conv.file_names(opts.output_dirname is not None)
     bench = AisBenchSummary(list(tool.argv))
     bsize = None
     ok = True
@@ -258,7 +258,7 @@ def run_on_device(opts: RunOptions, model, probe, device: int, folder: str | Non
             click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
                        f"max {a.max():.6g} mean {a.mean():.6g}")
         if folder is not None:
-            stem = stem_of(names, user, opts.model_path, batch.files, batch.stem is not None)
+            stem = stem_of(naming, user, opts.model_path, batch.files, batch.stem is not None)
             paths = write_outputs(outputs, folder, opts.outfmt, stem, conv.tool)
             for p in paths:
                 click.echo(f"[INFO] wrote {p}")
