@@ -40,3 +40,22 @@ def om_run():
         res = CliRunner().invoke(main, list(argv))
         return res.exit_code, res.stdout, res.stderr
     return _run
+
+
+@pytest.fixture
+def tool_line():
+    """Run `python -m om_run.ais_bench ...` or `python -m om_run.msame ...` in-process: tool_line("ais_bench",
+    *argv) returns (exit code, stdout, stderr)."""
+    from om_run.cli import ais_bench_line, msame_line
+    from om_run.cli.main import tool_main
+
+    def _run(tool: str, *argv: str):
+        line = {"ais_bench": ais_bench_line, "msame": msame_line}[tool]
+        with CliRunner().isolation() as (out, err, _):
+            try:
+                tool_main(line.translate, line.help_text, f"python -m om_run.{tool}", list(argv))
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            return code, out.getvalue().decode(), err.getvalue().decode()
+    return _run

@@ -2,7 +2,8 @@
 
   docs/reference/atc-py-flags.md   atc_py/options/flag_table.py: FLAGS (a row per flag) and
                                    atc_py/options/pass_table.py: PASSES (a row per graph pass)
-  docs/reference/om-run-flags.md   the click command om_run.cli.main.main: its params
+  docs/reference/om-run-flags.md   the click command om_run.cli.main.main: its params, and the flag tables of
+                                   ais_bench and msame (om_run/cli/ais_bench_line.py, msame_line.py)
   docs/reference/om-sweep-flags.md the click group om_sweep.cli.main (run, report) and the sweep-file keys
                                    of om_sweep/spec.py
   docs/reference/operators.md      the GE op registry (atc_py/ops), the ONNX adapters
@@ -198,7 +199,42 @@ def om_run_flags() -> str:
         "```",
         "",
     ] + _click_rows(compare_main)
+    from om_run.cli.ais_bench_line import AIS_BENCH_FLAGS
+    from om_run.cli.msame_line import MSAME_FLAGS
+    lines += [
+        "",
+        "## ais_bench's flags",
+        "",
+        "`python -m om_run.ais_bench`: ais_bench's command line (`python3 -m ais_bench` replaced), read as ais_bench's argparse reads it (a "
+        "long flag may be shortened to any unambiguous prefix) and run with ais_bench's conventions: "
+        "[ais_bench's command line](../debugging/ais-bench.md). Every flag of ais_bench, and what om-run does "
+        "with it; om-run's own options above are taken too, spelt in full.",
+        "",
+        "```",
+        "python -m om_run.ais_bench --model MODEL.om [--input FILES] [--output DIR [--output_dirname PATH]] [FLAGS]",
+        "```",
+        "",
+    ] + _tool_rows(AIS_BENCH_FLAGS, "ais_bench's default") + [
+        "",
+        "## msame's flags",
+        "",
+        "`python -m om_run.msame`: msame's command line (`./msame` replaced), read as msame's getopt_long reads it and run with msame's "
+        "conventions: [om-run as msame](../deployment.md#om-run-as-msame).",
+        "",
+        "```",
+        "python -m om_run.msame --model MODEL.om [--input FILES] [--output DIR] [FLAGS]",
+        "```",
+        "",
+    ] + _tool_rows(MSAME_FLAGS, "msame's default")
     return "\n".join(lines) + "\n"
+
+
+def _tool_rows(flags, default_title: str) -> list[str]:
+    """A tool's flag table (om_run/cli/tool_argv.ToolFlag rows)."""
+    rows = [f"| flag | value | {default_title} | what om-run does |", "|---|---|---|---|"]
+    for f in flags:
+        rows.append(f"| {', '.join(code(n) for n in f.names)} | {esc(f.value)} | {esc(f.default)} | {esc(f.does)} |")
+    return rows
 
 
 SWEEP_KEY_HELP = {

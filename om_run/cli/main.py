@@ -1,82 +1,19 @@
 """om-run: msame-like runner of .om files on the simulated Ascend device — numerics and simulated time."""
 from __future__ import annotations
 
-import json
-import os
 import sys
-from collections import Counter
 
 import click
-import numpy as np
 
-from atc_py.common.atomic_write import make_output_dir, write_atomic, write_in_folder
 from atc_py.common.errors import AtcError
 from atc_py.common.ieee_quiet import quiet_ieee_warnings
-from atc_py.common.progress import StageProgress
-from atc_py.om.task_types import TASK_TYPE_NAMES
-from atc_py.plugins import load_plugins
 
-from ..compare.outputs import compare_outputs, default_tolerance
 from ..errors import guarded
-from ..generate.command import refuse_other_modes, run_generate
 from ..load.limits import DEFAULT_MAX_LOOP_ITERATIONS
-from ..load.loader import load_model
-from ..load.model import DeviceModel, RootModel
-from ..run.gears import BUILT_WITH, read_gears, refuse_gear_flag
-from ..run.io import load_expected, write_outputs
-from ..run.msame_inputs import Batch, check_dym_shape, input_batches, input_shapes
-from ..run.options import RunOptions, run_options
-from ..run.simulate import simulate
-from ..sim.execute import check_inputs
+from ..run.options import run_options
 from ..sim.host_heap import keep_freed_memory
-from ..sim.report import (
-    ais_bench_lines,
-    ais_bench_summary,
-    console,
-    msame_lines,
-    overflow_lines,
-    summary_json,
-    write_profile,
-)
 from ..sim.threads import LoadProbe
-from ..tasks.table import VALUE_BRANCH_KINDS
-
-
-def _shape(io) -> str:
-    return f"{io.desc.dtype}[{','.join(map(str, io.desc.shape))}]"
-
-
-def print_model(model) -> None:
-    if isinstance(model, RootModel):
-        known = sum(isinstance(s, DeviceModel) for s in model.subs.values())
-        click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): multi-model om, {len(model.subs)} subgraphs "
-                   f"({known} static on the device, {len(model.subs) - known} dynamic on the host executor)")
-    click.echo(f"[INFO] model {model.name} (soc {model.soc_version}): {len(model.tasks)} device tasks on "
-               f"{model.stream_num} stream(s), feature map {model.memory_size} B, weights {len(model.weights)} B")
-    kinds = Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in model.tasks)
-    if kinds:
-        click.echo("[INFO] tasks: " + ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())))
-    for io in model.inputs:
-        click.echo(f"[INFO] input  {io.name}: {_shape(io)}")
-
-
-def compare(model, outputs, expected, rtol: float, atol: float) -> bool:
-    ok = True
-    for err in compare_outputs(model, outputs, expected, rtol, atol):
-        if not err.shape_ok:
-            click.echo(f"[ERROR] output {err.name}: shape {list(err.shape)} != expected {list(err.expected_shape)}")
-            ok = False
-            continue
-        status = "PASS" if err.ok else f"FAIL ({err.mismatched} of {err.size} elements)"
-        click.echo(f"[INFO] compare {err.name}: max abs err {err.max_abs:.3e}, "
-                   f"max rel err {err.max_rel:.3e} (rtol {rtol}, atol {atol}): {status}")
-        ok &= err.ok
-    return ok
-
-
-def _needs_values(model) -> bool:
-    """A model whose control flow reads device memory: --no-compute still needs its inputs."""
-    return any(t.type in VALUE_BRANCH_KINDS for t in getattr(model, "tasks", []))
+from .execute import run
 
 
 class OmRunCommand(click.Command):
@@ -142,8 +79,9 @@ class OmRunCommand(click.Command):
                                       "a stream started or a host-executed While iterated more often.")
 @click.option("--no-verify", is_flag=True, help="Run a file whose checksum is all zero (unsealed); a wrong checksum "
                                                 "is never accepted.")
-@click.option("--device", type=click.IntRange(0, 63), default=0, show_default=True,
-              help="msame: the device id (the simulated device).")
+@click.option("--device", default="0", show_default=True,
+              help="msame: the device id 0..255 (the simulated device); ais_bench's list \"0,1\" runs the model once "
+                   "per device, outputs in device<id>_<k> folders.")
 @click.option("--outputSize", "output_size", help="msame: bytes of each output buffer, comma-separated.")
 @click.option("--dymShape", "dym_shape", help='msame: shapes of a dynamic-shape model, "x:1,3,224,224;y:1,128".')
 @click.option("--dymBatch", "dym_batch", type=click.IntRange(min=1), help="msame: the batch gear to run.")
@@ -161,7 +99,8 @@ class OmRunCommand(click.Command):
 @click.option("--warmup_count", "--warmup-count", "warmup_count", type=click.IntRange(min=0, max=1000), default=0,
               show_default=True, help="ais_bench: executions run before the timed ones (left out of every figure).")
 @click.option("--output_dirname", "--output-dirname", "output_dirname",
-              help="ais_bench: write the outputs under --output/<this> (one folder name).")
+              help="ais_bench: write the outputs under --output/<this> (a relative path: r1, ./result/, data/bin_out), "
+                   "named <input file stem>_<k>.")
 @click.option("--auto_set_dymdims_mode", "--auto-set-dymdims-mode", "auto_set_dymdims_mode",
               type=click.IntRange(0, 1), default=0, show_default=True,
               help="ais_bench: choose the dims gear from the inputs' shapes (om-run does so whenever inputs are given).")
@@ -175,133 +114,25 @@ def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags).
     `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's)."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
-    guarded(lambda: run(run_options(**flags), probe))
+    tool = click.get_current_context().obj    # what python -m om_run.ais_bench / om_run.msame hand over (tool_main)
+    guarded(lambda: run(run_options(**flags, tool=tool), probe))
 
 
-def check_output_size(model, outputs, sizes: tuple[int, ...] | None) -> None:
-    """msame --outputSize: a buffer per output, each large enough for what the output holds."""
-    if sizes is None:
-        return
-    if len(sizes) != len(model.outputs):
-        raise AtcError("E30002", reason=f"--outputSize gives {len(sizes)} sizes; the model has {len(model.outputs)} "
-                                        "outputs")
-    for io, arr, size in zip(model.outputs, outputs, sizes):
-        if arr.nbytes > size:
-            raise AtcError("E30004", task="output copy", reason=f"output '{io.name}' has {arr.nbytes} bytes, more "
-                                                                f"than its --outputSize buffer of {size}")
-
-
-def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
-    """om-run with its flags parsed: load the model, choose its gear and inputs, simulate, report, compare."""
-    refuse_other_modes(opts)
-    load_plugins(opts.op_plugin)
-    with StageProgress(f"loading {opts.model_path}") as progress:   # a large .om: on a terminal only
-        model = load_model(opts.model_path, verify=opts.verify, progress=progress)
-    click.echo(f"[INFO] open device {opts.device} success")
-    click.echo(f"[INFO] load model {opts.model_path} success")
-    print_model(model)
-    gears = read_gears(model, opts.model_path)
-    if gears is None:
-        refuse_gear_flag(model, opts.gear)
-    user = model
-    gear = None
-    if gears is not None:
-        click.echo(f"[INFO] gears ({BUILT_WITH[gears.kind]}): {gears.listing}")
-        user = gears.view(model, None)
-        gear = gears.from_flags(opts.gear, check_dym_shape(opts.dym_shape, user), model)
-        if gear is None and opts.inputs is None:
-            gear = gears.largest(model)
-        user = gears.view(model, gear) if gear is not None else user
-        dym = {}
-    else:
-        dym = check_dym_shape(opts.dym_shape, model)
-    if opts.generate is not None:
-        run_generate(opts, model, gears, opts.threads or (probe.idle_cores() if probe else None))
-        return
-    tol = default_tolerance(model)
-    rtol, atol = (tol if opts.rtol is None else opts.rtol), (tol if opts.atol is None else opts.atol)
-    if not opts.compute and not _needs_values(model):
-        batches = [Batch(None, None)]
-        shapes = input_shapes(model, dym)
-    else:
-        batches = input_batches(user, opts.inputs, opts.seed, dym)
-        shapes = None
-        if opts.inputs is None:
-            click.echo(f"[INFO] inputs: random (seed {opts.seed})")
-    threads = opts.threads or (probe.idle_cores() if probe else None)
-    if threads is not None:
-        click.echo(f"[INFO] threads: {threads}" + ("" if opts.threads else " (the idle cores om-run may use)"))
-    dumper = None
-    if opts.dump is not None:
-        from ..sim.dump import Dumper
-        dumper = Dumper(opts.dump)
-        names = {op.name for op in model.ops.values()} | {op.name for sub in getattr(model, "subs", {}).values()
-                                                          for op in sub.ops.values()}
-        dumper.start(model.name, names)
-    ok = True
-    for batch in batches:
-        arrays, transfer = batch.arrays, None
-        if gears is not None:
-            g = gear if gear is not None else gears.from_arrays(arrays, model)
-            user = gears.view(model, g)
-            check_inputs(user, arrays)
-            click.echo(f"[INFO] gear {g}: {gears.label(g)}")
-            arrays = gears.device_inputs(model, g, arrays)
-            transfer = gears.transfer_bytes(model, g)
-        if arrays is not None:
-            check_inputs(model, arrays)
-        if batch.stem:
-            click.echo(f"[INFO] start to process file: {batch.stem}")
-        outputs, loops, walls = simulate(model, opts.profile, arrays, opts.loop + opts.warmup_count, opts.compute,
-                                         opts.allow_hazards,
-                                         opts.tiling_cache, opts.host_threads, shapes, timed=True,
-                                         max_loop_iterations=opts.max_loop_iterations, transfer_bytes=transfer,
-                                         max_tasks=opts.max_tasks, check_overflow=opts.check_overflow,
-                                         dumper=dumper,
-                                         threads=threads)
-        if gears is not None and outputs is not None:
-            outputs = gears.gear_outputs(g, outputs)
-        if opts.warmup_count:    # ais_bench: the warm-up executions are in no figure
-            loops, walls = loops[opts.warmup_count:], walls[opts.warmup_count:]
-        for line in msame_lines(loops, walls) + console(loops, opts.host_threads, opts.tiling_cache):
-            click.echo(line)
-        bsize = opts.batchsize or (int(arrays[0].shape[0]) if arrays and getattr(arrays[0], "ndim", 0) else 1)
-        bench = ais_bench_summary(loops, bsize)
-        for line in ais_bench_lines(bench):
-            click.echo(line)
-        for line in overflow_lines(loops[-1]):
-            click.echo(line)
-        if dumper is not None:
-            click.echo(f"[INFO] wrote {len(dumper.index)} dump file(s) and {dumper.finish()}")
-        if opts.summary_path:
-            write_atomic(opts.summary_path, (json.dumps({**summary_json(loops, model.name, model.soc_version),
-                                                         "ais_bench": bench}, indent=1) + "\n").encode())
-            click.echo(f"[INFO] wrote {opts.summary_path}")
-        if opts.profile_dir:
-            make_output_dir(opts.profile_dir, "--profile")
-            for p in write_profile(opts.profile_dir, loops[-1], model.name, write_in_folder):
-                click.echo(f"[INFO] wrote {p}")
-        if outputs is None:
-            continue
-        check_output_size(user, outputs, opts.output_size)
-        for io, arr in zip(user.outputs, outputs):
-            a = arr.astype(np.float64) if arr.size else np.zeros(1)
-            click.echo(f"[INFO] output {io.name}: {io.desc.dtype}[{','.join(map(str, arr.shape))}] min {a.min():.6g} "
-                       f"max {a.max():.6g} mean {a.mean():.6g}")
-        if opts.output_dir:
-            out_dir = os.path.join(opts.output_dir, opts.output_dirname) if opts.output_dirname else opts.output_dir
-            stem = batch.stem
-            if opts.output_dirname and stem is None and opts.inputs is not None:   # ais_bench: the input file's stem
-                first = opts.inputs.npz or (opts.inputs.paths[0] if opts.inputs.paths else "")
-                stem = os.path.splitext(os.path.basename(first))[0] or None
-            for p in write_outputs(user, outputs, out_dir, opts.outfmt, stem, ais_bench=bool(opts.output_dirname)):
-                click.echo(f"[INFO] wrote {p}")
-            click.echo("[INFO] output data success")
-        if opts.expected:
-            ok &= compare(user, outputs, load_expected(user, opts.expected), rtol, atol)
-    if not ok:
-        raise AtcError("E30003", reason="some outputs differ from the expected values beyond the tolerance")
-    click.echo("[INFO] om-run finished successfully")
+def tool_main(translate, help_text, prog_name: str, argv: list[str] | None = None) -> None:
+    """The entry point of a tool's command line (`python -m om_run.ais_bench`, `python -m om_run.msame`): the line
+    read as the tool reads it (translate: its argv -> om-run's argv and the tool's settings, None for --help), then
+    om-run's command with the tool's conventions."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        res = translate(argv, main)
+    except AtcError as exc:
+        click.echo(f"[ERROR] {exc}", err=True)
+        sys.exit(1)
+    if res is None:
+        click.echo(help_text())
+        sys.exit(0)
+    om_argv, settings = res
+    main.main(args=om_argv, prog_name=prog_name, obj=settings)
 
 
 if __name__ == "__main__":

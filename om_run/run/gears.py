@@ -7,7 +7,8 @@ As the ACL runtime does for aclmdlSetDynamicBatchSize / HWSize / InputDynamicDim
 tensors at the front of the input buffers and the gear's dims into the shape data, and reads each output's
 gear shape back from the front of its buffer.
 
-The gear is chosen by msame's flags (--dymBatch N, --dymHW h,w, --dymDims "x:1,128;y:1,128", or --dymShape),
+The gear is chosen by msame's flags (--dymBatch N, --dymHW h,w, --dymDims "x:1,128;y:1,128" by its values in
+input order as msame and ais_bench read it, or --dymShape by name),
 else by the shapes of the inputs given, else (random inputs) it is the largest gear. Every attribute is
 checked against the model's own input and output buffers before it shapes an array (never trust a file).
 """
@@ -80,8 +81,8 @@ class Gears:
             if flag.kind != self.kind:
                 raise AtcError("E30002", reason=f"{flag.flag}: the model was built with {BUILT_WITH[self.kind]} "
                                                 f"(gears {self.listing}); choose one with {GEAR_FLAGS[self.kind]}")
-            if flag.shapes is not None:
-                return self._by_shapes(flag.shapes, model, f"{flag.flag} {flag.text}")
+            if flag.kind == "dims":
+                return self._by_values(flag.dims, model, f"{flag.flag} {flag.text}")
             if flag.dims not in self.values:
                 raise AtcError("E30002", reason=f"{flag.flag} {flag.text} is not a gear of the model (gears "
                                                 f"{self.listing})")
@@ -100,6 +101,21 @@ class Gears:
                 return g
         raise AtcError("E30002", reason=f"{what} is no gear of the model; its gears give the inputs " +
                                         "; ".join(self._gear_shapes(g, names) for g in range(len(self.values))))
+
+    def _by_values(self, values: tuple[int, ...], model, what: str) -> int:
+        """--dymDims as msame and ais_bench read it: its values, in the order given, against each gear's input
+        shapes one after the other (aclmdlGetInputDynamicDims' dims); the names play no part."""
+        for g, shapes in enumerate(self.inputs):
+            if tuple(d for s in shapes for d in s) == values:
+                return g
+        names = self.user_names(model)
+        raise AtcError("E30002", reason=f"{what} is no gear of the model; its gears give the inputs " +
+                                        "; ".join(self._gear_shapes(g, names) for g in range(len(self.values))))
+
+    def unknown_names(self, flag: GearFlag | None, model) -> list[str]:
+        """The --dymDims names that are none of the model's inputs (ais_bench warns about each)."""
+        names = self.user_names(model)
+        return [n for n in (flag.shapes or {}) if n not in names] if flag is not None and flag.kind == "dims" else []
 
     def _gear_shapes(self, g: int, names: list[str]) -> str:
         return ", ".join(f"{n}:{','.join(map(str, s))}" for n, s in zip(names, self.inputs[g]))

@@ -1,16 +1,13 @@
-"""Input loading (npy list / npz by name / deterministic random) and msame-style output writing.
+"""Input loading (npy list / npz by name / deterministic random or zero data); output_files.py writes the outputs.
 
 Input files are untrusted: each must be a regular file, its .npy header is read and checked (no object
 dtype, a size the file actually holds and below MAX_ARRAY_BYTES) before any array is allocated, and npz
-members are read the same way. Outputs are named from --output, the output index and a sanitised model
-name only, and written through atc_py.common.atomic_write (a symlink planted at an output's name is replaced, never
-written through).
+members are read the same way.
 """
 from __future__ import annotations
 
 import ast
 import os
-import pathlib
 import stat
 import zipfile
 from typing import BinaryIO, Callable
@@ -18,7 +15,6 @@ from typing import BinaryIO, Callable
 import ml_dtypes
 import numpy as np
 
-from atc_py.common.atomic_write import make_output_dir, safe_stem, write_in_folder
 from atc_py.common.errors import AtcError
 from atc_py.ir.dtypes import dtype_by_name, is_float
 
@@ -169,15 +165,22 @@ def npz_inputs(model, path: str) -> Callable[[list[str]], dict[str, Fits]]:
     return select
 
 
-def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = None) -> list[np.ndarray]:
-    """Deterministic random inputs (of `shapes` for a dynamic-shape model)."""
+def random_inputs(model: DeviceModel, seed: int, shapes: list[tuple] | None = None,
+                  pure: str = "random") -> list[np.ndarray]:
+    """Deterministic made-up inputs (of `shapes` for a dynamic-shape model). pure: "random" (om-run: values of the
+    input's kind, seeded), "zero" (ais_bench's default pure inference), "bytes" (ais_bench's --pure_data_type
+    random: every byte 0..255, seeded)."""
     rng = np.random.default_rng(seed)
     out = []
     for k, io in enumerate(model.inputs):
         dt = dtype_by_name(io.desc.dtype).np
         shape = tuple(shapes[k]) if shapes is not None else io.desc.shape
         n = int(np.prod(shape, dtype=np.int64))
-        if dt.kind == "O":
+        if pure != "random" and dt.kind != "O":
+            raw = rng.integers(0, 256, n * dt.itemsize, dtype=np.uint8) if pure == "bytes" else \
+                np.zeros(n * dt.itemsize, np.uint8)
+            out.append(raw.view(dt).reshape(shape))
+        elif dt.kind == "O":
             out.append(np.array([f"s{v}" for v in rng.integers(0, 10, n)], object).reshape(shape))
         elif is_float(io.desc.dtype):
             out.append(rng.standard_normal(shape).astype(dt))
@@ -227,28 +230,3 @@ def load_expected(model: DeviceModel, path: str) -> list[np.ndarray]:
         return [data[f"arr_{i}"] for i in range(len(names))]
     raise AtcError("E30002", reason=f"{path} has arrays {sorted(data)}; expected the output names {names} "
                                     f"or arr_0..arr_{len(names) - 1}")
-
-
-def write_outputs(model: DeviceModel, outputs: list[np.ndarray], out_dir: str, fmt: str,
-                  stem: str | None = None, ais_bench: bool = False) -> list[pathlib.Path]:
-    """<out_dir>/<stem>_output_<i>.<ext>; stem: the model's name, or (msame's folder mode) the input file's.
-    ais_bench's layout (--output_dirname): <stem>_<i>.<ext>, with stem the input file's or, for random inputs,
-    pure_infer_data."""
-    d = make_output_dir(out_dir)
-    ext = {"NPY": "npy", "BIN": "bin", "TXT": "txt"}[fmt]
-    if ais_bench:
-        stem = safe_stem(stem or "pure_infer_data")
-    else:
-        stem = safe_stem(stem or model.name) + "_output"
-    paths = []
-    for i, arr in enumerate(outputs):
-        p = d / f"{stem}_{i}.{ext}"
-        if fmt == "NPY":
-            write_in_folder(p, lambda f, a=arr: np.save(f, a, allow_pickle=False))
-        elif fmt == "BIN":
-            write_in_folder(p, lambda f, a=arr: f.write(np.asarray(a, order="C").tobytes()))
-        else:
-            write_in_folder(p, lambda f, a=arr: np.savetxt(f, a.reshape(-1, a.shape[-1]) if a.ndim > 1 and a.shape[-1]
-                                                          else a.reshape(1, -1), fmt="%.8g"))
-        paths.append(p)
-    return paths

@@ -33,9 +33,11 @@ MAX_BATCH_FILES = 100_000
 
 @dataclass
 class Batch:
-    """One execution's inputs; `stem` names its output files (msame: after the first input file)."""
+    """One execution's inputs; `stem` is set in msame's batch mode (the first input file's stem, which names the
+    outputs), `files` the files it was read from (none for made-up data)."""
     stem: str | None
     arrays: list[np.ndarray]
+    files: tuple[str, ...] = ()
 
 
 def check_dym_shape(shapes: dict[str, tuple[int, ...]] | None, model) -> dict[str, tuple[int, ...]]:
@@ -124,21 +126,20 @@ def _folder(path: str) -> list[str]:
     return sorted(files, key=os.path.basename)
 
 
-def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]]):
-    """The executions' inputs (an iterable of Batch): random (seed) without --input, else read from its files —
-    folders lazily, one execution's files at a time."""
+def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]], pure: str = "random"):
+    """The executions' inputs (an iterable of Batch): made up without --input (io.random_inputs: `pure`, seeded),
+    else read from its files — folders lazily, one execution's files at a time."""
     shapes = input_shapes(model, dym)
     if files is None:
         if shapes is None:
             raise AtcError("E30002", reason="the model has dynamic inputs: give their shapes with --dymShape (or "
                                             "give the inputs) to run it on random data")
-        return [Batch(None, random_inputs(model, seed, shapes))]
+        return [Batch(None, random_inputs(model, seed, shapes, pure))]
     if files.npz is not None:
         data = load_npz(files.npz, npz_inputs(model, files.npz))
         names = [io.name for io in model.inputs]
-        if set(data) == set(names):
-            return [Batch(None, as_model_types(model, [data[n] for n in names]))]
-        return [Batch(None, as_model_types(model, [data[f"arr_{i}"] for i in range(len(names))]))]
+        keys = names if set(data) == set(names) else [f"arr_{i}" for i in range(len(names))]
+        return [Batch(None, as_model_types(model, [data[k] for k in keys]), (files.npz,))]
     items = files.paths
     if len(items) != len(model.inputs):
         raise AtcError("E30002", reason=f"--input gives {len(items)} item(s); the model has {len(model.inputs)} "
@@ -151,6 +152,6 @@ def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tup
                                             f"{[len(f) for f in folders]}")
         # one execution's files at a time (msame's batch mode): a folder of many inputs is never held at once
         return (Batch(pathlib.Path(files[0]).stem,
-                      [load_file(f, io, s) for f, io, s in zip(files, model.inputs, per_shape)])
+                      [load_file(f, io, s) for f, io, s in zip(files, model.inputs, per_shape)], files)
                 for files in zip(*folders))
-    return [Batch(None, [load_file(p, io, s) for p, io, s in zip(items, model.inputs, per_shape)])]
+    return [Batch(None, [load_file(p, io, s) for p, io, s in zip(items, model.inputs, per_shape)], tuple(items))]

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from atc_py.common.errors import AtcError
 
 from ..sim.profile import RuntimeProfile
+from .conventions import OM_RUN, Conventions, ToolSettings, check_output_dirname
 
 GEAR_FLAGS = {"batch": "--dymBatch", "image": "--dymHW", "dims": "--dymDims"}
 
@@ -32,7 +33,7 @@ class InputFiles:
 class GearFlag:
     """The gear msame's flags choose: --dymBatch N, --dymHW h,w or --dymDims "x:1,128;y:1,128"."""
     kind: str                          # "batch", "image" or "dims" (gears.KINDS)
-    dims: tuple[int, ...] = ()         # batch: (N,); image: (h, w)
+    dims: tuple[int, ...] = ()         # batch: (N,); image: (h, w); dims: every value, in the order given
     shapes: Shapes | None = None       # dims: each named input's shape
 
     @property
@@ -81,7 +82,10 @@ class RunOptions:
     dump: object | None = None         # --dump DIR / --acl_json: a sim.dump.DumpConfig
     batchsize: int | None = None       # ais_bench --batchsize (throughput; None: the first input's first dim)
     warmup_count: int = 0              # ais_bench --warmup_count: executions before the timed ones
-    output_dirname: str | None = None  # ais_bench --output_dirname: outputs under --output/<this>
+    output_dirname: str | None = None  # ais_bench --output_dirname: outputs under --output/<this> (a relative path)
+    devices: tuple[int, ...] = (0,)    # --device 0,1 (ais_bench): the run once per device
+    conventions: Conventions = OM_RUN  # whose folders, file names and lines (conventions.py)
+    tool: ToolSettings = field(default_factory=ToolSettings)   # the tool's own settings (its entry point's)
 
 
 def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
@@ -89,30 +93,39 @@ def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, s
                 max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims,
                 threads, generate=None, max_tasks=None, check_overflow=False, dump_dir=None,
                 acl_json=None, batchsize=None, warmup_count=0, output_dirname=None,
-                auto_set_dymdims_mode=0) -> RunOptions:
-    """RunOptions from click's values (which already hold click's types and ranges)."""
+                auto_set_dymdims_mode=0, tool: ToolSettings | None = None) -> RunOptions:
+    """RunOptions from click's values (which already hold click's types and ranges); `tool`: what the ais_bench or
+    msame entry point adds (None: om-run's own conventions)."""
+    tool = tool or ToolSettings()
+    devices = parse_devices(str(device))
     return RunOptions(
         model_path=model_path(model_arg, model_opt), inputs=parse_inputs(input_spec), output_dir=output_dir or None,
         outfmt=outfmt.upper(), loop=loop, seed=seed, expected=expected or None, op_plugin=op_plugin or "",
         rtol=tolerance("--rtol", rtol), atol=tolerance("--atol", atol), profile=RuntimeProfile.load(sim_config),
         allow_hazards=allow_hazards, tiling_cache=tiling_cache == "on", host_threads=int(host_threads),
         threads=threads, summary_path=summary_path or None, profile_dir=profile_dir or None, compute=not no_compute,
-        max_loop_iterations=max_loop_iterations, verify=not no_verify, device=device,
-        output_size=parse_output_size(output_size), dym_shape=parse_named_shapes("--dymShape", dym_shape, 12),
+        max_loop_iterations=max_loop_iterations, verify=not no_verify, device=devices[0],
+        output_size=parse_output_size(output_size, positive=not tool.conventions.exact_output_size),
+        dym_shape=parse_named_shapes("--dymShape", dym_shape, 12),
         gear=parse_gear(dym_batch, dym_hw, dym_dims), generate=generate, max_tasks=max_tasks,
         check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json),
-        batchsize=batchsize, warmup_count=warmup_count, output_dirname=output_dirname_of(output_dirname, output_dir))
+        batchsize=batchsize, warmup_count=warmup_count,
+        output_dirname=check_output_dirname(output_dirname, output_dir), devices=devices,
+        conventions=tool.conventions, tool=tool)
 
 
-def output_dirname_of(name: str | None, output_dir: str | None) -> str | None:
-    """ais_bench --output_dirname: one folder name under --output (no path of its own)."""
-    if not name:
-        return None
-    if not output_dir:
-        raise _bad("--output_dirname names a folder under --output: give --output too")
-    if name in (".", "..") or "/" in name or "\\" in name or len(name) > 255:
-        raise _bad(f"--output_dirname {name!r} must be one folder name")
-    return name
+MAX_DEVICE_ID = 255      # msame's and ais_bench's range
+MAX_DEVICES = 256        # ais_bench: DEVICE_COUNT_MAX
+
+
+def parse_devices(text: str) -> tuple[int, ...]:
+    """--device N, or ais_bench's list "0,1": ids 0..255."""
+    parts = [p.strip() for p in text.split(",")]
+    if not 1 <= len(parts) <= MAX_DEVICES or not all(re.fullmatch(r"\d{1,3}", p) for p in parts) \
+            or any(int(p) > MAX_DEVICE_ID for p in parts):
+        raise _bad(f"--device '{text}' is not a device id 0..{MAX_DEVICE_ID} or a comma-separated list of at most "
+                   f"{MAX_DEVICES} of them")
+    return tuple(int(p) for p in parts)
 
 
 def dump_config(dump_dir: str | None, acl_json: str | None):
@@ -149,26 +162,39 @@ def parse_inputs(text: str | None) -> InputFiles | None:
     return InputFiles(paths=tuple(text.split(",")))
 
 
-def parse_output_size(text: str | None) -> tuple[int, ...] | None:
-    """msame --outputSize "4000,8": bytes of each output buffer."""
+MAX_OUTPUT_SIZES = 256   # ais_bench: CUSTOM_MAX_COUNT
+
+
+def parse_output_size(text: str | None, positive: bool = False) -> tuple[int, ...] | None:
+    """msame --outputSize "4000,8": bytes of each output buffer (positive: each > 0, at most 256 of them, as
+    ais_bench's check_custom_size wants)."""
     if not text:
         return None
     if not re.fullmatch(r"\s*\d{1,18}\s*(,\s*\d{1,18}\s*)*", text):
         raise _bad(f"--outputSize '{text}' is not comma-separated byte counts")
-    return tuple(int(v) for v in text.split(","))
+    sizes = tuple(int(v) for v in text.split(","))
+    if positive and (0 in sizes or len(sizes) > MAX_OUTPUT_SIZES):
+        raise _bad(f"--outputSize '{text}': ais_bench takes 1..{MAX_OUTPUT_SIZES} sizes, each above 0")
+    return sizes
 
 
-def parse_named_shapes(flag: str, text: str | None, max_digits: int) -> Shapes | None:
-    """msame's "x:1,3,224,224;y:1,128" (--dymShape, --dymDims): a shape per input name (None when not given)."""
-    if not text:
-        return None
-    out: Shapes = {}
+def named_items(flag: str, text: str, max_digits: int) -> list[tuple[str, tuple[int, ...]]]:
+    """msame's "x:1,3,224,224;y:1,128", item by item in the order given (a name ends at the item's last colon, as
+    msame's Utils::SplitStringSimple splits it: TensorFlow's "x:0:1,3" names x:0)."""
+    out = []
     for part in (p.strip() for p in text.split(";") if p.strip()):
         m = re.fullmatch(rf"(.+):(\d{{1,{max_digits}}}(?:,\d{{1,{max_digits}}})*)", part)
         if m is None:
             raise _bad(f"{flag} item '{part}' is not name:d,d,... (msame's format)")
-        out[m.group(1)] = tuple(int(d) for d in m.group(2).split(","))
+        out.append((m.group(1), tuple(int(d) for d in m.group(2).split(","))))
     return out
+
+
+def parse_named_shapes(flag: str, text: str | None, max_digits: int) -> Shapes | None:
+    """--dymShape: a shape per input name (None when not given)."""
+    if not text:
+        return None
+    return dict(named_items(flag, text, max_digits))
 
 
 def format_shapes(shapes: Shapes) -> str:
@@ -187,8 +213,8 @@ def parse_gear(batch: int | None, hw: str | None, dims: str | None) -> GearFlag 
             raise _bad(f"--dymHW '{hw}' is not h,w")
         return GearFlag("image", (int(m.group(1)), int(m.group(2))))
     if dims is not None:
-        shapes = parse_named_shapes("--dymDims", dims, 10)
-        if not shapes:
+        items = named_items("--dymDims", dims, 10)
+        if not items:
             raise _bad("--dymDims is empty")
-        return GearFlag("dims", shapes=shapes)
+        return GearFlag("dims", tuple(d for _, shape in items for d in shape), dict(items))
     return None

@@ -31,7 +31,7 @@ LAYERS = {
         {"run"},                 # flags, inputs, outputs, gears, the executions
         {"generate", "compare"},
         {"cli"},
-        {"__main__"},
+        {"__main__", "ais_bench", "msame"},   # python -m om_run, python -m om_run.ais_bench, python -m om_run.msame
     ],
 }
 

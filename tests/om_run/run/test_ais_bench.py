@@ -35,7 +35,23 @@ def test_bad_ais_bench_flags(om_run, tmp_path):
     om = tmp_path / "cnn.om"
     om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
     for argv, message in ((["--output_dirname", "r"], "give --output too"),
-                          (["--output", str(tmp_path / "o"), "--output_dirname", "../up"], "one folder name"),
-                          (["--warmup_count", "-1"], "warmup_count")):
+                          (["--output", str(tmp_path / "o"), "--output_dirname", "../up"], "must stay under --output"),
+                          (["--output", str(tmp_path / "o"), "--output_dirname", "/abs"], "must stay under --output"),
+                          (["--warmup_count", "-1"], "warmup_count"),
+                          (["--device", "0,256"], "--device '0,256'")):
         code, out, err = om_run(str(om), *argv)
         assert code == 1 and "E30002" in err and message in err, (argv, err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_om_run_joins_a_relative_output_dirname_and_keeps_its_own_defaults(om_run, tmp_path):
+    """om-run's own conventions stay: .npy, no time-stamped folder; --output_dirname may be a relative path."""
+    om = tmp_path / "cnn.om"
+    om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
+    np.save(tmp_path / "img.0001.npy", np.zeros((1, 3, 32, 32), np.float32))
+    code, out, err = om_run("--model", str(om), "--input", str(tmp_path / "img.0001.npy"), "--output",
+                            str(tmp_path / "o"), "--output_dirname", "./data/bin_out/")
+    assert code == 0, out + err
+    assert [p.name for p in (tmp_path / "o" / "data" / "bin_out").iterdir()] == ["img_0.npy"]   # up to the first dot
+    assert [p.name for p in (tmp_path / "o").iterdir()] == ["data"]
+    assert "Inference time:" in out and "[INFO] H2D_latency (ms)" in out        # msame's lines and om-run's block

@@ -151,7 +151,7 @@ def test_gear_flags_on_a_model_without_gears(om_run, tmp_path):
 
 def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monkeypatch):
     """msame's batch mode streams: each file is read just before its execution, never the whole folder first."""
-    import om_run.cli.main as cli
+    import om_run.cli.execute as cli
     import om_run.run.msame_inputs as mi
     from tests.helpers import compile_om
     om = tmp_path / "cnn.om"
@@ -168,3 +168,15 @@ def test_an_input_folder_is_read_one_execution_at_a_time(om_run, tmp_path, monke
     assert code == 0, out + err
     import itertools
     assert [k for k, _ in itertools.groupby(events)] == ["read", "run"] * 3   # (simulate re-enters itself once)
+
+
+def test_outputs_holding_nan_are_the_same_from_loop_to_loop(om_run, tmp_path):
+    """A NaN in an input (random bytes make them) gives NaN outputs: every loop's are alike, not 'different'."""
+    from tests.helpers import compile_om
+    om = tmp_path / "cnn.om"
+    om.write_bytes(compile_om(MODELS / "small_cnn.onnx"))
+    x = np.zeros((1, 3, 32, 32), np.float32)
+    x[0, 0, 0, 0] = np.nan
+    np.save(tmp_path / "nan.npy", x)
+    code, out, err = om_run("--model", str(om), "--input", str(tmp_path / "nan.npy"), "--loop", "2")
+    assert code == 0 and "nan" in out, out + err
