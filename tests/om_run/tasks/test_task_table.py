@@ -17,7 +17,7 @@ from atc_py.common.errors import AtcError
 from atc_py.om import partitions as pt
 from atc_py.om import task_types as tt
 from atc_py.proto import task_pb2
-from om_run.cli import main as cli_main
+from om_run.cli import execute as cli_execute
 from om_run.load.loader import load_model
 from om_run.sim import device, program
 from om_run.sim.host import Simulation
@@ -77,7 +77,7 @@ def test_the_type_sets_derive_from_the_handlers():
     assert device.KERNEL_KINDS is table.KERNEL_KINDS and device.BLOCKING_KINDS is table.BLOCKING_KINDS
     assert program.VALUE_BRANCH_KINDS is table.VALUE_BRANCH_KINDS and program.KERNEL_KINDS is table.KERNEL_KINDS
     assert program.MEMORY_READ_KINDS is table.MEMORY_READ_KINDS
-    assert cli_main.VALUE_BRANCH_KINDS is table.VALUE_BRANCH_KINDS
+    assert cli_execute.VALUE_BRANCH_KINDS is table.VALUE_BRANCH_KINDS
 
 
 def test_no_om_run_module_outside_the_table_names_a_task_type():
