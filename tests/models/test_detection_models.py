@@ -7,8 +7,10 @@ own fp16 (autocast) error."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
+from onnx import numpy_helper
 
 import atc_py
 from atc_py.passes.precision import selection_region
@@ -21,24 +23,32 @@ DATA = ROOT / "tests" / "data" / "detection"
 NAMES = ["retinanet", "fcos", "ssd", "fasterrcnn"]
 
 
-def run(name, mode, tmp_path):
-    res = atc_py.build(str(DATA / f"{name}.onnx"), {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode,
-                                                    "input_shape": "images:3,64,64"})
+def build_and_run(model, options: dict, images, tmp_path) -> dict:
+    res = atc_py.build(model, {"ge.socVersion": "Ascend910B1", "input_shape": "images:3,64,64", **options})
     assert res.summary["unknown_subgraphs"] >= 1      # the post-processing runs on the host executor
-    p = tmp_path / f"{name}_{mode}.om"
+    p = tmp_path / "detector.om"
     p.write_bytes(res.om)
-    ref = np.load(DATA / f"{name}.npz")
-    model = load_model(str(p))
+    om = load_model(str(p))
     with np.errstate(all="ignore"):
-        outs, _ = Simulation(model).run([ref["images"]])
-    return dict(zip([io.name for io in model.outputs], outs)), ref
+        outs, _ = Simulation(om).run([images])
+    return dict(zip([io.name for io in om.outputs], outs))
+
+
+def run(name, mode, tmp_path):
+    ref = np.load(DATA / f"{name}.npz")
+    return build_and_run(str(DATA / f"{name}.onnx"), {"ge.exec.precision_mode": mode}, ref["images"], tmp_path), ref
+
+
+def onnxruntime_outputs(model, images) -> dict:
+    sess = ort.InferenceSession(model if isinstance(model, str) else model.SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {"images": images})))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_detectors_with_post_processing_match_torch_in_fp32(name, tmp_path):
     got, ref = run(name, "must_keep_origin_dtype", tmp_path)
-    sess = ort.InferenceSession(str(DATA / f"{name}.onnx"), providers=["CPUExecutionProvider"])
-    want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {"images": ref["images"]})))
+    want = onnxruntime_outputs(str(DATA / f"{name}.onnx"), ref["images"])
     for key in ("boxes", "scores", "labels"):
         assert got[key].shape == ref[key].shape == want[key].shape, key
         assert got[key].dtype == want[key].dtype, key
@@ -94,3 +104,40 @@ def test_near_tied_scores_keep_their_order_in_the_default_build(tmp_path):
     got, _ = Simulation(load_model(str(p))).run([a, b])
     assert list(got[1]) == list(want[1]) == list(range(63, 47, -1))
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+def with_score_threshold(name: str, threshold: float):
+    """The detector with every score threshold (the Constants its Greater nodes compare scores with) set to
+    `threshold`."""
+    m = onnx.load(str(DATA / f"{name}.onnx"))
+    consts = {n.output[0]: n for n in m.graph.node if n.op_type == "Constant"}
+    changed = 0
+    for n in m.graph.node:
+        if n.op_type == "Greater" and n.input[1] in consts:
+            t = consts[n.input[1]].attribute[0].t
+            t.CopyFrom(numpy_helper.from_array(np.full(numpy_helper.to_array(t).shape, threshold, np.float32), t.name))
+            changed += 1
+    assert changed == 2   # one per feature level
+    return m
+
+
+@pytest.mark.parametrize("options", [{"ge.exec.precision_mode": "force_fp32"}, {},
+                                     {"ge.tiling_schedule_optimize": "1"},
+                                     {"ge.tiling_schedule_optimize": "1", "ge.exec.precision_mode": "force_fp32"}],
+                         ids=["force_fp32", "default", "tiling_sink", "tiling_sink_force_fp32"])
+@pytest.mark.parametrize("threshold", [2.0, 0.9], ids=["no_candidate", "a_few"])
+def test_fcos_whose_threshold_leaves_no_candidate_or_a_few_gives_onnxruntimes_detections(threshold, options,
+                                                                                         tmp_path):
+    """k = min(1000, candidates) feeds TopK: with no score above the threshold k is 0 and every output is empty
+    ([0, 4] boxes), as onnxruntime's; with a few, their boxes (the default build's fp16 head within a pixel of
+    the 64-pixel image, its scores kept fp32)."""
+    m = with_score_threshold("fcos", threshold)
+    images = np.load(DATA / "fcos.npz")["images"]
+    want = onnxruntime_outputs(m, images)
+    got = build_and_run(m, options, images, tmp_path)
+    assert (want["boxes"].shape[0] == 0) == (threshold > 1) and want["boxes"].shape[0] <= 5
+    fp32 = options.get("ge.exec.precision_mode") == "force_fp32"
+    tolerance = {"boxes": 1e-3 if fp32 else 1.0, "scores": 1e-5 if fp32 else 5e-3, "labels": 0}
+    for key, atol in tolerance.items():
+        assert got[key].shape == want[key].shape and got[key].dtype == want[key].dtype, key
+        np.testing.assert_allclose(got[key], want[key], rtol=0, atol=atol, err_msg=key)

@@ -1,0 +1,94 @@
+"""Sizes computed from the run's values, down to 0: a detector's selection (score threshold -> NonZero -> Gather,
+k = min(limit, candidates) -> TopK, NMS -> Gather of its selection) where the threshold leaves no candidate, a few
+or all of them. TopK's k arrives as a tensor, so its tiling reads the value the host executor computed (k = 0 for
+no candidate), not the attribute form's default; every shape after it follows onnxruntime's, empty included, in
+both precisions and with tiling sink on."""
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+import atc_py
+from atc_py.ir.graph import TensorDesc
+from atc_py.ops import get_op
+from atc_py.ops.core.base import TilingContext
+from atc_py.platform.soc import load_soc
+from om_run.load.loader import load_model
+from om_run.sim.host import Simulation
+
+N = 64
+RNG = np.random.default_rng(5)
+SCORES = RNG.permutation(N).astype(np.float32) / N                 # distinct: one order in every precision
+XY = RNG.uniform(0, 40, (N, 2)).astype(np.float32)
+BOXES = np.concatenate([XY, XY + RNG.uniform(4, 16, (N, 2)).astype(np.float32)], 1)
+
+
+def selection_model():
+    """scores [N], boxes [N, 4], threshold [1] -> the kept scores, their boxes and the boxes NMS keeps of them."""
+    i64 = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)  # noqa: E731
+    nodes = [
+        helper.make_node("Greater", ["scores", "thr"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "minus1"], ["idx"]),
+        helper.make_node("Gather", ["scores", "idx"], ["s"]),
+        helper.make_node("Gather", ["boxes", "idx"], ["b"]),
+        helper.make_node("Shape", ["s"], ["count"]),
+        helper.make_node("Concat", ["limit", "count"], ["both"], axis=0),
+        helper.make_node("ReduceMin", ["both"], ["k0"], keepdims=0),
+        helper.make_node("Reshape", ["k0", "one"], ["k"]),
+        helper.make_node("TopK", ["s", "k"], ["top", "order"]),
+        helper.make_node("Gather", ["b", "order"], ["top_boxes"]),
+        helper.make_node("Unsqueeze", ["top_boxes", "zero"], ["b3"]),
+        helper.make_node("Unsqueeze", ["top", "zero_one"], ["s3"]),
+        helper.make_node("NonMaxSuppression", ["b3", "s3", "max_out", "iou"], ["sel"]),
+        helper.make_node("Gather", ["sel", "two"], ["keep"], axis=1),
+        helper.make_node("Gather", ["top_boxes", "keep"], ["nms_boxes"]),
+    ]
+    inits = [i64("minus1", [-1]), i64("limit", [10]), i64("one", [1]), i64("zero", [0]), i64("zero_one", [0, 1]),
+             i64("max_out", [100]), helper.make_tensor("iou", TensorProto.FLOAT, [1], [0.3]),
+             helper.make_tensor("two", TensorProto.INT64, [], [2])]
+    g = helper.make_graph(nodes, "selection",
+                          [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [N]),
+                           helper.make_tensor_value_info("boxes", TensorProto.FLOAT, [N, 4]),
+                           helper.make_tensor_value_info("thr", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n in ("top", "top_boxes", "nms_boxes")], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def model():
+    return selection_model()
+
+
+@pytest.mark.parametrize("options", [{"ge.exec.precision_mode": "force_fp32"}, {},
+                                     {"ge.tiling_schedule_optimize": "1"}],
+                         ids=["force_fp32", "default", "tiling_sink"])
+def test_selection_sizes_follow_the_values_down_to_zero(model, options, tmp_path):
+    res = atc_py.build(model, {"ge.socVersion": "Ascend910B1", **options})
+    p = tmp_path / "sel.om"
+    p.write_bytes(res.om)
+    sim = Simulation(load_model(str(p)))
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for thr, kept in ((2.0, 0), (0.93, 4), (-1.0, 10)):
+        feed = {"scores": SCORES, "boxes": BOXES, "thr": np.array([thr], np.float32)}
+        want = sess.run(None, feed)
+        got, _ = sim.run(list(feed.values()))
+        assert want[0].shape == (kept,)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, (thr, g.shape, w.shape)
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
+
+
+def test_topk_with_k_as_a_tensor_tiles_with_its_value():
+    """TopK(x, k)'s tiling packs the k the host executor read (0 of an empty x is valid), not TopKV2's default 1."""
+    spec = get_op("TopK")
+    soc = load_soc("Ascend910B1")
+    for n, k in ((0, 0), (7, 3)):
+        ins = [TensorDesc((n,), "float32", "ND", "ND"), TensorDesc((1,), "int64", "ND", "ND")]
+        outs = [TensorDesc((k,), "float32", "ND", "ND"), TensorDesc((k,), "int64", "ND", "ND")]
+        tiling = spec.tiling(TilingContext(ins, outs, {"dim": -1, "largest": True, "sorted": True}, soc,
+                                           {1: np.array([k], np.int64)}))
+        assert get_op("TopKV2").tiling_struct.unpack(tiling.tiling_data)["k"] == k
