@@ -33,14 +33,14 @@ class BoxSet:
 
     def __init__(self, boxes: np.ndarray, center: bool):
         b = np.asarray(boxes, F32)
-        if center:   # [x_center, y_center, width, height]
-            hw, hh = b[:, 2] / F32(2), b[:, 3] / F32(2)
-            self.x0, self.x1 = b[:, 0] - hw, b[:, 0] + hw
-            self.y0, self.y1 = b[:, 1] - hh, b[:, 1] + hh
-        else:        # [y1, x1, y2, x2], corners in either order
-            self.x0, self.x1 = _min_max(b[:, 1], b[:, 3])
-            self.y0, self.y1 = _min_max(b[:, 0], b[:, 2])
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):   # inf and NaN coordinates compare as onnxruntime's do
+            if center:   # [x_center, y_center, width, height]
+                hw, hh = b[:, 2] / F32(2), b[:, 3] / F32(2)
+                self.x0, self.x1 = b[:, 0] - hw, b[:, 0] + hw
+                self.y0, self.y1 = b[:, 1] - hh, b[:, 1] + hh
+            else:        # [y1, x1, y2, x2], corners in either order
+                self.x0, self.x1 = _min_max(b[:, 1], b[:, 3])
+                self.y0, self.y1 = _min_max(b[:, 0], b[:, 2])
             self.area = (self.x1 - self.x0) * (self.y1 - self.y0)
         self.left = self.x0.astype(np.float64)
         right = self.x1.astype(np.float64)
@@ -67,35 +67,35 @@ class BoxSet:
         return ~(ix1 <= ix0) & ~(iy1 <= iy0) & ~(inter <= 0) & ~(ai <= 0) & ~(ak <= 0) & ~(union <= 0) \
             & (iou > iou_threshold)
 
-    def _by_kept(self, blk: np.ndarray, kept_left: np.ndarray, kept_idx: np.ndarray, thr: np.float32) -> np.ndarray:
-        """Which candidates of `blk` a box kept before them suppresses (kept boxes sorted by left edge)."""
-        n, k = blk.size, kept_idx.size
+    def _by_kept(self, blk: np.ndarray, kept: "Kept", thr: np.float32) -> np.ndarray:
+        """Which candidates of `blk` a box kept before them suppresses."""
+        n, k = blk.size, kept.idx.size
         out = np.zeros(n, bool)
         if k == 0:
             return out
         if self.ordered:
-            lo = np.searchsorted(kept_left, self.reach[blk], "left")
-            hi = np.searchsorted(kept_left, self.right[blk], "left")
-            counts = np.maximum(hi - lo, 0)
+            lo = np.searchsorted(kept.left, self.reach[blk], "left")
+            counts = np.maximum(np.searchsorted(kept.left, self.right[blk], "left") - lo, 0)
         else:   # non-finite edges: no order to trust, every kept box is compared
             lo, counts = np.zeros(n, np.int64), np.full(n, k, np.int64)
         ends = np.cumsum(counts)
+        x0, y0, y1 = self.x0[blk], self.y0[blk], self.y1[blk]
         start = 0
         while start < n:   # as many candidates as fit PAIRS comparisons (at least one)
             base = ends[start - 1] if start else 0
             stop = max(start + 1, int(np.searchsorted(ends, base + PAIRS, "right")))
             c = counts[start:stop]
-            total = int(c.sum())
+            total = int(ends[stop - 1] - base)
             if total:
-                rows = np.repeat(np.arange(start, stop), c)
-                first = np.cumsum(c) - c
-                cols = lo[rows] + np.arange(total) - np.repeat(first, c)
-                ci, ki = blk[rows], kept_idx[cols]
+                cols = np.arange(total) + np.repeat(lo[start:stop] - (ends[start:stop] - c - base), c)
                 # overlapping in y and to the right of the candidate's left edge: what any suppression needs
-                near = np.flatnonzero((self.y0[ki] < self.y1[ci]) & (self.y0[ci] < self.y1[ki])
-                                      & (self.x0[ci] < self.x1[ki]))
-                hit = self.suppresses(ci[near], ki[near], thr)
-                out[rows[near[hit]]] = True
+                near = np.flatnonzero((kept.y0[cols] < np.repeat(y1[start:stop], c))
+                                      & (np.repeat(y0[start:stop], c) < kept.y1[cols])
+                                      & (np.repeat(x0[start:stop], c) < kept.x1[cols]))
+                if near.size:
+                    rows = np.repeat(np.arange(start, stop), c)[near]
+                    hit = self.suppresses(blk[rows], kept.idx[cols[near]], thr)
+                    out[rows[hit]] = True
             start = stop
         return out
 
@@ -106,13 +106,13 @@ class BoxSet:
         cand = cand[np.argsort(-s[cand], kind="stable")]   # ties: the lower index first
         thr = F32(iou_threshold)
         limit = min(limit, cand.size)
-        kept: list[int] = []
-        kept_left, kept_idx = np.empty(0), np.empty(0, np.int64)   # the kept boxes by left edge
+        order: list[int] = []
+        kept = Kept()
         for start in range(0, cand.size, BLOCK):
-            if len(kept) >= limit:
+            if len(order) >= limit:
                 break
             blk = cand[start:start + BLOCK]
-            alive = blk[~self._by_kept(blk, kept_left, kept_idx, thr)]
+            alive = blk[~self._by_kept(blk, kept, thr)]
             within = self.suppresses(alive[None, :], alive[:, None], thr)   # [kept p, candidate q]
             dead = np.zeros(alive.size, bool)
             new = []
@@ -120,13 +120,27 @@ class BoxSet:
                 if dead[p]:
                     continue
                 new.append(int(alive[p]))
-                if len(kept) + len(new) >= limit:
+                if len(order) + len(new) >= limit:
                     break
                 dead |= within[p]
-            kept += new
-            new_idx = np.array(new, np.int64)
-            new_idx = new_idx[np.argsort(self.left[new_idx], kind="stable")]
-            at = np.searchsorted(kept_left, self.left[new_idx])
-            kept_left = np.insert(kept_left, at, self.left[new_idx])
-            kept_idx = np.insert(kept_idx, at, new_idx)
-        return kept
+            order += new
+            kept.add(self, np.array(new, np.int64))
+        return order
+
+
+class Kept:
+    """The boxes kept so far by left edge, with the edges the pre-test reads (one gather per comparison)."""
+
+    def __init__(self):
+        self.left = np.empty(0)
+        self.idx = np.empty(0, np.int64)
+        self.x1 = self.y0 = self.y1 = np.empty(0, F32)
+
+    def add(self, boxes: BoxSet, new: np.ndarray) -> None:
+        new = new[np.argsort(boxes.left[new], kind="stable")]
+        at = np.searchsorted(self.left, boxes.left[new])
+        self.left = np.insert(self.left, at, boxes.left[new])
+        self.idx = np.insert(self.idx, at, new)
+        self.x1 = np.insert(self.x1, at, boxes.x1[new])
+        self.y0 = np.insert(self.y0, at, boxes.y0[new])
+        self.y1 = np.insert(self.y1, at, boxes.y1[new])

@@ -159,6 +159,18 @@ def test_center_boxes_and_score_threshold_match_onnxruntime(precision, tmp_path)
     np.testing.assert_array_equal(got, want)
 
 
+def test_non_finite_coordinates_compare_as_onnxruntimes(tmp_path):
+    """Boxes with inf or NaN corners among finite ones: no left-edge order to go by, each candidate against every
+    kept box, with onnxruntime's comparisons (a NaN IoU suppresses nothing)."""
+    n = 200
+    b = boxes_at(RNG.uniform(0, 30, (n, 2)), RNG.uniform(0, 15, (n, 2)))
+    bad = RNG.random(b.shape) < 0.05
+    b[bad] = RNG.choice(np.array([np.nan, np.inf, -np.inf], np.float32), int(bad.sum()))
+    s = (RNG.integers(0, 10, (1, 1, n)) / 10).astype(np.float32)
+    got, want = run_both(nms_model(n, iou=0.4), {"b": b[None], "s": s}, tmp_path)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_an_iou_threshold_outside_0_1_is_a_coded_error(tmp_path):
     m = nms_model(4, iou=1.5)
     p = tmp_path / "nms.om"
