@@ -1,6 +1,7 @@
 """Sizes computed from the run's values, down to 0: a detector's selection (score threshold -> NonZero -> Gather,
 k = min(limit, candidates) -> TopK, NMS -> Gather of its selection) where the threshold leaves no candidate, a few
-or all of them. TopK's k arrives as a tensor, so its tiling reads the value the host executor computed (k = 0 for
+or all of them, and the ops a count feeds (Slice, Tile, Range, ConstantOfShape, Expand, Split, ReduceSum, Pad,
+CumSum, ArgMax). TopK's k arrives as a tensor, so its tiling reads the value the host executor computed (k = 0 for
 no candidate), not the attribute form's default; every shape after it follows onnxruntime's, empty included, in
 both precisions and with tiling sink on."""
 from __future__ import annotations
@@ -58,14 +59,74 @@ def selection_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def count_model():
+    """x [N], threshold [1] -> what the count of x > threshold sizes."""
+    i64 = lambda name, v: helper.make_tensor(name, TensorProto.INT64, [len(v)], v)  # noqa: E731
+    nodes = [
+        helper.make_node("Greater", ["x", "thr"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["count"]),
+        helper.make_node("Slice", ["x", "zero", "count"], ["head"]),
+        helper.make_node("Concat", ["count", "one"], ["reps"], axis=0),
+        helper.make_node("Tile", ["mat", "reps"], ["tiled"]),
+        helper.make_node("Squeeze", ["count"], ["n"]),
+        helper.make_node("Range", ["zero0", "n", "one0"], ["range"]),
+        helper.make_node("ConstantOfShape", ["count"], ["filled"],
+                         value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.5])),
+        helper.make_node("Concat", ["count", "three"], ["eshape"], axis=0),
+        helper.make_node("Expand", ["row", "eshape"], ["expanded"]),
+        helper.make_node("Split", ["tiled", "splits"], ["left", "right"], axis=1),
+        helper.make_node("ReduceSum", ["tiled", "zero"], ["sums"], keepdims=0),
+        helper.make_node("Concat", ["count", "count"], ["pads"], axis=0),
+        helper.make_node("Pad", ["head", "pads"], ["padded"]),
+        helper.make_node("Gather", ["x", "range"], ["gathered"]),
+        helper.make_node("CumSum", ["head", "zero0"], ["cumsum"]),
+        helper.make_node("ArgMax", ["tiled"], ["argmax"], axis=1, keepdims=0),
+    ]
+    inits = [i64("one", [1]), i64("two", [2]), i64("zero", [0]), i64("three", [3]), i64("splits", [1, 2]),
+             helper.make_tensor("zero0", TensorProto.INT64, [], [0]), helper.make_tensor("one0", TensorProto.INT64, [], [1]),
+             helper.make_tensor("mat", TensorProto.FLOAT, [2, 3], [0, 5, 2, 3, 1, 4]),
+             helper.make_tensor("row", TensorProto.FLOAT, [3], [1, 2, 3])]
+    outs = ["head", "tiled", "range", "filled", "expanded", "left", "right", "sums", "padded", "gathered", "cumsum",
+            "argmax"]
+    g = helper.make_graph(nodes, "counted", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N]),
+                                             helper.make_tensor_value_info("thr", TensorProto.FLOAT, [1])],
+                          [helper.make_tensor_value_info(o, TensorProto.INT64 if o in ("range", "argmax")
+                                                         else TensorProto.FLOAT, None) for o in outs], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 @pytest.fixture(scope="module")
 def model():
     return selection_model()
 
 
-@pytest.mark.parametrize("options", [{"ge.exec.precision_mode": "force_fp32"}, {},
-                                     {"ge.tiling_schedule_optimize": "1"}],
-                         ids=["force_fp32", "default", "tiling_sink"])
+OPTIONS = pytest.mark.parametrize("options", [{"ge.exec.precision_mode": "force_fp32"}, {},
+                                              {"ge.tiling_schedule_optimize": "1"}],
+                                  ids=["force_fp32", "default", "tiling_sink"])
+
+
+@OPTIONS
+def test_what_a_count_sizes_follows_it_down_to_zero(options, tmp_path):
+    m = count_model()
+    res = atc_py.build(m, {"ge.socVersion": "Ascend910B1", **options})
+    p = tmp_path / "count.om"
+    p.write_bytes(res.om)
+    sim = Simulation(load_model(str(p)))
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    x = (np.arange(N) / N).astype(np.float32)
+    for thr, count in ((2.0, 0), (0.9, 6), (-1.0, N)):
+        feed = [x, np.array([thr], np.float32)]
+        want = sess.run(None, dict(zip(("x", "thr"), feed)))
+        got, _ = sim.run(feed)
+        assert want[0].shape == (count,)
+        for name, g, w in zip([o.name for o in m.graph.output], got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype, (thr, name, g.shape, w.shape)
+            np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3, err_msg=name)
+
+
+@OPTIONS
 def test_selection_sizes_follow_the_values_down_to_zero(model, options, tmp_path):
     res = atc_py.build(model, {"ge.socVersion": "Ascend910B1", **options})
     p = tmp_path / "sel.om"
