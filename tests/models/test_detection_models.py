@@ -46,9 +46,10 @@ def onnxruntime_outputs(model, images) -> dict:
     return dict(zip([o.name for o in sess.get_outputs()], sess.run(None, {"images": images})))
 
 
+@pytest.mark.parametrize("mode", ["must_keep_origin_dtype", "force_fp32"])
 @pytest.mark.parametrize("name", NAMES)
-def test_detectors_with_post_processing_match_torch_in_fp32(name, tmp_path):
-    got, ref = run(name, "must_keep_origin_dtype", tmp_path)
+def test_detectors_with_post_processing_match_torch_in_fp32(name, mode, tmp_path):
+    got, ref = run(name, mode, tmp_path)
     want = onnxruntime_outputs(str(DATA / f"{name}.onnx"), ref["images"])
     for key in ("boxes", "scores", "labels"):
         assert got[key].shape == ref[key].shape == want[key].shape, key
