@@ -65,7 +65,8 @@ def row_split_tiling(spec: OpSpec, ctx: TilingContext, shape, axis: int) -> tupl
 
 def rows_view(x: np.ndarray, t: dict) -> np.ndarray:
     """(rows, axis_len) view of x for the reduction the tiling describes."""
-    return x.reshape(t["outer"], t["axis_len"], t["inner"]).transpose(0, 2, 1).reshape(-1, t["axis_len"])
+    rows = x.reshape(t["outer"], t["axis_len"], t["inner"]).transpose(0, 2, 1)
+    return rows.reshape(t["outer"] * t["inner"], t["axis_len"])   # (a -1 is ambiguous when axis_len is 0)
 
 
 def rows_unview(rows: np.ndarray, t: dict, shape) -> np.ndarray:
@@ -77,7 +78,7 @@ def run_row_blocks(args: KernelArgs, x: np.ndarray, fn) -> np.ndarray:
     rows = rows_view(x, t)
     out = np.zeros_like(rows)
     end = covered(rows.shape[0], t["rows_per_block"], args.block_dim)   # rows are independent: one call
-    if end:
+    if end and rows.shape[1]:   # rows of no element (an axis a run-time count made empty) have nothing to compute
         out[:end] = fn(rows[:end])
     return rows_unview(out, t, args.outputs[0].shape)
 

@@ -209,7 +209,7 @@ class Pool3DBase(OpSpec):
     def compute(self, args, inputs):
         x = inputs[0]
         kernel, strides, dil, pads, out = self._geom(x.shape, args.attrs)
-        planes = x.reshape(-1, *x.shape[2:])
+        planes = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
         covered = min(planes.shape[0], args.block_dim * args.tiling["rows_per_block"])
         res = np.zeros((planes.shape[0], *out), x.dtype)
         if covered:

@@ -11,6 +11,7 @@ from ..ir.graph import Node, TensorDesc
 from .core.base import AICPU, KernelArgs, OpError, TilingContext, Work
 from .core.registry import register
 from .core.row_split import RowSplitOp
+from .nms_greedy import BoxSet
 
 MAX_SAMPLES = 1 << 26   # RoiAlign samples of one roi (a roi far larger than its map asks for absurd grids)
 
@@ -22,30 +23,12 @@ def _scalar(v, default, cast):
     return default if a.size == 0 else cast(a[0])
 
 
-def pairwise_iou(boxes: np.ndarray, center: bool) -> np.ndarray:
-    """IoU of every pair of boxes [N, 4] (corners in any order, or centre + size); pairs that do not overlap,
-    or with an empty box, have 0."""
-    b = boxes.astype(np.float64)
-    if center:
-        x0, x1 = b[:, 0] - b[:, 2] / 2, b[:, 0] + b[:, 2] / 2
-        y0, y1 = b[:, 1] - b[:, 3] / 2, b[:, 1] + b[:, 3] / 2
-    else:
-        y0, y1 = np.minimum(b[:, 0], b[:, 2]), np.maximum(b[:, 0], b[:, 2])
-        x0, x1 = np.minimum(b[:, 1], b[:, 3]), np.maximum(b[:, 1], b[:, 3])
-    iw = np.minimum(x1[:, None], x1[None, :]) - np.maximum(x0[:, None], x0[None, :])
-    ih = np.minimum(y1[:, None], y1[None, :]) - np.maximum(y0[:, None], y0[None, :])
-    inter = np.where((iw > 0) & (ih > 0), iw * ih, 0.0)
-    area = (x1 - x0) * (y1 - y0)
-    union = area[:, None] + area[None, :] - inter
-    ok = (inter > 0) & (area[:, None] > 0) & (area[None, :] > 0) & (union > 0)
-    return np.where(ok, inter / np.where(ok, union, 1.0), 0.0)
-
-
 @register
 class NonMaxSuppressionV6(RowSplitOp):
     """Per (batch, class): boxes above score_threshold by descending score (ties: lower index first), each kept
     unless its IoU with a kept box exceeds iou_threshold, at most max_output_boxes_per_class; output rows
-    [batch, class, box] in that order."""
+    [batch, class, box] in that order. The comparisons are onnxruntime's, against the kept boxes only
+    (nms_greedy: memory linear in the boxes)."""
     unknown_rank_aware = True   # its output is [-1, 3] int64 whatever it is given
     op_type = "NonMaxSuppressionV6"
     inputs = ("boxes", "scores", "max_output_size?", "iou_threshold?", "score_threshold?")
@@ -82,24 +65,19 @@ class NonMaxSuppressionV6(RowSplitOp):
         limit = max(_scalar(get(2), 0, int), 0)
         iou_thr = _scalar(get(3), 0.0, float)
         score_thr = _scalar(get(4), None, float)
+        if not 0.0 <= iou_thr <= 1.0:
+            raise OpError(f"iou_threshold {iou_thr} is outside [0, 1]")
         center = int(self.attr(args.attrs, "center_point_box")) == 1
         n_classes = scores.shape[1]
         picked = []
-        ious = {}
+        sets: dict[int, BoxSet] = {}
         for row in range(self.covered_rows(args)):
             b, c = divmod(row, n_classes)
-            s = scores[b, c].astype(np.float64)
-            cand = np.arange(s.size) if score_thr is None else np.nonzero(s > score_thr)[0]
-            cand = cand[np.lexsort((cand, -s[cand]))]
-            if b not in ious:
-                ious[b] = pairwise_iou(boxes[b], center)
-            kept: list[int] = []
-            for i in cand:
-                if len(kept) >= limit:
-                    break
-                if not kept or not (ious[b][i, kept] > iou_thr).any():
-                    kept.append(int(i))
-            picked += [(b, c, i) for i in kept]
+            if limit == 0 or boxes.shape[1] == 0:
+                break
+            if b not in sets:
+                sets = {b: BoxSet(boxes[b], center)}   # one batch's geometry at a time
+            picked += [(b, c, i) for i in sets[b].select(scores[b, c], limit, iou_thr, score_thr)]
         return [np.array(picked, np.int64).reshape(-1, 3)]
 
     def work(self, ctx: TilingContext) -> Work:

@@ -159,7 +159,7 @@ class TensorScatterBase(MoveOp):
     def move(self, attrs, inputs, outputs):
         x, idx, upd = inputs
         k = idx.shape[-1]
-        ids = np.asarray(idx).astype(np.int64).reshape(-1, k)
+        ids = np.asarray(idx).astype(np.int64).reshape(int(np.prod(idx.shape[:-1], dtype=np.int64)), k)
         where = tuple(wrap_indices(ids[:, j], x.shape[j], f"index on axis {j}") for j in range(k))
         out = np.array(x, copy=True)
         _scatter(out, where, upd.reshape((ids.shape[0],) + x.shape[k:]), self.reduction)

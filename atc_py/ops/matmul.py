@@ -201,8 +201,9 @@ class MatMulBase(OpSpec):
             A = a.reshape(1, rows, k).astype(acc, copy=False)
             B = b.reshape(1, 1, k, n).astype(acc, copy=False)
         else:
-            A = np.broadcast_to(a, batch_shape + (m, k)).reshape(-1, m, k).astype(acc, copy=False)
-            B = np.broadcast_to(b, batch_shape + (k, n)).reshape(1, -1, k, n).astype(acc, copy=False)
+            batches = int(np.prod(batch_shape, dtype=np.int64))   # (a -1 is ambiguous when m, k or n is 0)
+            A = np.broadcast_to(a, batch_shape + (m, k)).reshape(batches, m, k).astype(acc, copy=False)
+            B = np.broadcast_to(b, batch_shape + (k, n)).reshape(1, batches, k, n).astype(acc, copy=False)
         bias = inputs[2].astype(acc, copy=False).reshape(1, -1) if t["has_bias"] and inputs[2] is not None else None
         whole = args.block_dim >= t["blocks_m"] * t["blocks_n"] * t["blocks_k"]
 

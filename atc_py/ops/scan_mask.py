@@ -119,7 +119,7 @@ class Cumsum(OpSpec):
         t = args.tiling
         check_tiling_shape("x", np.reshape(inputs[0], -1), (t["outer"] * t["axis_len"] * t["inner"],))
         x = inputs[0].reshape(t["outer"], t["axis_len"], t["inner"])
-        rows = x.transpose(0, 2, 1).reshape(-1, t["axis_len"])
+        rows = x.transpose(0, 2, 1).reshape(t["outer"] * t["inner"], t["axis_len"])   # (a -1 is ambiguous at 0)
         out = np.zeros_like(rows)
         end = covered(rows.shape[0], t["rows_per_block"], args.block_dim)   # rows are independent: one pass
         if end:

@@ -81,10 +81,17 @@ class ValueParamOp(OpSpec):
         _, params = self._split(inputs)
         return {self.params[i]: v for i, v in params.items() if v is not None}
 
-    def tiling(self, ctx: TilingContext) -> TilingResult:
+    def _base_ctx(self, ctx: TilingContext) -> TilingContext:
+        """The attribute form's tiling context: the parameters' values (read by the host executor for InferShape,
+        handed to tiling as `depend_values`) become its attributes, as they do for the kernel. Without them the
+        attribute form would tile with its attribute defaults (TopK's k=1 whatever K the graph computed)."""
         data, _ = self._split(list(ctx.inputs))
-        attrs = self.to_attrs({}, dict(ctx.attrs), data) if not self.params else dict(ctx.attrs)
-        return self.spec.tiling(TilingContext(data, ctx.outputs, attrs, ctx.soc, {}))
+        values = {self.params[i]: v for i, v in ctx.depend_values.items() if i in self.params and v is not None}
+        return TilingContext(data, ctx.outputs, self.to_attrs(values, dict(ctx.attrs), data), ctx.soc, {},
+                             ctx.byte_scale)
+
+    def tiling(self, ctx: TilingContext) -> TilingResult:
+        return self.spec.tiling(self._base_ctx(ctx))
 
     def compute(self, args: KernelArgs, inputs):
         data, _ = self._split(list(inputs))
@@ -94,8 +101,7 @@ class ValueParamOp(OpSpec):
         return self.spec.compute(base_args, data)
 
     def work(self, ctx: TilingContext) -> Work:
-        data, _ = self._split(list(ctx.inputs))
-        return self.spec.work(TilingContext(data, ctx.outputs, dict(ctx.attrs), ctx.soc, {}))
+        return self.spec.work(self._base_ctx(ctx))
 
 
 # what the tensor-parameter form shares with its attribute form
@@ -109,7 +115,7 @@ def value_param(op_type: str, base: str, params: dict[int, str], inputs: tuple[s
     """Register `op_type`, the tensor-parameter form of `base`. `out_dtypes`: each output's dtype while the
     parameters are unknown (None: the data input's), for a base whose outputs are not all of x's dtype."""
     body = {"op_type": op_type, "base": base, "params": params, "inputs": inputs,
-            "infer_depend": frozenset(params), "attrs": dict(attrs or {}),
+            "infer_depend": frozenset(params), "tiling_depend": frozenset(params), "attrs": dict(attrs or {}),
             "__doc__": f"{op_type}: {base} with {', '.join(params.values())} as input(s) (value-dependent shape)."}
     if to_attrs is not None:
         body["to_attrs"] = lambda self, values, a, descs: to_attrs(values, a, descs)

@@ -6,7 +6,9 @@ backbones, exported by the TorchScript exporter at opset 17 as torchvision's own
 writes tests/data/detection/<name>.onnx and <name>.npz (`images` [3, 64, 64], torch's `boxes`, `scores`,
 `labels`, and the same from torch's own fp16 inference under autocast, `boxes_autocast`, ...: the framework's fp16
 error). NAME: retinanet, fcos, ssd, fasterrcnn (its RPN and ROI heads keep no box for this input: the empty
-path of every op after them)."""
+path of every op after them), ssdlite (SSDlite320-MobileNetV3's head, anchors and post-processing on six tiny
+levels: the 64x64 image resized to 320x320, 90 classes each keeping its top 300 of 3234 anchors, nearly all above
+the 0.001 threshold, so one batched NMS over ~27,000 boxes inside an If)."""
 from __future__ import annotations
 
 import contextlib
@@ -15,6 +17,7 @@ import pathlib
 import sys
 import warnings
 from collections import OrderedDict
+from functools import partial
 
 import numpy as np
 import onnx
@@ -24,6 +27,7 @@ from torch import nn
 from torchvision.models.detection import FCOS, FasterRCNN, RetinaNet
 from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
 from torchvision.models.detection.ssd import SSD
+from torchvision.models.detection.ssdlite import SSDLiteHead
 
 OUT = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "detection"
 
@@ -67,10 +71,30 @@ def ssd():
     bb.out_channels = [32, 32]
     return SSD(bb, gen, (64, 64), num_classes=5, score_thresh=0.2, detections_per_img=20, topk_candidates=50)
 
-MODELS = {"retinanet": retinanet, "fcos": fcos, "ssd": ssd, "fasterrcnn": fasterrcnn}
+class SixLevels(nn.Module):
+    """SSDlite320's six feature levels (20, 10, 5, 3, 2, 1 cells for a 320x320 input) of 16 channels."""
+    def __init__(self, c=16):
+        super().__init__()
+        conv = lambda i: nn.Sequential(nn.Conv2d(i, c, 3, 2, 1), nn.ReLU())  # noqa: E731
+        self.stem = nn.Sequential(conv(3), conv(c), conv(c), conv(c))
+        self.levels = nn.ModuleList(conv(c) for _ in range(5))
+    def forward(self, x):
+        out = [self.stem(x)]
+        for level in self.levels:
+            out.append(level(out[-1]))
+        return OrderedDict((str(i), f) for i, f in enumerate(out))
+
+def ssdlite():
+    anchors = DefaultBoxGenerator([[2, 3] for _ in range(6)], min_ratio=0.2, max_ratio=0.95)
+    head = SSDLiteHead([16] * 6, anchors.num_anchors_per_location(), 91,
+                       partial(nn.BatchNorm2d, eps=0.001, momentum=0.03))
+    return SSD(SixLevels(), anchors, (320, 320), 91, head=head, score_thresh=0.001, nms_thresh=0.55,
+               detections_per_img=300, topk_candidates=300, image_mean=[0.5] * 3, image_std=[0.5] * 3)
+
+MODELS = {"retinanet": retinanet, "fcos": fcos, "ssd": ssd, "fasterrcnn": fasterrcnn, "ssdlite": ssdlite}
 # weight scale: wide enough that scores pass the thresholds, narrow enough that no score saturates to 1.0 (ties
 # order detections arbitrarily) and boxes stay inside the image (FCOS normalises with GroupNorm)
-INIT_STD = {"retinanet": 0.095, "fcos": 0.3, "ssd": 0.06, "fasterrcnn": 0.06}
+INIT_STD = {"retinanet": 0.095, "fcos": 0.3, "ssd": 0.06, "fasterrcnn": 0.06, "ssdlite": 0.2}
 
 
 def make(name: str) -> None:
