@@ -327,3 +327,20 @@ def test_control_flow_bodies_fuse_too(tmp_path):
     for sign in (1.0, -1.0):
         x = (np.abs(RNG.standard_normal((4, 8))) * sign).astype(np.float32)
         np.testing.assert_array_equal(sims[""][1].run([x])[0][0], sims["autofuse:off"][1].run([x])[0][0])
+
+
+def test_a_dynamically_quantized_linear_and_its_layernorm_fuse_to_the_onnx_reference(tmp_path):
+    """MatMulInteger's int32 sums, their scale, bias, the residual Add and the LayerNorm after a Reshape: one
+    FusedAscBackend reading the int32 tensor, whose every output has onnx's reference bits in an fp32 build — the
+    LayerNorm's too (its function body multiplies by the reciprocal standard deviation), so the
+    DynamicQuantizeLinear after it rounds every element as the reference does."""
+    from onnx.reference import ReferenceEvaluator
+
+    from tests.helpers.quantized_graphs import dynamic_linear_residual_layernorm
+    m, feeds = dynamic_linear_residual_layernorm(np.random.default_rng(5))
+    want = ReferenceEvaluator(m).run(None, feeds)
+    r, got, _, _ = run(tmp_path, m, {**FP32, "ge.exec.precision_mode": "force_fp32"}, feeds=list(feeds.values()))
+    fused = [n for n in r.graph.nodes if n.op_type == "FusedAscBackend"]
+    assert len(fused) == 1 and "int32" in {v.desc.dtype for v in fused[0].inputs}
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

@@ -138,6 +138,18 @@ def test_layernorm():
     np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
 
 
+def test_layernorm_gives_the_onnx_function_bodys_bits():
+    """LayerNormalization's function body multiplies the centred row by Reciprocal(Sqrt(var + epsilon)): dividing
+    by the square root instead leaves about one output in eight an ulp away, enough to move a DynamicQuantizeLinear
+    after it across a rounding boundary."""
+    from onnx.reference.ops.op_layer_normalization import _layer_normalization
+    x, g, b = r(500, 192) * 3 + 1, r(192), r(192)
+    (y, mean, _), _ = run_one_op("LayerNorm", [x, g, b], {"begin_norm_axis": -1, "epsilon": 1e-12})
+    want_y, want_mean, _ = _layer_normalization(x, g, b, axis=-1, epsilon=1e-12)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(mean, want_mean)
+
+
 def test_layout_ops():
     x = r(2, 3, 4)
     (y,), _ = run_one_op("TransposeD", [x], {"perm": [2, 0, 1]})
