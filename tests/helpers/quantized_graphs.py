@@ -23,17 +23,18 @@ def dynamic_linear_residual_layernorm(rng, batch: int = 2, seq: int = 24, hidden
              numpy_helper.from_array((rng.standard_normal(h) * 0.5 + 1).astype(np.float32), "gamma"),
              numpy_helper.from_array(rng.standard_normal(h).astype(np.float32), "beta")]
     node = helper.make_node
-    nodes = [node("Reshape", ["x", "flat"], ["x2"]),
-             node("DynamicQuantizeLinear", ["x2"], ["xq", "x_scale", "x_zp"]),
-             node("MatMulInteger", ["xq", "w_q", "x_zp", "w_zp"], ["acc"]),
-             node("Mul", ["x_scale", "w_scale"], ["scale"]),
-             node("Cast", ["acc"], ["acc_f"], to=TensorProto.FLOAT),
-             node("Mul", ["acc_f", "scale"], ["scaled"]),
-             node("Add", ["scaled", "bias"], ["linear"]),
-             node("Reshape", ["linear", "unflat"], ["linear3"]),
-             node("Add", ["linear3", "x"], ["residual"]),
-             node("LayerNormalization", ["residual", "gamma", "beta"], ["normed"], axis=-1, epsilon=1e-12),
-             node("DynamicQuantizeLinear", ["normed"], ["next_q", "next_scale", "next_zp"])]
+    nodes = [node("Reshape", ["x", "flat"], ["x2"], name="flatten"),
+             node("DynamicQuantizeLinear", ["x2"], ["xq", "x_scale", "x_zp"], name="quantize_x"),
+             node("MatMulInteger", ["xq", "w_q", "x_zp", "w_zp"], ["acc"], name="matmul"),
+             node("Mul", ["x_scale", "w_scale"], ["scale"], name="scales"),
+             node("Cast", ["acc"], ["acc_f"], to=TensorProto.FLOAT, name="cast"),
+             node("Mul", ["acc_f", "scale"], ["scaled"], name="scale"),
+             node("Add", ["scaled", "bias"], ["linear"], name="bias_add"),
+             node("Reshape", ["linear", "unflat"], ["linear3"], name="unflatten"),
+             node("Add", ["linear3", "x"], ["residual"], name="residual_add"),
+             node("LayerNormalization", ["residual", "gamma", "beta"], ["normed"], axis=-1, epsilon=1e-12,
+                  name="layernorm"),
+             node("DynamicQuantizeLinear", ["normed"], ["next_q", "next_scale", "next_zp"], name="quantize_next")]
     f = TensorProto.FLOAT
     graph = helper.make_graph(nodes, "dyn_linear", [helper.make_tensor_value_info("x", f, [batch, seq, h])],
                               [helper.make_tensor_value_info("normed", f, [batch, seq, h]),
