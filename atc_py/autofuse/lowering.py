@@ -3,8 +3,8 @@ nest (`propagate`, used by layout.py) and the AscIR nodes that compute it (`lowe
 
 Side by side per op as jax keeps its primitive rules. Every rule computes what the op's own kernel computes,
 in the same order and dtypes (SoftmaxV2: max, sub, exp, sum, div in the input dtype; LayerNorm: in float32,
-mean, centre, square, mean, + epsilon, sqrt, divide, * gamma, + beta; RmsNorm: square, mean, + epsilon, sqrt,
-reciprocal, scale, * gamma), so fusion does not change the numbers.
+mean, centre, square, mean, + epsilon, sqrt, reciprocal, scale, * gamma, + beta; RmsNorm: square, mean, + epsilon,
+sqrt, reciprocal, scale, * gamma), so fusion does not change the numbers.
 """
 from __future__ import annotations
 
@@ -211,7 +211,8 @@ class Softmax(SameShape):
 
 class LayerNormRule(SameShape):
     """LayerNorm over the trailing axes from begin_norm_axis, in float32 as its kernel computes it (in what its
-    `_internal_dtype` says where that is another: fp16 on a SoC without fp32 vexp)."""
+    `_internal_dtype` says where that is another: fp16 on a SoC without fp32 vexp): the centred row times the
+    reciprocal of the standard deviation, ONNX's function body."""
 
     def lower(self, b, n) -> None:
         from ..ops import get_op
@@ -227,7 +228,8 @@ class LayerNormRule(SameShape):
         var = b.reduce("Mean", b.elementwise("Mul", [centred, centred], f32), red)
         eps = float(np.float32(spec.attr(n.attrs, "epsilon")))
         std = b.elementwise("Sqrt", [b.elementwise("Add", [var, b.scalar(eps, f32)], f32)], f32)
-        y = b.elementwise("Mul", [b.elementwise("Div", [centred, std], f32), b.cast(b.ref(n.inputs[1]), f32)], f32)
+        rstd = b.elementwise("Reciprocal", [std], f32)
+        y = b.elementwise("Mul", [b.elementwise("Mul", [centred, rstd], f32), b.cast(b.ref(n.inputs[1]), f32)], f32)
         if len(n.inputs) > 2 and n.inputs[2] is not None:
             y = b.elementwise("Add", [y, b.cast(b.ref(n.inputs[2]), f32)], f32)
         b.bind(n.outputs[0], b.cast(y, n.outputs[0].desc.dtype))

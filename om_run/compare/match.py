@@ -231,7 +231,7 @@ class Matcher:
                                              _out_format(op), label=f"{op.name}:stage:{j}")
 
     def _asc_outputs(self, op: OmOp, inner, group_tensors: set[str]) -> tuple[set[str], set[int]]:
-        """An AscBackend's outputs by the AscIR node each one's Store writes: (the tensors they hold, the outputs
+        """A fused op's outputs by the AscIR node each one's Store writes: (the tensors they hold, the outputs
         so matched)."""
         sources = asc_output_sources(self.kernels, op) if inner else {}
         by_key = {key: t for key, t in self._inner_keys(inner) if t in group_tensors}

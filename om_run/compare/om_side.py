@@ -91,6 +91,15 @@ class OmKernels:
                 out.add(k)
         return out
 
+    def input_sources(self, name: str) -> list[tuple[str, int] | None]:
+        """Where each input of op `name` comes from: (producer op, its output), None where absent."""
+        op = self.ops.get(name)
+        out: list[tuple[str, int] | None] = []
+        for src in (op.input if op is not None else []):
+            producer, _, k = src.rpartition(":")
+            out.append((producer, int(k)) if producer and k.isdigit() else None)
+        return out
+
     def origin_perm(self, name: str) -> tuple[int, ...] | None:
         """The permutation from op `name`'s output to the framework tensor (a transpose sank past it)."""
         from atc_py.ir.graph import ORIGIN_PERM

@@ -104,17 +104,30 @@ class AscTrace:
 
 
 def asc_output_sources(kernels, op) -> dict[int, str]:
-    """An AscBackend's outputs: output index -> "<graph>/<AscIR node>" its Store writes (from its HintGraph)."""
+    """A fused op's outputs: output index -> "<graph>/<AscIR node>" its Store writes. An AscBackend's from its
+    HintGraph; a FusedAscBackend's output is a member's output, written by that member's Store (outputs of one
+    size cannot be told apart otherwise: a residual sum and the LayerNorm of it)."""
+    from atc_py.autofuse.fused import from_fused_def
     from atc_py.autofuse.graph import AscGraphError
     from atc_py.autofuse.serialize import from_graph_def
     from atc_py.om.attrs import from_attr
     om_op = kernels.ops.get(op.name)
-    if om_op is None or om_op.type != "AscBackend" or "ascgraph" not in om_op.attr:
+    if om_op is None:
         return {}
     try:
-        hint = from_graph_def(from_attr(om_op.attr["ascgraph"]))
-    except (AscGraphError, AttributeError, TypeError, ValueError):
+        if om_op.type == "AscBackend" and "ascgraph" in om_op.attr:
+            return _stored(from_graph_def(from_attr(om_op.attr["ascgraph"])))
+        if om_op.type == "FusedAscBackend" and "fused_graph" in om_op.attr:
+            fg = from_fused_def(from_attr(om_op.attr["fused_graph"]))
+            members = [_stored(m.hint) for m in fg.members]
+            return {k: members[j][i] for k, (j, i) in enumerate(fg.outputs) if i in members[j]}
+    except (AscGraphError, AttributeError, TypeError, ValueError, IndexError):
         return {}
+    return {}
+
+
+def _stored(hint) -> dict[int, str]:
+    """A HintGraph's outputs: index -> "<graph>/<AscIR node>" its Store writes."""
     out = {}
     for node in hint.output_nodes:
         store = node.inputs[0][0] if node.inputs else None

@@ -24,7 +24,7 @@ from bench.light_models import write_all
 from om_run.load.loader import load_model
 from om_run.sim.host import Simulation
 from tests.helpers import MODELS
-from tools.real_models.checks import output_steps
+from tools.real_models.checks import output_steps, scale_tensors
 
 MODES = ("must_keep_origin_dtype", "allow_fp32_to_fp16", "force_fp16")
 
@@ -237,16 +237,17 @@ def test_a_dynamically_quantized_kv_decoder_generates_the_reference_tokens(tmp_p
 
 
 QUANTIZED = MODELS.parent / "tests" / "data" / "quantized"
+FIXTURES = json.loads((QUANTIZED / "manifest.json").read_text())
 
 
 def qoperator_fixture(name: str):
-    entry = json.loads((QUANTIZED / "manifest.json").read_text())[name]
+    entry = FIXTURES[name]
     z = np.load(QUANTIZED / f"{name}.npz")
     return entry, [z[f"in_{k}"] for k in range(len(entry["inputs"]))], \
         [z[f"out_{k}"] for k in range(len(entry["outputs"]))]
 
 
-@pytest.mark.parametrize("name", sorted(json.loads((QUANTIZED / "manifest.json").read_text())))
+@pytest.mark.parametrize("name", sorted(n for n, e in FIXTURES.items() if e["format"] == "QOperator"))
 def test_qoperator_fixtures_match_onnxruntime(name, tmp_path):
     """torchvision CNNs and Hugging Face encoders quantized by onnxruntime in the QOperator format
     (tools/real_models/quantized_models.py: QLinearConv, QLinearMatMul and the com.microsoft contrib ops): the fp32
@@ -301,3 +302,56 @@ def test_qoperator_cnns_give_onnxruntime_bits(name, tmp_path):
     want = ort.InferenceSession(q.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
     for mode in MODES:
         assert np.array_equal(_run(q, feeds, mode, tmp_path)[0], want), mode
+
+
+def quantized_tensors(model) -> list[str]:
+    """Every tensor a quantizing op writes: each QuantizeLinear's, and each DynamicQuantizeLinear's values, scale
+    and zero point."""
+    return [t for n in model.graph.node if n.op_type in ("QuantizeLinear", "DynamicQuantizeLinear")
+            for t in n.output if t]
+
+
+def _build_run(model, inputs, shape: str, mode: str, tmp_path):
+    res = atc_py.build(model, {"ge.socVersion": "Ascend910B1", "ge.exec.precision_mode": mode, "input_shape": shape})
+    p = tmp_path / f"{mode}.om"
+    p.write_bytes(res.om)
+    with np.errstate(all="ignore"):
+        return Simulation(load_model(str(p))).run(inputs)[0]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in FIXTURES.items() if e["format"] in ("QDQ", "dynamic")))
+def test_quantized_standins_give_onnx_reference_bits_in_fp32(name, tmp_path):
+    """RepVGG and LR-ASPP MobileNetV3 quantized statically (QDQ), DeiT and ALBERT dynamically
+    (tools/real_models/quantized_models.py --standins). In the fp32 build every quantized tensor has onnx
+    reference's bits (each QuantizeLinear's output; each DynamicQuantizeLinear's values, scale and zero point), and
+    so do the outputs: a QDQ model's are DequantizeLinear's, a dynamic model's its last integer matmul's sums times
+    their scale plus a bias (DeiT: the mean of two such heads), elementwise ops in the reference's order — no
+    tolerance either. onnxruntime's outputs (all optimisations on: its fused int8 kernels requantize an int32 sum with
+    one float multiplier, resize uint8 data, normalise with their own LayerNorm arithmetic) are within one
+    quantization step of each output. The default build keeps the quantized sections in fp32: a QDQ model's outputs
+    stay within a step; a dynamic model's fp16 ops between its quantizations move them by up to 2 % of their
+    scale."""
+    entry, inputs, want_ort = qoperator_fixture(name)
+    m = onnx.load(str(QUANTIZED / entry["file"]))
+    feeds = dict(zip(entry["inputs"], inputs))
+    shape = ";".join(f"{n}:{','.join(map(str, x.shape))}" for n, x in feeds.items())
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(m)
+    inner = quantized_tensors(m) + scale_tensors(m)
+    exposed.graph.output.extend(onnx.ValueInfoProto(name=t) for t in inner)
+    ref = ReferenceEvaluator(exposed).run(None, feeds)
+    values = dict(zip([o.name for o in exposed.graph.output], ref))
+    steps = output_steps(m, values)
+    n_out = len(entry["outputs"])
+    assert len(steps) == n_out and inner
+    got = _build_run(exposed, inputs, shape, "force_fp32", tmp_path)
+    for t, g, w in zip(inner, got[n_out:], ref[n_out:]):
+        np.testing.assert_array_equal(g, w, err_msg=t)
+    got = _build_run(m, inputs, shape, "force_fp32", tmp_path)
+    for k, (g, w, o, step) in enumerate(zip(got, ref, want_ort, steps)):
+        np.testing.assert_array_equal(g, w, err_msg=f"output {k}")
+        assert np.abs(g.astype(np.float64) - o).max() <= step * 1.001, (k, step)
+    got = _build_run(m, inputs, shape, "force_fp16", tmp_path)
+    for k, (g, w, step) in enumerate(zip(got, ref, steps)):
+        tol = step * 1.001 if entry["format"] == "QDQ" else 0.02 * np.abs(w).max()
+        assert np.abs(g.astype(np.float64) - w).max() <= tol, (k, tol)

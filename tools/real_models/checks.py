@@ -59,27 +59,64 @@ def against_autocast(boxes, scores, labels, ref, image_size: float,
     return ours, torch16
 
 
-def output_steps(model) -> list[float]:
-    """A quantized ONNX model's output steps: for each output, the scale of the last DequantizeLinear on its path
-    (float ops after it — a LayerNorm, a Tanh — move values by less than a step where the quantized values
-    agree)."""
-    from onnx import numpy_helper
-    prod = {o: n for n in model.graph.node for o in n.output}
-    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+def output_steps(model, values: dict | None = None) -> list[float]:
+    """A quantized ONNX model's output steps: for each output, the step of the last quantization on its path (float
+    ops after it — a LayerNorm, a Tanh — move values by less than a step where the quantized values agree). A
+    static model's is the scale of that DequantizeLinear; a dynamically quantized one's is one unit of the last
+    integer matmul's int32 sums: the scale the Cast of MatMulInteger / ConvInteger is multiplied by (the
+    activation's run-time scale times the weight's), whose value `values` holds (tensor name -> a run's value,
+    onnx.reference's with that tensor made an output: scale_tensors names them)."""
+    inits = _initializers(model)
+    values = {**(values or {}), **inits}
     steps = []
-    for out in model.graph.output:
-        todo, seen = [out.name], set()
-        while todo:
+    for tensor in _step_tensors(model):
+        if tensor is not None and tensor in values:
+            steps.append(float(np.max(values[tensor])))
+    return steps
+
+
+def scale_tensors(model) -> list[str]:
+    """The run-time scales output_steps needs the values of (a dynamically quantized model's)."""
+    inits = _initializers(model)
+    return [t for t in _step_tensors(model) if t is not None and t not in inits]
+
+
+def _initializers(model) -> dict:
+    from onnx import numpy_helper
+    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+
+
+INTEGER_MATMULS = ("MatMulInteger", "ConvInteger")
+
+
+def _step_tensors(model) -> list[str | None]:
+    """Per output, the tensor holding its step: a DequantizeLinear's scale, or the scale an integer matmul's Cast
+    sums are multiplied by; None where the path holds neither."""
+    prod = {o: n for n in model.graph.node for o in n.output}
+
+    def integer_sums(name: str) -> bool:
+        node = prod.get(name)
+        if node is not None and node.op_type == "Cast":
+            node = prod.get(node.input[0])
+        return node is not None and node.op_type in INTEGER_MATMULS
+
+    out = []
+    for output in model.graph.output:
+        todo, seen, found = [output.name], set(), None
+        while todo and found is None:
             name = todo.pop()
             node = prod.get(name)
             if node is None or name in seen:
                 continue
             seen.add(name)
             if node.op_type == "DequantizeLinear":
-                steps.append(float(np.max(inits[node.input[1]])))
-                break
-            todo.extend(i for i in node.input if i)
-    return steps
+                found = node.input[1]
+            elif node.op_type == "Mul" and any(integer_sums(i) for i in node.input):
+                found = next(i for i in node.input if not integer_sums(i))
+            else:
+                todo.extend(i for i in node.input if i)
+        out.append(found)
+    return out
 
 
 def rel_err(got, ref) -> float:

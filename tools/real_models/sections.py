@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checks import against_autocast, output_steps, rel_err
+from .checks import against_autocast, output_steps, rel_err, scale_tensors
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 NOT_MODELS = {"atc_replay": "ATC command lines replayed against CANN's recorded messages, not models"}
@@ -74,17 +74,27 @@ class RealModels(Section):
 
 
 class Quantized(Section):
-    directory, title = "quantized", "onnxruntime-quantized models (QOperator format)"
-    columns = ("source", "contrib ops", "fp32: max error in steps, elements off", "default: the same")
+    directory, title = "quantized", "onnxruntime-quantized models (QOperator, QDQ, dynamic)"
+    columns = ("source", "format (contrib ops)", "fp32: max error in steps, elements off", "default: the same")
 
     def row(self, name):
         import onnx
+        from onnx.reference import ReferenceEvaluator
         entry = self.manifest()[name]
         z = np.load(self.path / f"{name}.npz")
         inputs = [z[f"in_{k}"] for k in range(len(entry["inputs"]))]
         want = [z[f"out_{k}"] for k in range(len(entry["outputs"]))]
-        steps = output_steps(onnx.load(str(self.path / entry["file"])))
-        cells = [entry["source"].split(" (")[0], ", ".join(entry["contrib_ops"])]
+        model = onnx.load(str(self.path / entry["file"]))
+        values = {}
+        if scale_tensors(model):      # a dynamically quantized model's steps are run-time scales
+            exposed = onnx.ModelProto()
+            exposed.CopyFrom(model)
+            exposed.graph.output.extend(onnx.ValueInfoProto(name=t) for t in scale_tensors(model))
+            names = [o.name for o in exposed.graph.output]
+            values = dict(zip(names, ReferenceEvaluator(exposed).run(None, dict(zip(entry["inputs"], inputs)))))
+        steps = output_steps(model, values)
+        ops = ", ".join(entry["contrib_ops"])
+        cells = [entry["source"].split(" (")[0], entry["format"] + (f" ({ops})" if ops else "")]
         for mode in MODES.values():
             outs, _ = build_and_run(self.path / entry["file"], inputs,
                                     {"ge.exec.precision_mode": mode, **shapes(entry["inputs"], inputs)})

@@ -34,10 +34,11 @@ def run(tmp_path, m, options, switch="", feeds=None):
     return r, outs, stats, feeds
 
 
-def fused_vs_unfused(tmp_path, m, options=FP32, exact=True, also_off=""):
-    """Build with autofuse on and off; same inputs; returns (fused build, stats on, stats off)."""
+def fused_vs_unfused(tmp_path, m, options=FP32, exact=True, also_off="", feeds=None):
+    """Build with autofuse on and off; same inputs (random floats unless given); returns (fused build, stats on,
+    stats off)."""
     off_switch = ";".join(filter(None, ["autofuse:off", also_off]))
-    r_off, ref, s_off, feeds = run(tmp_path, m, options, off_switch)
+    r_off, ref, s_off, feeds = run(tmp_path, m, options, off_switch, feeds)
     r_on, got, s_on, _ = run(tmp_path, m, options, also_off, feeds)
     for a, b in zip(got, ref):
         if exact:
@@ -327,3 +328,55 @@ def test_control_flow_bodies_fuse_too(tmp_path):
     for sign in (1.0, -1.0):
         x = (np.abs(RNG.standard_normal((4, 8))) * sign).astype(np.float32)
         np.testing.assert_array_equal(sims[""][1].run([x])[0][0], sims["autofuse:off"][1].run([x])[0][0])
+
+
+def test_a_dynamically_quantized_linear_and_its_layernorm_fuse_to_the_onnx_reference(tmp_path):
+    """MatMulInteger's int32 sums, their scale, bias, the residual Add and the LayerNorm after a Reshape: one
+    FusedAscBackend reading the int32 tensor, whose every output has onnx's reference bits in an fp32 build — the
+    LayerNorm's too (its function body multiplies by the reciprocal standard deviation), so the
+    DynamicQuantizeLinear after it rounds every element as the reference does."""
+    from onnx.reference import ReferenceEvaluator
+
+    from tests.helpers.quantized_graphs import dynamic_linear_residual_layernorm
+    m, feeds = dynamic_linear_residual_layernorm(np.random.default_rng(5))
+    want = ReferenceEvaluator(m).run(None, feeds)
+    r, got, _, _ = run(tmp_path, m, {**FP32, "ge.exec.precision_mode": "force_fp32"}, feeds=list(feeds.values()))
+    fused = [n for n in r.graph.nodes if n.op_type == "FusedAscBackend"]
+    assert len(fused) == 1 and "int32" in {v.desc.dtype for v in fused[0].inputs}
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def _int_operand_models():
+    """Chains whose operands are integers, as quantized graphs hold them: int32 sums plus an int32 bias then
+    scaled (values past 2^24, where the float conversion rounds); int8 values scaled then Relu; uint8 values
+    centred on a zero point in int32, squared and summed; int32 divided and clamped."""
+    i32, i8, u8 = TensorProto.INT32, TensorProto.INT8, TensorProto.UINT8
+    node = helper.make_node
+    return {
+        "int32_bias_then_scale": (
+            [node("Add", ["x", "bias"], ["a"]), node("Cast", ["a"], ["f"], to=F), node("Mul", ["f", "s"], ["y"])],
+            [("x", i32, [16, 48])], {"bias": np.arange(-24, 24, dtype=np.int32), "s": np.float32(3.1e-7)},
+            RNG.integers(-2 ** 28, 2 ** 28, (16, 48)).astype(np.int32)),
+        "int8_scale_relu": (
+            [node("Cast", ["x"], ["f"], to=F), node("Mul", ["f", "s"], ["m"]), node("Relu", ["m"], ["y"])],
+            [("x", i8, [4, 8, 48])], {"s": np.float32(0.0123)}, RNG.integers(-128, 128, (4, 8, 48)).astype(np.int8)),
+        "uint8_centred_sum": (
+            [node("Cast", ["x"], ["c"], to=i32), node("Sub", ["c", "zp"], ["d"]), node("Mul", ["d", "d"], ["d2"]),
+             node("ReduceSum", ["d2", "ax"], ["r"], keepdims=1), node("Cast", ["r"], ["f"], to=F),
+             node("Sqrt", ["f"], ["y"])],
+            [("x", u8, [4, 8, 48])], {"zp": np.int32(128), "ax": np.array([-1])},
+            RNG.integers(0, 256, (4, 8, 48)).astype(np.uint8)),
+        "int32_div_clamp": (
+            [node("Div", ["x", "k"], ["q"]), node("Max", ["q", "lo"], ["c"]), node("Cast", ["c"], ["y"], to=F)],
+            [("x", i32, [16, 48])], {"k": np.int32(7), "lo": np.int32(-1000)},
+            RNG.integers(-2 ** 28, 2 ** 28, (16, 48)).astype(np.int32)),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_int_operand_models()))
+def test_integer_operands_fuse_bit_equal(tmp_path, name):
+    nodes, inputs, consts, x = _int_operand_models()[name]
+    inits = [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()]
+    m = onnx_model(nodes, inputs, [("y", F, None)], inits, opset=17, ir_version=None)
+    fused_vs_unfused(tmp_path, m, {**FP32, "ge.exec.precision_mode": "force_fp32"}, feeds=[x])

@@ -34,6 +34,22 @@ def test_unary(op, ref):
     np.testing.assert_allclose(y, ref(x), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_hardswish_gives_the_onnx_function_bodys_bits(dtype):
+    """HardSwish is x * HardSigmoid(x) with alpha 1/6 in ONNX (a MobileNetV3's activations, each one quantized
+    after it in a QDQ model): onnx's reference evaluator runs that body."""
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+    x = (r(20000) * 4).astype(dtype)
+    t = TensorProto.FLOAT if dtype == np.float32 else TensorProto.FLOAT16
+    m = helper.make_model(helper.make_graph([helper.make_node("HardSwish", ["x"], ["y"])], "g",
+                                            [helper.make_tensor_value_info("x", t, [x.size])],
+                                            [helper.make_tensor_value_info("y", t, [x.size])]),
+                          opset_imports=[helper.make_opsetid("", 14)])
+    (y,), _ = run_one_op("HardSwish", [x])
+    np.testing.assert_array_equal(y, ReferenceEvaluator(m).run(None, {"x": x})[0])
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_softmax_any_axis(axis):
     x = r(3, 4, 5)
@@ -136,6 +152,18 @@ def test_layernorm():
     mu, va = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     np.testing.assert_allclose(y, (x - mu) / np.sqrt(va + 1e-5) * g + b, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(mean, mu, rtol=1e-5, atol=1e-6)
+
+
+def test_layernorm_gives_the_onnx_function_bodys_bits():
+    """LayerNormalization's function body multiplies the centred row by Reciprocal(Sqrt(var + epsilon)): dividing
+    by the square root instead leaves about one output in eight an ulp away, enough to move a DynamicQuantizeLinear
+    after it across a rounding boundary."""
+    from onnx.reference.ops.op_layer_normalization import _layer_normalization
+    x, g, b = r(500, 192) * 3 + 1, r(192), r(192)
+    (y, mean, _), _ = run_one_op("LayerNorm", [x, g, b], {"begin_norm_axis": -1, "epsilon": 1e-12})
+    want_y, want_mean, _ = _layer_normalization(x, g, b, axis=-1, epsilon=1e-12)
+    np.testing.assert_array_equal(y, want_y)
+    np.testing.assert_array_equal(mean, want_mean)
 
 
 def test_layout_ops():

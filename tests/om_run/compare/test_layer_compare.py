@@ -251,3 +251,54 @@ def test_a_detector_with_dynamic_post_processing_compares(atc, om_run, tmp_path)
                                            str(tmp_path / "img.npy"))
     assert "first_divergent" not in summary and summary["matched_ratio"] >= 0.95
     assert summary["min_cosine"] >= 0.9999
+
+
+def test_a_fused_asc_backend_s_outputs_are_matched_by_the_member_that_stores_them(atc, om_run, tmp_path):
+    """A dynamically quantized Linear whose scale and bias fuse with the residual Add and the LayerNorm across a
+    Reshape (one FusedAscBackend, two outputs of one size: the residual sum and the LayerNorm). Each output is the
+    framework tensor its member's Store writes — matched by position they were swapped, and the residual Add came
+    out first divergent (cosine 0.99) and its own error."""
+    from tests.helpers.quantized_graphs import dynamic_linear_residual_layernorm
+    m, feeds = dynamic_linear_residual_layernorm(np.random.default_rng(5))
+    src = tmp_path / "dyn.onnx"
+    onnx.save(m, src)
+    np.save(tmp_path / "x.npy", feeds["x"])
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'dyn'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32")[0] == 0
+    _, _, header, rows, summary = _compare(om_run, tmp_path, src, tmp_path / "dyn.om", "-i", str(tmp_path / "x.npy"))
+    assert "first_divergent" not in summary
+    by_node = {r[header.index("GroundTruth")]: r for r in rows}
+    for node in ("residual_add", "layernorm"):
+        row = by_node[node]
+        assert row[header.index("OpType")] == "FusedAscBackend", row
+        assert float(row[header.index("CosineSimilarity")]) > 0.99999, row
+
+
+def test_a_rerun_takes_the_framework_tensor_each_input_is(atc, om_run, tmp_path):
+    """--locat's rerun of the dynamically quantized Linear's ops. The int8 matmul reads the zero-point-centred int32
+    operand a helper computed: no framework tensor is that (the uint8 one of the same size is not: rerun with it,
+    the matmul came out 'own error', cosine 0.3). The FusedAscBackend takes the tensors its producers hold (the
+    quantizer's scale, the int32 sums, the residual input), and matches."""
+    from om_run.compare.golden import onnx_golden
+    from om_run.compare.locate import locate
+    from om_run.compare.match import Matcher
+    from om_run.compare.om_side import OmKernels, load_entry, read_dumps
+    from om_run.load.loader import load_model
+    from tests.helpers.quantized_graphs import dynamic_linear_residual_layernorm
+    m, feeds = dynamic_linear_residual_layernorm(np.random.default_rng(5))
+    src = tmp_path / "dyn.onnx"
+    onnx.save(m, src)
+    np.save(tmp_path / "x.npy", feeds["x"])
+    assert atc(f"--model={src}", "--framework=5", f"--output={tmp_path / 'dyn'}", "--soc_version=Ascend910B1",
+               "--precision_mode=force_fp32")[0] == 0
+    _, run, *_ = _compare(om_run, tmp_path, src, tmp_path / "dyn.om", "-i", str(tmp_path / "x.npy"))
+    model = load_model(str(tmp_path / "dyn.om"))
+    golden = onnx_golden(str(src), {"x": feeds["x"]}, [feeds["x"]])
+    [root] = (run / "dump_data" / "npu").iterdir()
+    kernels = OmKernels(model)
+    matcher = Matcher(golden, read_dumps(str(root)), kernels, load_entry, 0.99)
+    rows = {r.node.name: r for r in matcher.rows()}
+    verdict, _ = locate(matcher, rows["matmul"], kernels)
+    assert verdict.startswith("not located"), verdict
+    verdict, cosine = locate(matcher, rows["residual_add"], kernels)
+    assert verdict.startswith("inherited") and "x_scale, acc, x" in verdict and cosine > 0.99999, verdict
