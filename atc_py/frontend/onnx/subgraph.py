@@ -69,20 +69,33 @@ class BodyConverter(OnnxConverter):
 
     def run(self) -> list[Value]:
         """Convert the body's nodes; returns the Values of its outputs (in order)."""
-        order = check_body(self.gproto, self.model.graph.name, set(self.values) | _outer_names(self.parent),
+        order = check_body(self.gproto, self.model.graph.name, _OuterNames(self.values, self.parent),
                            {DOMAIN: v for DOMAIN, v in self.opsets.items()})
         self.nodes(order)
         return [self.value(o.name) for o in self.gproto.output]
 
 
-def _outer_names(conv: OnnxConverter) -> set[str]:
-    """Every name a body may read from the scopes around it."""
-    names = set(conv.values) | set(conv.initializers)
-    if isinstance(conv, BodyConverter):
-        names |= _outer_names(conv.parent)
-    else:
-        names |= {i.name for i in conv.gproto.input}
-    return names
+class _OuterNames:
+    """Every name a body may read from the scopes around it (its bindings, then each enclosing converter's
+    values and initializers, then the model's inputs), asked one name at a time: an unrolled loop converts its
+    body once per iteration into a scope that grows each time, so copying the scopes' names would make the
+    import quadratic."""
+
+    def __init__(self, bindings: dict, parent: OnnxConverter) -> None:
+        self.bindings, self.parent = bindings, parent
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.bindings:
+            return True
+        conv = self.parent
+        while isinstance(conv, BodyConverter):
+            if name in conv.values or name in conv.initializers:
+                return True
+            conv = conv.parent
+        inputs = conv.__dict__.get("_input_names")
+        if inputs is None:
+            inputs = conv._input_names = frozenset(i.name for i in conv.gproto.input)
+        return name in conv.values or name in conv.initializers or name in inputs
 
 
 def new_subgraph(parent: OnnxConverter, name: str) -> Graph:
