@@ -100,7 +100,8 @@ def _subgraph(conv, fn: tf.FunctionDef, descs: list[TensorDesc], tag: str) -> Gr
 
 def _control(ctx, op_type: str, inputs: list[Value], subgraphs: dict[str, Graph], n_out: int) -> list[Value]:
     g = ctx.conv.graph
-    node = g.add_node(ctx.name, op_type, inputs, [TensorDesc((), "float32")] * n_out, {})
+    # named now, not before its subgraphs were converted: a branch holding the same function's If took the name
+    node = g.add_node(g.unique_name(ctx.name), op_type, inputs, [TensorDesc((), "float32")] * n_out, {})
     node.subgraphs = subgraphs
     infer_node(node)
     return node.outputs
