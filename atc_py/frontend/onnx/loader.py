@@ -12,6 +12,7 @@ from ...ir.file_tensor import FileTensor
 from . import onnx_lite as onnx
 from .external_data import file_tensor, leave_in_file, read_into
 from .lazy_weights import load_split
+from .work import check_work
 
 
 def _fail(path, reason: str) -> AtcError:
@@ -85,6 +86,7 @@ def _check_file(path: str) -> pathlib.Path:
 def _check_model(model: onnx.ModelProto, path: str, streamed: dict | None = None) -> onnx.ModelProto:
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise _fail(path, "the model has no graph")
+    check_work(model.graph, path)       # before anything walks every subgraph
     _load_external(model, pathlib.Path(path).parent, path, streamed)
     return model
 

@@ -20,7 +20,7 @@ class BodyConverter(OnnxConverter):
                  capture_base: int):
         # share the model-level state of the enclosing converter; own values, graph and initializers
         self.__dict__.update({k: v for k, v in parent.__dict__.items()
-                              if k in ("model", "soc", "opsets", "weights", "input_shapes", "fold_limit")})
+                              if k in ("model", "soc", "opsets", "weights", "input_shapes", "fold_limit", "budget")})
         self.parent = parent
         self.gproto = gproto
         self.graph = graph
@@ -99,7 +99,8 @@ class _OuterNames:
 
 
 def new_subgraph(parent: OnnxConverter, name: str) -> Graph:
-    """An empty IR subgraph whose node names share the model's namespace."""
+    """An empty IR subgraph whose node names share the model's namespace (one more of the model's budget)."""
+    parent.budget.add_subgraph()
     root = parent.graph
     return Graph(root.unique_name(_safe(name)), namespace=root)
 
