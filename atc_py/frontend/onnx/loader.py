@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import pathlib
 
 import numpy as np
@@ -78,7 +79,7 @@ def _load_external(model: onnx.ModelProto, base: pathlib.Path, path, streamed: d
 
 def _check_file(path: str) -> pathlib.Path:
     p = pathlib.Path(path)
-    if not p.is_file():
+    if not os.path.isfile(p):     # False for a name too long or a link loop too
         raise _fail(path, "the file does not exist or is not a regular file")
     return p
 
