@@ -253,9 +253,9 @@ class Campaign:
         moments; and the `python -m` entries run beside modules planted in the working folder (entry_cases.py)."""
         tree = self._if_om()             # before the first case: the campaign folder is listed then
         # (file, bytes, framework, must be refused): beyond the limits, or within them and built in seconds
-        models = [(f"tree{depth}.onnx", work_models.onnx_if_tree(depth), "5", depth > 11) for depth in (8, 12, 14, 18)]
+        models = [(f"tree{depth}.onnx", work_models.onnx_if_tree(depth), "5", depth > 11) for depth in (12, 14, 18)]
         models += [(f"loop{trip}x{per}.onnx", work_models.onnx_unrolled_loop(trip, per), "5", trip * per > 1 << 15)
-                   for trip, per in ((3000, 20), (4096, 20), (2000, 40), (300, 20))]
+                   for trip, per in ((3000, 20), (4096, 20), (2000, 40), (100, 20))]
         models += [(f"tf{depth}{'call' if call else 'if'}.pb", work_models.tf_function_tree(depth, call), "3",
                     depth > 10) for depth, call in ((10, True), (12, False), (18, False), (18, True), (40, False),
                                                     (40, True))]

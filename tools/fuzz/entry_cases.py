@@ -1,6 +1,6 @@
 """Modules planted in the working folder for the `python -m` entries: numpy.py, click.py, yaml.py, onnx.py and a
 google/ package that each leave a marker and exit. `python -m atc_py` (om_run, om_run.ais_bench, om_run.msame,
-om_sweep) run from that folder must import none of them (the working folder leaves sys.path first)."""
+om_sweep, and the job processes of an om-sweep run) run from that folder must import none of them."""
 from __future__ import annotations
 
 import pathlib
@@ -16,10 +16,12 @@ ENTRIES = [
     ["om_run.ais_bench", "--model", "m.om", "--output", "out"],
     ["om_run.msame", "--model", "m.om", "--output", "out"],
     ["om_sweep", "socs"],
+    ["om_sweep", "run", "s.yaml", "-o", "out/r", "--workers", "1", "--no-report"],   # and its job processes
 ]
 
 
 def prepare(d: pathlib.Path) -> None:
+    (d / "s.yaml").write_text("models: [m.onnx]\ngrid: {soc_version: [Ascend910B1]}\nrun: {compute: false}\n")
     for name in PLANTED:
         (d / f"{name}.py").write_text(PLANT)
     (d / "google").mkdir()
