@@ -35,7 +35,7 @@ class SequenceMap(OnnxOp):
         if problem:
             raise AdapterError(problem)
         g = ctx.conv.graph
-        start = len(g.nodes)
+        start, copied_before = len(g.nodes), ctx.conv.budget.copied
         for k, v in enumerate(ins):
             if isinstance(v, Sequence):
                 v.elements()
@@ -48,5 +48,5 @@ class SequenceMap(OnnxOp):
                 if is_structured(y):
                     raise AdapterError(f"its body's output {j} is a sequence or optional (it must be a tensor)")
                 outs[j].append(y)
-        ctx.conv.budget.copied += len(g.nodes) - start
+        ctx.conv.budget.copied = copied_before + len(g.nodes) - start    # copies made inside it included
         return [Sequence(o, n) for o in outs]
