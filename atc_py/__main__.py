@@ -1,3 +1,12 @@
-from .cli.main import main
+"""python -m atc_py: atc-py, with the working folder off sys.path (common/entry_path.py) before any import."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .common.entry_path import leave_working_folder  # noqa: E402
+
+leave_working_folder()
+
+from .cli.main import main  # noqa: E402
 
 main()

@@ -26,6 +26,7 @@ from .engines.static_model import (
     kernel_partitions,
     task_info,
 )
+from .frontend.import_budget import ImportBudget
 from .frontend.onnx import convert_onnx, load_onnx_lazy
 from .frontend.onnx import onnx_lite as onnx
 from .ir.dtypes import dtype_by_name
@@ -121,13 +122,13 @@ def _load(model, opts: BuildOptions, st: _Stages):
     return FRAMEWORK_ONNX, proto, weights, path
 
 
-def _convert(loaded, opts: BuildOptions, shapes: InputShapes, st: _Stages) -> Graph:
+def _convert(loaded, opts: BuildOptions, shapes: InputShapes, st: _Stages, budget: ImportBudget) -> Graph:
     framework, proto, weights, path = loaded
     if framework == FRAMEWORK_TF:
         from .frontend.tensorflow.converter import convert_tf
-        graph, info = st.run("parse", convert_tf, proto, shapes, opts.default_input_format, path, opts.soc)
+        graph, info = st.run("parse", convert_tf, proto, shapes, opts.default_input_format, path, opts.soc, budget)
     else:
-        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, opts.fold_limit, opts.soc)
+        graph, info = st.run("parse", convert_onnx, proto, shapes, weights, path, opts.fold_limit, opts.soc, budget)
     apply_out_nodes(graph, list(opts.out_nodes), info["node_outputs"], info["values"])
     apply_attr_config(graph, opts.attr_config)
     _input_format(graph, opts.input_format)
@@ -149,10 +150,12 @@ def frontend(model, opts: BuildOptions, st: _Stages) -> Graph:
     gear graphs become the branches of GE's multi-batch Case (passes/multi_batch.py)."""
     load_plugins(opts.op_plugin, st.log)
     loaded = _load(model, opts, st)
+    budget = ImportBudget(loaded[3])    # one for the build: every gear's copy draws on it
     gears = opts.gears
     if gears is None:
-        return _convert(loaded, opts, opts.input_shapes, st)
-    graphs = [_convert(_copy(loaded), opts, gears.input_shapes(opts.input_shapes, g), st) for g in gears.gears]
+        return _convert(loaded, opts, opts.input_shapes, st, budget)
+    graphs = [_convert(_copy(loaded), opts, gears.input_shapes(opts.input_shapes, g), st, budget)
+              for g in gears.gears]
     return st.run("multi_batch", assemble, graphs, gears)
 
 

@@ -28,9 +28,9 @@ def plugin_paths(option: str = "", include_env: bool = True) -> list[pathlib.Pat
     files: list[pathlib.Path] = []
     for part in parts:
         path = pathlib.Path(part)
-        if path.is_dir():
+        if os.path.isdir(path):      # os.path: False (not OSError) for a name too long
             files += sorted(f for f in path.glob("*.py") if not f.name.startswith("_"))
-        elif path.is_file() and path.suffix == ".py":
+        elif os.path.isfile(path) and path.suffix == ".py":
             files.append(path)
         else:
             raise AtcError("E10001", value=part, parameter="--op_plugin",

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -42,8 +43,39 @@ def _ctx():
 def start_fork_server() -> None:
     """Start the fork server now (~0.5-1 s of imports and warm-up) rather than at the first job."""
     _ctx()
+    _ensure_server()
+
+
+_SERVER_ENV = ("PYTHONSAFEPATH", "PYTHONPATH")
+_server_lock = threading.Lock()
+
+
+def _ensure_server() -> None:
+    """The fork server (started if it is not running) imports what this process would: it starts as `python -c`
+    in the working folder, which would put that folder first on its sys.path (and Python 3.11 drops the
+    sys.path multiprocessing hands it), so a numpy.py in the folder a sweep is run from would be imported by
+    every job. It starts with PYTHONSAFEPATH (no working folder; Python 3.11+) and PYTHONPATH set to this
+    process's sys.path, in order, then, when the folder om_sweep was imported from is not on it (a source tree
+    run without installing, an editable install), a folder holding links to the three packages of that tree
+    and nothing else (the tree itself would let any file beside them in: a google.py beats the namespace
+    package google wherever it is on the path); the environment is restored once it runs."""
     from multiprocessing import forkserver
-    forkserver.ensure_running()
+    home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = [p for p in sys.path if p]
+    if not any(_same_folder(p, home) for p in path):
+        path.append(_packages_only(home))
+    with _server_lock:
+        saved = {k: os.environ.get(k) for k in _SERVER_ENV}
+        os.environ["PYTHONSAFEPATH"] = "1"
+        os.environ["PYTHONPATH"] = os.pathsep.join(path)
+        try:
+            forkserver.ensure_running()
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
 
 def can_start_jobs() -> str:
@@ -106,6 +138,7 @@ def _exit_reason(code: int | None) -> str:
 def run_once(job: Job, local_paths: dict, workdir: str) -> tuple[dict | None, str]:
     """(record, '') or (None, why the process died)."""
     ctx = _ctx()
+    _ensure_server()
     reader, writer = ctx.Pipe(duplex=False)
     stderr_path = os.path.join(workdir, "stderr.txt")
     proc = ctx.Process(target=_child, args=(job, local_paths, workdir, writer, stderr_path), daemon=True)
@@ -135,6 +168,34 @@ def run_once(job: Job, local_paths: dict, workdir: str) -> tuple[dict | None, st
         reader.close()
         with _running_lock:
             _running.discard(proc)
+
+
+_links: dict[str, str] = {}
+
+
+def _packages_only(home: str) -> str:
+    """A folder of links to atc_py, om_run and om_sweep of `home`, made once and removed at exit (`home`
+    itself when links cannot be made)."""
+    if home not in _links:
+        import atexit
+        import shutil
+        folder = tempfile.mkdtemp(prefix="om-sweep-packages-")
+        atexit.register(shutil.rmtree, folder, True)
+        try:
+            for name in ("atc_py", "om_run", "om_sweep"):
+                if os.path.isdir(os.path.join(home, name)):
+                    os.symlink(os.path.join(home, name), os.path.join(folder, name))
+            _links[home] = folder
+        except OSError:
+            _links[home] = home
+    return _links[home]
+
+
+def _same_folder(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def kill_running() -> None:

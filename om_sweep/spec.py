@@ -22,6 +22,8 @@ from om_run.sim.atb import ALIASES as ATB_ALIASES
 from om_run.sim.atb import VARIABLES as ATB_VARIABLES
 from om_run.sim.atb import AtbSettings
 
+from .yaml_doc import load_yaml
+
 # atc-py flags om-sweep sets itself or that make no sense in a sweep
 RESERVED_FLAGS = {"mode": "om-sweep always builds (mode 0)", "model": "give it as models[].path",
                   "output": "om-sweep chooses the output", "om": "mode 1/6 only", "json": "mode 1/6 only",
@@ -163,7 +165,8 @@ def _kind(value) -> str:
 
 
 def load_document(path: pathlib.Path):
-    """The parsed file: YAML (a safe loader: plain data only) or TOML by suffix."""
+    """The parsed file: YAML (yaml_doc.py: plain data, unique keys) or TOML (whose keys are unique too) by
+    suffix."""
     suffix = path.suffix.lower()
     if suffix not in (".yaml", ".yml", ".toml"):
         raise AtcError("E40001", path=str(path), field="(file)", reason="the sweep file must be .yaml, .yml or .toml")
@@ -177,18 +180,7 @@ def load_document(path: pathlib.Path):
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise AtcError("E40002", path=str(path), reason=f"TOML syntax error: {exc}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise AtcError("E40008", package="pyyaml") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's: ~6x faster on a large file
-    try:
-        return yaml.load(text, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise AtcError("E40002", path=str(path), reason=f"YAML syntax error{where}: {problem}") from None
+    return load_yaml(text, str(path))
 
 
 def _unreadable(path: pathlib.Path, reason: str) -> AtcError:

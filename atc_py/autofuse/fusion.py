@@ -54,7 +54,7 @@ def _private(node: Node) -> dict:
     return {k: v for k, v in node.attrs.items() if k.startswith("_") and k not in NOT_SCOPE}
 
 
-def fusable(node: Node) -> bool:
+def fusable(node: Node, roots: dict[int, Value] | None = None) -> bool:
     """An AI Core op with a lowering rule that accepts it, dtypes an AscGraph holds, no control edges, no
     tiling that depends on values (those keep their own kernels and tiling tasks). Not a custom op (a plugin's
     kernel for a builtin type is its own) nor an implementation the rules do not compute (Gelu's fast form)."""
@@ -70,28 +70,35 @@ def fusable(node: Node) -> bool:
         return False        # (a dim of -1, unknown until run time, is fine: it becomes a size variable)
     if any(k in node.attrs for k in ("_tiling_sink_op", "_dynamic_tiling_depend_op", "_force_unknown_shape")):
         return False
-    if _unknown_broadcast(node):
+    if _unknown_broadcast(node, {} if roots is None else roots):
         return False
     return rule.accepts(node)
 
 
-def _shape_root(v: Value) -> Value:
+def _shape_root(v: Value, roots: dict[int, Value]) -> Value:
     """The value whose shape `v` provably has: up through ops whose output is the shape of their one non-constant
-    input (Sigmoid(a), Add(a, bias), Cast(a)), so two values of one root have equal dims even where unknown."""
-    seen = 0
-    while v.producer is not None and len(v.producer.outputs) == 1 and seen < 10000:
+    input (Sigmoid(a), Add(a, bias), Cast(a)), so two values of one root have equal dims even where unknown.
+    `roots` remembers each value's root: a chain of thousands of such ops is walked once, not once per op."""
+    chain = []
+    while id(v) not in roots and v.producer is not None and len(v.producer.outputs) == 1:
         live = [u for u in v.producer.inputs if u is not None and not u.is_const]
         if len(live) != 1 or tuple(live[0].desc.shape) != tuple(v.desc.shape):
             break
-        v, seen = live[0], seen + 1
-    return v
+        chain.append(v)
+        v = live[0]
+    root = roots.get(id(v), v)
+    for u in chain:
+        roots[id(u)] = root
+    return root
 
 
-def _unknown_broadcast(node: Node) -> bool:
+def _unknown_broadcast(node: Node, roots: dict[int, Value]) -> bool:
     """Two inputs of different shape roots with a dim unknown until run time at the same (right-aligned)
     position: the op may broadcast one of them (1 against the other's n: a causal mask built from [s, 1] and
     [1, t]), which one size variable for both cannot express. Such an op keeps its own kernel."""
-    ins = list({id(r): r for r in (_shape_root(v) for v in node.inputs if v is not None)}.values())
+    if sum(1 for v in node.inputs if v is not None and -1 in v.desc.shape) < 2:
+        return False
+    ins = list({id(r): r for r in (_shape_root(v, roots) for v in node.inputs if v is not None)}.values())
     if len(ins) < 2:
         return False
     rank = max(len(v.desc.shape) for v in ins)
@@ -138,7 +145,8 @@ class _Groups:
 
 def find_groups(graph: Graph) -> list[tuple[list[Node], Layout]]:
     graph.topo_sort()
-    ok = {id(n) for n in graph.nodes if fusable(n)}
+    roots: dict[int, Value] = {}
+    ok = {id(n) for n in graph.nodes if fusable(n, roots)}
     gs = _Groups(graph)
     layouts: dict[int, Layout] = {}
     for node in graph.nodes:

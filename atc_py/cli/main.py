@@ -196,7 +196,7 @@ def run_mode_1(given) -> None:
     except DecodeError as exc:
         raise AtcError("E10041", path=om_path, reason=f"MODEL_DEF/TASK_INFO does not parse ({exc})") from None
     target = pathlib.Path(json_path)
-    if not target.parent.is_dir():
+    if not os.path.isdir(target.parent):
         raise AtcError("E10001", value=json_path, parameter="--json", reason="The directory does not exist.")
     write_atomic(target, (json.dumps(doc, indent=2) + "\n").encode())
 

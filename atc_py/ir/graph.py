@@ -153,6 +153,38 @@ def absorb(survivor: Node, *gone: Node) -> None:
     survivor.attrs[ORIGIN_NAMES] = names
 
 
+class Names(set):
+    """The node names of a namespace, and for each base name how far unique_name has found it taken: a name
+    repeated thousands of times (an unrolled loop's nodes, a tree of subgraphs) gets its next free suffix at
+    once, not after trying every suffix before it. The names are the same as a search from suffix 0 gives:
+    freeing a name moves its base's mark back."""
+
+    def __init__(self, *args) -> None:
+        super().__init__(*args)
+        self.taken_below: dict[str, int] = {}   # base -> k: base, base_1, ..., base_{k-1} are all taken
+
+    def unique(self, base: str) -> str:
+        k = self.taken_below.get(base, 0)
+        name = f"{base}_{k}" if k else base
+        while name in self:
+            k += 1
+            name = f"{base}_{k}"
+        self.taken_below[base] = k
+        return name
+
+    def discard(self, name: str) -> None:
+        super().discard(name)
+        self.taken_below.pop(name, None)
+        base, sep, suffix = name.rpartition("_")
+        if sep and suffix.isascii() and suffix.isdigit() and self.taken_below.get(base, 0) > int(suffix):
+            self.taken_below[base] = int(suffix)
+
+    def remove(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self.discard(name)
+
+
 class Graph:
     """Ordered nodes; Data nodes (attr `index`) are inputs, the single NetOutput node collects outputs."""
 
@@ -161,17 +193,13 @@ class Graph:
         the .om's op table and om-run's checks need)."""
         self.name = name
         self.nodes: list[Node] = []
-        self._names: set[str] = namespace._names if namespace is not None else set()
+        self._names: Names = namespace._names if namespace is not None else Names()
         self.counters: dict[str, int] = {}   # what the frontend did (e.g. values_at_import), for the summary
         self.warnings: list[str] = []        # what the frontend dropped or assumed: logged as warnings by build
 
     # -- construction -------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
-        name, k = base, 0
-        while name in self._names:
-            k += 1
-            name = f"{base}_{k}"
-        return name
+        return self._names.unique(base)
 
     def add_node(self, name: str, op_type: str, inputs: Iterable[Value | None] = (),
                  out_descs: Iterable[TensorDesc] = (), attrs: dict[str, Any] | None = None,

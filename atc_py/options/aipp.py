@@ -101,6 +101,9 @@ def resolve(p: iop.AippOpParams, n_inputs: int, model_shape: tuple[int, ...]) ->
         raise invalid("aipp_mode must be static")
     if not 0 <= p.related_input_rank < n_inputs:
         raise invalid(f"related_input_rank = {p.related_input_rank}, but the model has {n_inputs} input(s)")
+    if p.input_format not in iop.AippOpParams.InputFormat.values():     # text format takes any number
+        raise invalid(f"input_format {p.input_format} is not a value of AIPP's InputFormat (supported: "
+                      f"{', '.join(FORMATS)})")
     fmt = iop.AippOpParams.InputFormat.Name(p.input_format)
     if fmt not in FORMATS:
         raise invalid(f"input_format {fmt} is not supported (supported: {', '.join(FORMATS)})")
@@ -130,6 +133,7 @@ def resolve(p: iop.AippOpParams, n_inputs: int, model_shape: tuple[int, ...]) ->
         if fmt == "YUV420SP_U8" and (y0 % 2 or x0 % 2):
             raise invalid("load_start_pos_w/h must be even for YUV420SP_U8")
         spec.crop = [y0, x0, ch, cw]
+    _check_range("cpadding_value", p.cpadding_value, -65504.0, 65504.0)    # NaN and infinities too
     if p.padding:
         pads = [p.top_padding_size, p.bottom_padding_size, p.left_padding_size, p.right_padding_size]
         for name, v in zip(("top_padding_size", "bottom_padding_size", "left_padding_size", "right_padding_size"),

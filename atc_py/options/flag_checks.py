@@ -18,6 +18,7 @@ from .shapes import TILING_SCHEDULE_OPTIMIZE_VALUES, static_model_ops_lower_limi
 FRAMEWORK_ONNX, FRAMEWORK_TF = "5", "3"
 FRAMEWORK_SUPPORT = "3(TensorFlow) or 5(Onnx) (ATC's 0(Caffe) and 1(MindSpore) are not supported by atc-py)"
 BOOL_TRUE, BOOL_FALSE = {"", "1", "t", "true", "y", "yes"}, {"0", "f", "false", "n", "no"}
+MAX_PATH = 4096     # ATC's MMPA_MAX_PATH: a longer --output is E10021
 PATH_CHARS = re.compile(r"^[A-Za-z0-9./_\-\u4e00-\u9fa5]+$")
 # --input_format by --framework (ATC's CheckInputFormat)
 INPUT_FORMATS = {FRAMEWORK_TF: (("NCHW", "NHWC", "ND", "NCDHW", "NDHWC"),
@@ -72,7 +73,9 @@ def output_path(output: str) -> pathlib.Path:
         raise AtcError("E10001", value=output, parameter="--output",
                        reason="The path can only contain 'a-z' 'A-Z' '0-9' '-' '.' '_' and Chinese characters.")
     path = pathlib.Path(output + ".om")
-    if not path.parent.is_dir():
+    if len(str(path)) >= MAX_PATH:
+        raise AtcError("E10021", parameter="output", max_len=MAX_PATH)
+    if not os.path.isdir(path.parent):      # os.path: False, not OSError, for a name the file system refuses
         raise AtcError("E10001", value=output, parameter="--output", reason="The directory does not exist.")
     return path
 

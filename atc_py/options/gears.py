@@ -66,21 +66,37 @@ class GearSpec:
         return ";".join(",".join(map(str, g)) for g in self.gears)
 
 
+def _profiles(text: str, sep: str) -> list[str]:
+    """The profiles of a flag's value: one separator at its end is dropped (ATC erases it), any other empty
+    profile stays, for the caller to refuse (a gear of nothing is no gear: '1,,2', '1,2;;3,4')."""
+    body = text.rstrip()
+    return (body[:-1] if body.endswith(sep) else body).split(sep)
+
+
 def _values(kind: str, text: str) -> list[tuple[int, ...]]:
     flag = FLAG[kind]
     if kind == "batch":
         if not re.fullmatch(r"[0-9,]+", text):
             raise AtcError("E10003", value=text, parameter=flag,
                            reason="Only digits (0-9) and ',' are allowed, e.g. \"1,2,4,8\"")
-        groups = [[t] for t in text.split(",") if t != ""]
+        groups = [[t] for t in _profiles(text, ",")]
+        if [""] in groups:
+            raise AtcError("E10003", value=text, parameter=flag,
+                           reason=f"profile {groups.index(['']) + 1} is empty: profiles are separated by one ',', "
+                                  "e.g. \"1,2,4,8\"")
     elif kind == "image":
         if not re.fullmatch(r"[0-9, ;]+", text):
             raise AtcError("E10020", dynamic_image_size=text)
-        groups = [[t.strip() for t in g.split(",")] for g in text.split(";") if g.strip()]
+        groups = [[t.strip() for t in g.split(",")] for g in _profiles(text, ";")]
         if any(len(g) != 2 or "" in g for g in groups):
             raise AtcError("E10020", dynamic_image_size=text)
     else:
-        groups = [[t.strip() for t in g.split(",")] for g in text.split(";") if g.strip()]
+        groups = [[t.strip() for t in g.split(",")] for g in _profiles(text, ";")]
+        empty = [k + 1 for k, g in enumerate(groups) if g == [""]]
+        if empty:
+            raise AtcError("E10003", value=text, parameter=flag,
+                           reason=f"profile {empty[0]} is empty: profiles are separated by one ';', "
+                                  "e.g. \"1,128;4,256\"")
         if any(not re.fullmatch(r"[0-9]+", t) for g in groups for t in g):
             raise AtcError("E10003", value=text, parameter=flag,
                            reason="Each profile is digits separated by ',', profiles separated by ';', "

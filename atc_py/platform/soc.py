@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import configparser
 import functools
+import os
 import pathlib
 from dataclasses import dataclass, field
 
@@ -163,7 +164,7 @@ def supported_socs() -> list[str]:
 def load_soc(soc_version: str) -> SocSpec:
     """The SocSpec for a --soc_version value; E10001 listing the supported ones otherwise."""
     path = DATA_DIR / f"{soc_version}.ini"
-    if not soc_version or "/" in soc_version or not path.is_file():
+    if not soc_version or "/" in soc_version or not os.path.isfile(path):
         raise AtcError("E10001", value=soc_version, parameter="--soc_version",
                        reason="The value is not supported. The supported values are: "
                               + ", ".join(supported_socs()) + ".")

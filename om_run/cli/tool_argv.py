@@ -62,9 +62,9 @@ def _resolve(token: str, flags: dict[str, ToolFlag], tool: str) -> ToolFlag | No
     return flags[matches[0]] if matches else None
 
 
-def parse_line(argv: list[str], table: list[ToolFlag], own_options: dict[str, bool], tool: str,
+def parse_line(argv: list[str], table: list[ToolFlag], own_flags: dict[str, bool], tool: str,
                style: str = "argparse") -> Parsed:
-    """Reads argv against the tool's table. own_options: om-run's option strings and whether each takes a value.
+    """Reads argv against the tool's table. own_flags: om-run's option strings and whether each takes a value.
     style "argparse": a value may not look like an option; "getopt": the next word is the value whatever it is."""
     flags = {n: f for f in table for n in f.names}
     values: dict[str, object] = {}
@@ -79,9 +79,9 @@ def parse_line(argv: list[str], table: list[ToolFlag], own_options: dict[str, bo
         name, eq, glued = token.partition("=")
         if not token.startswith("--") and len(token) > 2 and token[:2] in flags and not eq:
             name, eq, glued = token[:2], "=", token[2:]        # argparse's -oout
-        if name not in flags and name in own_options:
+        if name not in flags and name in own_flags:
             own.append(name)
-            if own_options[name]:
+            if own_flags[name]:
                 if eq:
                     own.append(glued)
                 elif k < len(argv):
@@ -135,10 +135,10 @@ def int_in(low: int, high: int) -> Callable[[str], int]:
     return check
 
 
-def choice(*options: str) -> Callable[[str], str]:
+def choice(*allowed: str) -> Callable[[str], str]:
     def check(text: str) -> str:
-        if text not in options:
-            raise ValueError(f"invalid choice: '{text}' (choose from {', '.join(options)})")
+        if text not in allowed:
+            raise ValueError(f"invalid choice: '{text}' (choose from {', '.join(allowed)})")
         return text
     return check
 

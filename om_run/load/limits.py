@@ -17,7 +17,10 @@ MAX_EXT_INFO_BYTES = 1 << 20      # SUPER_KERNEL kernel_ext_info JSON
 MAX_EXT_INFO_DEPTH = 16           # its nesting (the compiler writes depth 3)
 MAX_ADDRESS = 1 << 48             # logical device addresses
 DEFAULT_DEVICE_MEMORY = 32 << 30  # when the SoC's platform file gives no memory_size
-MAX_GRAPHS = 65536                # graphs in one MODEL_DEF (the root and its control-flow subgraphs)
+# graphs in one MODEL_DEF (the root and its control-flow subgraphs): what the compiler writes at most (its
+# MAX_SUBGRAPHS 4096, a branch per gear of 100, the root) rounded up. Each costs ~1 ms to check and decode, and
+# a tree of If branches doubles them per level: the count is refused before any graph is looked at.
+MAX_GRAPHS = 4352
 MAX_SUBGRAPH_DEPTH = 64           # nesting of control-flow subgraphs
 MAX_LABELS = 65535                # labels of one model (aclrtCreateLabel: 65535 per process)
 MAX_MEMCPY_BYTES = 16 << 30       # one MEMCPY_ASYNC task

@@ -101,29 +101,52 @@ def load_file(path: str, io, shape) -> np.ndarray:
 
 
 def _folder(path: str) -> list[str]:
-    """The regular files of an input folder, sorted (msame's order), listed entry by entry: a folder of more than
-    MAX_BATCH_FILES entries is refused without holding all its names; entries that are not regular files
-    (subfolders, FIFOs, dangling links) are left out."""
+    """The input files of a folder, sorted (msame's order), listed entry by entry: a folder of more than
+    MAX_BATCH_FILES entries is refused without holding all its names. Subfolders and hidden entries are not
+    inputs; any other entry must be a regular file (through its link): a dangling link, a FIFO or a device
+    among the inputs is refused, naming it, never skipped (the run would have one input fewer than the folder
+    names)."""
     files = []
     try:
         with os.scandir(path) as it:
             for e in it:
-                if e.name.startswith("."):
+                if e.name.startswith(".") or _is_dir(e):
                     continue
-                try:
-                    regular = e.is_file()   # follows a link; False for a dangling one
-                except OSError:
-                    regular = False
-                if regular:
-                    files.append(e.path)
-                    if len(files) > MAX_BATCH_FILES:
-                        break
+                if not _is_file(e):
+                    raise AtcError("E30002", reason=f"input folder '{path}' holds '{e.name}', which is "
+                                                    f"{_what(e)}, not an input file")
+                files.append(e.path)
+                if len(files) > MAX_BATCH_FILES:
+                    break
     except OSError as exc:
         raise AtcError("E30002", reason=f"cannot list input folder '{path}' ({exc.strerror or exc})") from None
     if not files or len(files) > MAX_BATCH_FILES:
         raise AtcError("E30002", reason=f"input folder '{path}' holds {'more than ' * bool(files)}"
                                         f"{min(len(files), MAX_BATCH_FILES)} files (1..{MAX_BATCH_FILES})")
     return sorted(files, key=os.path.basename)
+
+
+def _is_dir(e: os.DirEntry) -> bool:
+    try:
+        return e.is_dir()           # follows a link
+    except OSError:
+        return False
+
+
+def _is_file(e: os.DirEntry) -> bool:
+    try:
+        return e.is_file()          # follows a link; False for a dangling one
+    except OSError:
+        return False
+
+
+def _what(e: os.DirEntry) -> str:
+    try:
+        if e.is_symlink() and not os.path.exists(e.path):
+            return "a dangling symbolic link (or a loop of them)"
+    except OSError:
+        pass
+    return "not a regular file (a FIFO, socket or device)"
 
 
 def input_batches(model, files: InputFiles | None, seed: int, dym: dict[str, tuple[int, ...]], pure: str = "random"):

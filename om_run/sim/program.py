@@ -4,6 +4,7 @@ Each task is decoded by its type's handler (om_run/tasks/) against a Decoder; th
 them share: kernel calls and their cost, the hazard analysis, control-flow regions."""
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -364,13 +365,31 @@ def _collapse_regions(model: DeviceModel, tasks, accesses: dict) -> tuple[dict[i
         tail = {tasks[k].stream: k for k in sorted(ks)}        # each branch stream's last task of the region
         alias.update({k: last for s, k in tail.items() if k != last and s != tasks[first].stream})
         writes = [a for k in ks for a in accesses.get(k, ()) if a.write]
-        reads = [a for k in ks for a in accesses.get(k, ()) if not a.write
-                 and not any(w.lo <= a.lo and a.hi <= w.hi for w in writes)]
+        covered = _Cover(writes)
+        reads = [a for k in ks for a in accesses.get(k, ()) if not a.write and not covered(a.lo, a.hi)]
         for k in ks:
             accesses.pop(k, None)
         accesses[first] = [Access(first, a.lo, a.hi, a.write) for a in reads + writes]
         out[first] = last
     return out, alias
+
+
+class _Cover:
+    """Whether one of a set of intervals holds [lo, hi): the intervals sorted by start with the running maximum
+    of their ends, so each question is a bisection (a region of thousands of tasks is checked in n log n, not
+    reads x writes)."""
+
+    def __init__(self, spans) -> None:
+        spans = sorted((a.lo, a.hi) for a in spans)
+        self.starts = [lo for lo, _ in spans]
+        self.reach, top = [], -1
+        for _, hi in spans:
+            top = max(top, hi)
+            self.reach.append(top)
+
+    def __call__(self, lo: int, hi: int) -> bool:
+        k = bisect.bisect_right(self.starts, lo)
+        return k > 0 and self.reach[k - 1] >= hi
 
 
 def output_clobbers(model: DeviceModel, tasks, accesses, kernel_of_op) -> list[tuple[int, int, str]]:

@@ -371,3 +371,25 @@ def test_progress_bar_redraws_in_place_on_a_terminal():
     assert frames[0].startswith("om-sweep [----------------------------] 0/4 jobs (local)")
     assert "[##############--------------] 2/4" in frames[2] and "ok 1  failed 1  reused 2" in frames[2]
     assert "4/4 jobs" in frames[-1] and "ok 3  failed 1" in frames[-1]
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("how", ["module", "script"])
+def test_job_processes_import_nothing_from_the_working_folder(tmp_path, how):
+    """The fork server starts as `python -c` in the working folder, which put that folder first on its sys.path:
+    a numpy.py in the folder a sweep runs from was imported by every job (through `python -m om_sweep` and the
+    console script alike). It starts with the sweep's own sys.path and without the working folder."""
+    (tmp_path / "numpy.py").write_text("import pathlib\npathlib.Path(__file__).with_name('PLANTED').write_text('')\n"
+                                       "raise SystemExit('planted numpy imported')\n")
+    shutil.copy(MODELS / "small_cnn.onnx", tmp_path / "m.onnx")
+    (tmp_path / "s.yaml").write_text("models: [m.onnx]\ngrid: {soc_version: [Ascend910B1]}\nrun: {compute: false}\n")
+    script = tmp_path / "bin" / "om_sweep_script.py"       # what a console script is: a file elsewhere
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom om_sweep.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    command = ["-m", "om_sweep"] if how == "module" else [str(script)]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONSAFEPATH", "ATC_PY_DEBUG")}
+    env.update(PYTHONPATH=str(ROOT), OPENBLAS_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, *command, "run", "s.yaml", "-o", "r", "--workers", "1", "--no-report"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [r["status"] for r in table(tmp_path / "r")] == ["ok"] and not (tmp_path / "PLANTED").exists()

@@ -72,6 +72,33 @@ def test_unreadable_or_malformed_yaml(tmp_path, text, reason):
     assert code == 1 and reason in stderr and stderr.startswith("[ERROR] E4000"), stderr
 
 
+@pytest.mark.parametrize("text,field,lines", [
+    ("models: [{cnn}]\ngrid: {{soc_version: [Ascend910B1]}}\nmodels: [nope.onnx]\n", "models", "lines 1 and 3"),
+    ("models: [{cnn}]\ngrid:\n  soc_version: [Ascend910B1]\n  soc_version: [Ascend310P3]\n", "grid.soc_version",
+     "lines 3 and 4"),
+    ("models:\n  - path: {cnn}\n    framework: 5\n    framework: 3\ngrid: {{soc_version: [Ascend910B1]}}\n",
+     "models[0].framework", "lines 3 and 4"),
+    ("models: [{cnn}]\ngrid: {{soc_version: [Ascend910B1]}}\n'grid': {{}}\n", "grid", "lines 2 and 3"),
+])
+def test_a_key_given_twice_is_refused_not_dropped(tmp_path, text, field, lines):
+    """PyYAML keeps the last of two equal keys: half the sweep would have run without a word."""
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(text.format(cnn=CNN))
+    code, _, stderr = om_sweep("run", sweep, "-o", tmp_path / "r")
+    line = stderr.strip()
+    assert code == 1 and line.startswith("[ERROR] E40001: Invalid sweep file") and "Traceback" not in line, stderr
+    assert f": {field}: the key is given twice ({lines})" in line, line
+    assert not (tmp_path / "r").exists()
+
+
+def test_merge_keys_and_aliases_keep_their_meaning(tmp_path):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"models:\n  - &m {{path: {CNN}, framework: 5}}\n  - {{<<: *m, framework: 5, compute: false}}\n"
+                     "grid: {soc_version: [Ascend910B1]}\n")
+    spec = load_spec(sweep)
+    assert len(spec.models) == 2 and spec.grid == {"soc_version": ["Ascend910B1"]}
+
+
 def test_missing_sweep_file_and_wrong_suffix(tmp_path):
     code, _, stderr = om_sweep("run", tmp_path / "nope.yaml", "-o", tmp_path / "r")
     assert code == 1 and stderr.startswith("[ERROR] E40002: Cannot read sweep file") and "No such file" in stderr

@@ -46,8 +46,27 @@ def test_fuzz_sweep_cases_find_nothing(tmp_path):
     assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     s = json.loads(summary.read_text())
     assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
-    assert s["by_category"]["sweep"] == {"error": 8, "ok": 5}, s["by_category"]
+    assert s["by_category"]["sweep"] == {"error": 10, "ok": 5}, s["by_category"]
     assert {"E40001", "E40002", "E40010", "E13004"} <= set(s["codes"]["sweep"])
+
+
+@pytest.mark.heavy
+def test_fuzz_work_cases_find_nothing(tmp_path):
+    """The campaign's work category (tools/fuzz/work_models.py, entry_cases.py): If trees, TensorFlow functions
+    naming each other twice and loops unrolled into 80,000 nodes are refused in moments (or, within the limits,
+    built); an .om If tree beyond om-run's graph count is refused; the python -m entries import nothing planted
+    in the working folder."""
+    summary = tmp_path / "summary.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("ATC_PY_DEBUG", None)
+    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--om", "0", "--models", "0", "--work-cases",
+                           "--timeout", "60", "--work", str(tmp_path / "work"), "--json", str(summary)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    s = json.loads(summary.read_text())
+    assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
+    assert s["by_category"]["work"] == {"error": 13, "ok": 9}, s["by_category"]
+    assert {"E10041", "E14001", "E30001"} <= set(s["codes"]["work"]) and s["slowest_s"] < 30
 
 
 def test_a_python_exception_passed_on_in_a_coded_line_is_a_leak():

@@ -1,4 +1,4 @@
-"""python -m tools.fuzz [--om N] [--models N] [--flags] [--sweep] [--seed S] [--work DIR] [--json FILE]
+"""python -m tools.fuzz [--om N] [--models N] [--flags] [--sweep] [--work-cases] [--seed S] [--work DIR] [--json FILE]
 
 Runs a campaign (campaign.py) and prints its totals; exits 1 if any case ended in a traceback, a hang, a
 blow-up, a crash, an uncoded error, E19999, a Python exception passed on inside a coded line (a leak), or wrote
@@ -27,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", type=int, default=100, help="malformed ONNX/TF models")
     ap.add_argument("--flags", action="store_true", help="every bad flag value of both tools")
     ap.add_argument("--sweep", action="store_true", help="hostile sweep files and planted output folders")
+    ap.add_argument("--work-cases", action="store_true",
+                    help="models and .om files asking for far more work than they hold; python -m beside planted modules")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case")
     ap.add_argument("--mem", type=int, default=3072, help="MiB of address space per case beyond the parent's")
@@ -39,13 +41,15 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     warm_up()
     camp = Campaign(work, a.seed, a.timeout, a.mem << 20, a.keep)
-    seeds = compile_seeds(work)
+    seeds = compile_seeds(work) if a.om or a.flags or a.sweep else {}
     camp.om_cases(a.om, seeds)
     camp.model_cases(a.models)
     if a.flags:
         camp.flag_cases(seeds)
     if a.sweep:
         camp.sweep_cases(seeds)
+    if a.work_cases:
+        camp.work_cases()
     s = camp.summary()
     s["seconds"] = round(time.monotonic() - t0, 1)
     if a.json:

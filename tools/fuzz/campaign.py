@@ -1,8 +1,9 @@
 """A fuzz campaign: seed .om files compiled from the samples, then mutated .om files (om-run, atc-py --mode=1/6),
-malformed models (atc-py) and bad flag values (both tools), each case in a forked child with a memory limit
-and a timeout. Counts every outcome; what must never happen: a traceback, a hang, a memory blow-up, a crash,
+malformed models (atc-py), bad flag values (both tools), models asking for far more work than they hold and the
+`python -m` entries beside planted modules, each case in a forked child with a memory limit and a timeout. Counts every outcome; what must never happen: a traceback, a hang, a memory blow-up, a crash,
 an error without an E-code, E19999 for a bad file, a file written outside the folder the user named, a
-special file (FIFO, symlink, /dev/null) replaced, a half-written output left behind."""
+special file (FIFO, symlink, /dev/null) replaced, a half-written output left behind, an input that must be
+refused accepted."""
 from __future__ import annotations
 
 import json
@@ -13,7 +14,7 @@ import shutil
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 
-from . import flag_cases, model_mutants, om_mutants, sandbox, sweep_cases
+from . import entry_cases, flag_cases, model_mutants, om_mutants, sandbox, sweep_cases, work_models
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = str(ROOT / "plugins" / "example_custom_ops.py")
@@ -74,7 +75,18 @@ def _om_sweep(args):
     return 0
 
 
-TOOLS = {"atc-py": _atc, "om-run": _om_run, "om-sweep": _om_sweep}
+def _python_m(args):
+    """`python -m <entry> ...` in a fresh interpreter (what sys.path holds is the point of these cases)."""
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True, text=True, timeout=120)
+    sys.stdout.write(proc.stdout[-3000:])
+    sys.stdout.write(proc.stderr[-3000:])
+    return proc.returncode
+
+
+TOOLS = {"atc-py": _atc, "om-run": _om_run, "om-sweep": _om_sweep, "python -m": _python_m}
 
 
 def warm_up() -> None:
@@ -89,11 +101,22 @@ def warm_up() -> None:
     get_op("Add")
 
 
-def _compile_seed(path: pathlib.Path, model: str, options: dict) -> int:
+def _compile_seed(path: pathlib.Path, model, options: dict) -> int:
+    """`model`: a file of the repository, or a ModelProto."""
     import atc_py
     opts = {"om_name": path.stem, **options}
-    atc_py.build(str(ROOT / model), opts).save(path)
+    atc_py.build(str(ROOT / model) if isinstance(model, str) else model, opts).save(path)
     return 0
+
+
+def _edit_model_def(om: bytes, change) -> bytes:
+    from atc_py.om import partitions as pt
+    from atc_py.proto import ge_ir_pb2
+    doc = om_mutants.OmDoc(om)
+    md = ge_ir_pb2.ModelDef.FromString(doc.get(0, pt.MODEL_DEF))
+    change(md)
+    doc.put(0, pt.MODEL_DEF, md.SerializeToString())
+    return doc.pack(True)
 
 
 def compile_seeds(work: pathlib.Path) -> dict[str, tuple[bytes, list[str]]]:
@@ -211,17 +234,66 @@ class Campaign:
     def flag_cases(self, seeds: dict[str, tuple[bytes, list[str]]], limit: int | None = None) -> None:
         om = seeds["cnn_910b1"][0]
         model_bytes = (ROOT / "models" / "small_cnn.onnx").read_bytes()
-        cases = [("atc-py", a) for a in flag_cases.atc_cases("m.onnx", "m.om")] + \
-                [("om-run", a) for a in flag_cases.om_run_cases("m.om")]
+        cases = [("atc-py", a, False) for a in flag_cases.atc_cases("m.onnx", "m.om")] + \
+                [("om-run", a, False) for a in flag_cases.om_run_cases("m.om")] + \
+                [(tool, a, True) for tool, a in flag_cases.refused_cases("m.onnx", "m.om")]
         if limit is not None:
             cases = cases[:limit]
-        for i, (tool, args) in enumerate(cases):
+        for i, (tool, args, refuse) in enumerate(cases):
             d = self._case_dir(f"flags{i}")
             flag_cases.prepare(d)
             (d / "m.onnx").write_bytes(model_bytes)
             (d / "m.om").write_bytes(om)
             self._run(Case("flags", i, " ".join(args)[:200], tool, args), d, {},
-                      lambda c, dd: flag_cases.special_files_intact(dd), own_output_rule=False)
+                      lambda c, dd, refuse=refuse: flag_cases.special_files_intact(dd) + _refused(c, refuse),
+                      own_output_rule=False)
+
+    def work_cases(self) -> None:
+        """Models and .om files asking for far more work than they hold (work_models.py), each to be refused in
+        moments; and the `python -m` entries run beside modules planted in the working folder (entry_cases.py)."""
+        tree = self._if_om()             # before the first case: the campaign folder is listed then
+        # (file, bytes, framework, must be refused): beyond the limits, or within them and built in seconds
+        models = [(f"tree{depth}.onnx", work_models.onnx_if_tree(depth), "5", depth > 11) for depth in (12, 14, 18)]
+        models += [(f"loop{trip}x{per}.onnx", work_models.onnx_unrolled_loop(trip, per), "5", trip * per > 1 << 15)
+                   for trip, per in ((3000, 20), (4096, 20), (2000, 40), (100, 20))]
+        models += [(f"tf{depth}{'call' if call else 'if'}.pb", work_models.tf_function_tree(depth, call), "3",
+                    depth > 10) for depth, call in ((10, True), (12, False), (18, False), (18, True), (40, False),
+                                                    (40, True))]
+        for i, (name, data, fw, refuse) in enumerate(models):
+            d = self._case_dir(f"work{i}")
+            (d / name).write_bytes(data)
+            args = [f"--model={name}", f"--framework={fw}", "--output=out/m", "--soc_version=Ascend910B1"]
+            self._run(Case("work", i, f"atc-py: {name}", "atc-py", args), d, {},
+                      lambda c, dd, refuse=refuse: _refused(c, refuse) + _check_build_output(c, dd))
+        for k, depth in enumerate((12, 13)):
+            i = len(models) + k
+            d = self._case_dir(f"work{i}")
+            data = _edit_model_def(tree, lambda md, n=depth: work_models.om_if_tree(md, n))
+            (d / "m.om").write_bytes(data)
+            self._run(Case("work", i, f"om-run: If tree {depth} deep", "om-run", ["--model", "m.om", "--output", "out"]),
+                      d, {"m.om": data}, lambda c, dd: _refused(c, True))
+        model_bytes = (ROOT / "models" / "small_cnn.onnx").read_bytes()
+        for k, args in enumerate(entry_cases.ENTRIES):
+            i = len(models) + 2 + k
+            d = self._case_dir(f"work{i}")
+            (d / "m.om").write_bytes(tree)
+            (d / "m.onnx").write_bytes(model_bytes)
+            entry_cases.prepare(d)
+            self._run(Case("work", i, f"python -m {' '.join(args)} beside planted modules", "python -m", args), d, {},
+                      entry_cases.check, own_output_rule=False)
+
+    def _if_om(self) -> bytes:
+        """A compiled one-If model (both branches Relu), built in a child like the seeds."""
+        import onnx
+        path = self.work / "seeds" / "one_if.om"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file():
+            model = onnx.ModelProto.FromString(work_models.onnx_if_tree(1))
+            out = sandbox.run(lambda _a: _compile_seed(path, model, {"ge.socVersion": "Ascend910B1"}), [],
+                              str(path.parent), timeout=300)
+            if out.kind != "ok":
+                raise RuntimeError(f"the If seed did not compile: {out.output[-2000:]}")
+        return path.read_bytes()
 
     def sweep_cases(self, seeds: dict[str, tuple[bytes, list[str]]]) -> None:
         """Hostile sweep files and planted output folders (sweep_cases.py), om-sweep and om-run."""
@@ -234,7 +306,8 @@ class Campaign:
             (d / "target.txt").write_text("keep\n")
             ctx = {"canary": str(self.canary)}
             c.prepare(d, ctx)
-            self._run(Case("sweep", i, c.what, c.tool, c.args), d, {}, lambda case, dd, c=c, ctx=ctx: c.check(dd, ctx))
+            self._run(Case("sweep", i, c.what, c.tool, c.args), d, {},
+                      lambda case, dd, c=c, ctx=ctx: c.check(dd, ctx) + _refused(case, c.refuse))
 
     # -- results --------------------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -264,6 +337,11 @@ def _output_names(om: bytes, work: pathlib.Path) -> list[str]:
     path.write_bytes(om)
     model = load_model(str(path))
     return [f"{safe_stem(model.name)}_output_{i}.npy" for i in range(len(model.outputs))]
+
+
+def _refused(case: Case, refuse: bool) -> list[str]:
+    """A case the tool must refuse that ran to the end is a wrong acceptance."""
+    return ["accepted an input it must refuse"] if refuse and case.kind == "ok" else []
 
 
 def _listing_top(work: pathlib.Path) -> set[str]:

@@ -65,6 +65,33 @@ PLUGINS = {"exit0.py": "import sys\nsys.exit(0)\n", "exit1.py": "import sys\nsys
            "raise.py": "raise RuntimeError('boom')\n", "interrupt.py": "raise KeyboardInterrupt\n"}
 
 
+AIPP_CONFIGS = {   # configs ATC refuses (E10052): an input_format outside the enum, a pad value no fp16 holds
+    "aipp_enum.cfg": "aipp_op {\n  aipp_mode: static\n  input_format: 99\n}\n",
+    "aipp_neg_enum.cfg": "aipp_op {\n  aipp_mode: static\n  input_format: -3\n}\n",
+    "aipp_nan.cfg": "aipp_op {\n  aipp_mode: static\n  input_format: RGB888_U8\n  cpadding_value: nan\n}\n",
+    "aipp_inf.cfg": "aipp_op {\n  aipp_mode: static\n  input_format: RGB888_U8\n  padding: true\n"
+                    "  cpadding_value: -inf\n}\n",
+}
+# external data locations the file system cannot resolve: a link to itself, two links to each other, through a
+# looping link, one name over NAME_MAX, a path over PATH_MAX
+EXTERNAL_LOCATIONS = {"ext_loop.onnx": "loop", "ext_cycle.onnx": "cyc_a", "ext_through.onnx": "loop/w.bin",
+                      "ext_long.onnx": "x" * 300, "ext_deep.onnx": "/".join(["d"] * 2500)}
+
+
+def _external_model(location: str) -> bytes:
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    w.data_location = TensorProto.EXTERNAL
+    w.ClearField("raw_data")
+    for k, v in (("location", location), ("offset", "0"), ("length", "432")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
 def prepare(case_dir: pathlib.Path) -> None:
     """The files the flag values name, created in the case's folder (its cwd)."""
     (case_dir / "dir").mkdir()
@@ -94,6 +121,17 @@ def prepare(case_dir: pathlib.Path) -> None:
     (case_dir / "deep.json").write_text("[" * 100000 + "]" * 100000)
     (case_dir / "list.json").write_text(json.dumps([1, 2]))
     (case_dir / "wrong.json").write_text(json.dumps({"conv1": 5, "nosuch": {"x": [1, {"y": None}]}}))
+    for name, text in AIPP_CONFIGS.items():
+        (case_dir / name).write_text(text)
+    os.symlink("loop", case_dir / "loop")
+    os.symlink("cyc_b", case_dir / "cyc_a")
+    os.symlink("cyc_a", case_dir / "cyc_b")
+    for name, location in EXTERNAL_LOCATIONS.items():
+        (case_dir / name).write_bytes(_external_model(location))
+    inputs = case_dir / "inputs_dangling"          # a valid input beside a dangling link: refused, not skipped
+    inputs.mkdir()
+    np.zeros((1, 3, 32, 32), np.float32).tofile(inputs / "a.bin")
+    os.symlink("nowhere.bin", inputs / "b.bin")
 
 
 def make_chardev(path: pathlib.Path) -> bool:
@@ -139,6 +177,22 @@ def atc_cases(model: str, om: str) -> list[list[str]]:
     for v in ATC_JSON_MODE["om"]:
         cases.append(["--mode=6", f"--om={v}"])
     cases += [["--nosuch=1"], ["-x"], ["positional"], ["--model"], ["--mode=6", "--om", om, "--framework=5"], []]
+    return cases
+
+
+def refused_cases(model: str, om: str) -> list[tuple[str, list[str]]]:
+    """(tool, args) of inputs each tool must refuse: a run that ends well is a wrong acceptance."""
+    base = [f"--model={model}", "--framework=5", "--output=out/m", "--soc_version=Ascend910B1"]
+    cases = [("atc-py", base + [f"--insert_op_conf={name}", "--input_shape=input:1,3,32,32"]) for name in AIPP_CONFIGS]
+    cases += [("atc-py", [f"--model={name}", "--framework=5", "--output=out/m", "--soc_version=Ascend910B1"])
+              for name in EXTERNAL_LOCATIONS]
+    gears = [("--input_shape=input:-1,3,32,32", "--dynamic_batch_size=1,,2"),
+             ("--input_shape=input:-1,3,32,32", "--dynamic_batch_size=,1,2"),
+             ("--input_shape=input:-1,3,-1,-1", "--dynamic_dims=1,32,32;;2,32,32"),
+             ("--input_shape=input:-1,3,-1,-1", "--dynamic_dims=;1,32,32;2,32,32"),
+             ("--input_shape=input:1,3,-1,-1", "--dynamic_image_size=32,32;;16,16")]
+    cases += [("atc-py", base + list(g)) for g in gears]
+    cases += [("om-run", ["--model", om, "--input", "inputs_dangling", "--output", "out"])]
     return cases
 
 

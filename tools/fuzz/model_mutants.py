@@ -1,7 +1,8 @@
 """Malformed models for atc-py: small ONNX graphs (one op each, plus the samples) and TensorFlow GraphDefs,
 changed the ways broken exporters and hostile files change them — attribute values and types, initializer
 sizes and dtypes, external-data paths, graph wiring (undefined inputs, two producers of one tensor, cycles,
-inputs without a shape), opsets, constant folds that would need terabytes, raw byte flips.
+inputs without a shape), opsets, constant folds that would need terabytes, raw byte flips; and models asking for
+far more work than their file holds (work_models.py).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from onnx import helper, numpy_helper
 from atc_py.proto import tf_graph_pb2 as tf
 
 from .om_mutants import INTS, interesting_int
+from .work_models import onnx_work_bomb, tf_work_bomb
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OPSET = 17
@@ -263,9 +265,12 @@ def _bomb(rng: random.Random) -> tuple[onnx.ModelProto, str]:
 
 
 def onnx_mutant(bases: dict[str, onnx.ModelProto], rng: random.Random) -> tuple[bytes, str]:
-    if rng.random() < 0.08:
+    r = rng.random()
+    if r < 0.08:
         m, what = _bomb(rng)
         return m.SerializeToString(), what
+    if r < 0.11:                       # work by reference: If trees, loops unrolled into tens of thousands of nodes
+        return onnx_work_bomb(rng)
     name = rng.choice(sorted(bases))
     model = onnx.ModelProto()
     model.CopyFrom(bases[name])
@@ -298,6 +303,8 @@ def base_tf_models() -> dict[str, bytes]:
 
 
 def tf_mutant(bases: dict[str, bytes], rng: random.Random) -> tuple[bytes, str]:
+    if rng.random() < 0.05:            # library functions naming each other twice: 2^depth copies
+        return tf_work_bomb(rng)
     name = rng.choice(sorted(bases))
     g = tf.GraphDef()
     g.ParseFromString(bases[name])

@@ -3,8 +3,8 @@
 Each case prepares its folder (the case's cwd), runs one command and checks what must hold afterwards: the
 sweep file is a FIFO, /dev/zero, a sparse multi-GiB file or a grid of billions of points; the output folder
 holds symlinks (to the campaign's canary folder, to a file of the case, dangling), a forged record, a FIFO.
-Nothing may hang, blow up, write through a link or trust a planted record; the campaign's own rules (no write
-outside out/, none into the canary) apply too.
+A sweep file whose YAML gives a key twice must be refused. Nothing may hang, blow up, write through a link or
+trust a planted record; the campaign's own rules (no write outside out/, none into the canary) apply too.
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class SweepCase:
     args: list[str]
     prepare: Callable[[pathlib.Path, dict], None]
     check: Callable[[pathlib.Path, dict], list[str]]
+    refuse: bool = False       # the command must fail: running to the end is a wrong acceptance
 
 
 def _sweep(d: pathlib.Path, doc: dict = GOOD) -> None:
@@ -140,6 +141,12 @@ def _forged_record(d, ctx, link: bool):
         (_jobs(d) / f"{key}.json").write_text(json.dumps({**rec, "tasks": 2}))
 
 
+def _duplicate_key(text: str):
+    def prepare(d, ctx):
+        (d / "s.yaml").write_text(text)
+    return prepare
+
+
 def _fifo_record(d, ctx):
     _sweep(d)
     ctx["key"] = job_key(d)
@@ -175,6 +182,12 @@ def cases(om_outputs: list[str]) -> list[SweepCase]:
                   lambda d, c: _not_forged(d, c) + _no_links(jobs_file)(d, c)),
         SweepCase("record edited in place", "om-sweep", run, lambda d, c: _forged_record(d, c, False), _not_forged),
         SweepCase("record is a FIFO", "om-sweep", run, _fifo_record, _fifo_kept),
+        SweepCase("top-level key given twice", "om-sweep", run,
+                  _duplicate_key("models: [m.onnx]\ngrid: {soc_version: [Ascend910B1]}\nmodels: [nope.onnx]\n"
+                                 "run: {compute: false}\n"), _nothing, refuse=True),
+        SweepCase("grid key given twice", "om-sweep", run,
+                  _duplicate_key("models: [m.onnx]\ngrid:\n  soc_version: [Ascend910B1]\n  soc_version: [Ascend310P3]\n"
+                                 "run: {compute: false}\n"), _nothing, refuse=True),
         SweepCase("om-run outputs and profile are symlinks", "om-run",
                   ["--model", "m.om", "--output", "out", "--profile", "out/prof"], _om_run_links(om_outputs),
                   _no_links(*[f"out/{n}" for n in om_outputs], "out/prof/trace.json", "out/prof/op_summary.csv")),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import heapq
 import math
+from collections.abc import Container
 
 from ...common.errors import AtcError
 from ...common.limits import MAX_CONST_BYTES, MAX_RANK
@@ -180,17 +181,22 @@ class ModelChecks:
             if len(inp.type.tensor_type.shape.dim) > MAX_RANK:
                 raise self.fail(f"graph input '{inp.name}' has more than {MAX_RANK} dimensions")
 
-    def order(self, opsets: dict[str, int], g: onnx.GraphProto | None = None, outer: set[str] = frozenset()) -> list[int]:
+    def order(self, opsets: dict[str, int], g: onnx.GraphProto | None = None,
+              outer: Container[str] = frozenset()) -> list[int]:
         """Node indices in a topological order (file order among ready nodes); checks the wiring. For a
-        subgraph `g`, `outer` are the names it may read from enclosing scopes."""
+        subgraph `g`, `outer` are the names it may read from enclosing scopes (asked name by name: the scopes
+        of an unrolled loop grow with every iteration, and are never copied)."""
         g = self.model.graph if g is None else g
-        producer: dict[str, int] = {name: -1 for name in outer}
+        producer: dict[str, int] = {}     # the graph's own names (an outer name is produced at -1 too)
+
+        def known(name: str) -> bool:
+            return name in producer or name in outer
         for t in g.initializer:
             if t.name in producer and t.name not in outer:
                 raise self.fail(f"initializer '{t.name}' is defined twice")
             producer[t.name] = -1
         for inp in g.input:
-            if inp.name in producer and producer[inp.name] != -1:
+            if producer.get(inp.name, -1) != -1:
                 raise self.fail(f"graph input '{inp.name}' is declared twice")
             producer.setdefault(inp.name, -1)
         local = {t.name for t in g.initializer} | {i.name for i in g.input}
@@ -206,8 +212,8 @@ class ModelChecks:
             for o in n.output:
                 if not o:
                     continue
-                if o in producer and (o not in outer or o in local):
-                    other = producer[o]
+                if known(o) and (o not in outer or o in local):
+                    other = producer.get(o, -1)
                     who = "a graph input or initializer" if other == -1 else \
                         f"node {g.node[other].name or g.node[other].op_type + '_' + str(other)}"
                     raise self.fail(f"tensor '{o}' is written by node {label} and by {who}: each tensor has one "
@@ -220,10 +226,10 @@ class ModelChecks:
             for i in n.input:
                 if not i:
                     continue
-                if i not in producer:
+                if not known(i):
                     raise self.fail(f"input '{i}' of node {n.name or n.op_type + '_' + str(k)} is not produced by "
                                     "any node, graph input or initializer")
-                if producer[i] >= 0:
+                if producer.get(i, -1) >= 0:
                     deps.add(producer[i])
             indeg[k] = len(deps)
             for d in deps:
@@ -242,7 +248,7 @@ class ModelChecks:
             stuck = [g.node[k].name or f"{g.node[k].op_type}_{k}" for k in range(len(g.node)) if indeg[k] > 0][:5]
             raise self.fail(f"the graph has a cycle through node(s) {', '.join(stuck)}")
         for o in g.output:
-            if o.name not in producer:
+            if not known(o.name):
                 raise self.fail(f"graph output '{o.name}' is not produced by any node, input or initializer")
         return out
 
@@ -267,7 +273,7 @@ def check_text(model: onnx.ModelProto, path: str) -> None:
             need(a.name, f"an attribute name of node {n.name!r}")
 
 
-def check_body(g: onnx.GraphProto, path: str, outer: set[str], opsets: dict[str, int]) -> list[int]:
+def check_body(g: onnx.GraphProto, path: str, outer: Container[str], opsets: dict[str, int]) -> list[int]:
     """A subgraph's structure (initializers, wiring with the names of enclosing scopes, attributes): its nodes'
     indices in a topological order. A body may shadow an outer name with its own."""
     c = ModelChecks(onnx.ModelProto(), path, set())

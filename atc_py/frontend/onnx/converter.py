@@ -10,12 +10,14 @@ from ...ops.core.base import OpError
 from ...ops.core.infer import infer_node
 from ...options.shapes import shape_range_attr
 from ...platform.soc import SocSpec, load_soc
+from ..import_budget import ImportBudget
 from ..node_errors import converting
 from ..value_fold import fold_at_import
 from . import boundary  # noqa: F401
 from . import onnx_lite as onnx
 from .adapter import ADAPTERS, AdapterError, NodeCtx
 from .checks import check_model, input_type_problem, schema_for
+from .work import check_work
 
 DOMAIN_ALIASES = {"ai.onnx": ""}
 DEFAULT_SOC = "Ascend910B1"   # the SoC values are computed with when the caller gives none (numbers do not depend on it)
@@ -38,6 +40,7 @@ class OnnxConverter:
         self.weights: dict = {}   # initializer name -> array, when the loader has it (load_onnx_lazy)
         self.input_shapes = input_shapes or {}
         self.node_outputs: dict[str, list[str]] = {}   # onnx node name -> its output tensor names
+        self.budget = ImportBudget(model.graph.name)   # what converting may copy (import_budget.py)
 
     # -- values ----------------------------------------------------------------------------------
     def value(self, name: str) -> Value:
@@ -202,11 +205,18 @@ def _safe(name: str) -> str:
 
 def convert_onnx(model: onnx.ModelProto, input_shapes: dict | None = None,
                  weights: dict | None = None, path: str = "",
-                 fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT, soc: SocSpec | None = None) -> tuple[Graph, dict]:
+                 fold_limit: int = DEFAULT_FOLD_SIZE_LIMIT, soc: SocSpec | None = None,
+                 budget: ImportBudget | None = None) -> tuple[Graph, dict]:
     """Returns the graph and the map ONNX node name -> output tensor names (for --out_nodes). `weights`:
-    initializer arrays the loader already has (load_onnx_lazy), by name."""
+    initializer arrays the loader already has (load_onnx_lazy), by name. `budget`: the build's, when several
+    conversions share one (gears)."""
+    budget = budget or ImportBudget(path)
+    budget.path = budget.path or path or model.graph.name
+    if model.HasField("graph"):
+        check_work(model.graph, budget.path, budget)
     order = check_model(model, path or model.graph.name, set(weights or {}))
     conv = OnnxConverter(model, input_shapes, soc)
+    conv.budget = budget
     conv.weights = weights or {}
     conv.fold_limit = fold_limit
     conv.check_supported()

@@ -13,6 +13,7 @@ dtype and shape need.
 """
 from __future__ import annotations
 
+import errno
 import math
 import os
 import pathlib
@@ -36,6 +37,19 @@ def _fail(path, reason: str) -> AtcError:
     return AtcError("E10041", path=str(path), reason=reason)
 
 
+def _short(loc: str, keep: int = 120) -> str:
+    """A location as an error shows it: a name of thousands of characters is cut in the middle."""
+    return loc if len(loc) <= keep else f"{loc[:keep // 2]}...({len(loc)} characters)...{loc[-keep // 2:]}"
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP:
+        return "it runs through a loop of symbolic links"
+    if getattr(exc, "errno", None) == errno.ENAMETOOLONG:
+        return "a component or the whole path is longer than the file system allows"
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 def _view_dtype(data_type: int) -> np.dtype | None:
     """The numpy dtype the tensor's stored bytes are, as they are (None: packed, strings, or a big-endian host)."""
     if data_type in _PACKED or sys.byteorder != "little":
@@ -56,14 +70,23 @@ def _span(t, root: pathlib.Path, path) -> tuple[pathlib.Path, int, int, str]:
     loc = info.get("location", "")
     if not isinstance(loc, str) or "\0" in loc:
         raise _fail(path, f"external data location {loc!r} of tensor '{t.name}' is not a file name")
-    target = (root / loc).resolve()
-    if not loc or os.path.isabs(loc) or root not in target.parents:
-        raise _fail(path, f"external data '{loc}' of tensor '{t.name}' is outside the model's folder")
-    if not target.is_file():
-        raise _fail(path, f"external data file '{loc}' of tensor '{t.name}' does not exist or is not a regular file")
+    if not loc or os.path.isabs(loc):
+        raise _fail(path, f"external data '{_short(loc)}' of tensor '{t.name}' is outside the model's folder")
+    try:
+        target = (root / loc).resolve()
+        inside = root in target.parents
+        regular = inside and target.is_file()
+        size = target.stat().st_size if regular else 0
+    except (OSError, RuntimeError) as exc:    # RuntimeError: pathlib's word for a symbolic link loop
+        raise _fail(path, f"external data location '{_short(loc)}' of tensor '{t.name}' cannot be resolved: "
+                          f"{_why(exc)}") from None
+    if not inside:
+        raise _fail(path, f"external data '{_short(loc)}' of tensor '{t.name}' is outside the model's folder")
+    if not regular:
+        raise _fail(path, f"external data file '{_short(loc)}' of tensor '{t.name}' does not exist or is not a "
+                          "regular file")
     try:
         offset = int(info.get("offset", "0") or 0)
-        size = target.stat().st_size
         length = int(info["length"]) if info.get("length") else size - offset
     except ValueError:
         raise _fail(path, f"bad offset/length for external data of tensor '{t.name}'") from None

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import mmap
+import os
 import pathlib
 
 import numpy as np
@@ -12,6 +13,7 @@ from ...ir.file_tensor import FileTensor
 from . import onnx_lite as onnx
 from .external_data import file_tensor, leave_in_file, read_into
 from .lazy_weights import load_split
+from .work import check_work
 
 
 def _fail(path, reason: str) -> AtcError:
@@ -77,7 +79,7 @@ def _load_external(model: onnx.ModelProto, base: pathlib.Path, path, streamed: d
 
 def _check_file(path: str) -> pathlib.Path:
     p = pathlib.Path(path)
-    if not p.is_file():
+    if not os.path.isfile(p):     # False for a name too long or a link loop too
         raise _fail(path, "the file does not exist or is not a regular file")
     return p
 
@@ -85,6 +87,7 @@ def _check_file(path: str) -> pathlib.Path:
 def _check_model(model: onnx.ModelProto, path: str, streamed: dict | None = None) -> onnx.ModelProto:
     if not model.HasField("graph") or (not model.graph.node and not model.graph.output):
         raise _fail(path, "the model has no graph")
+    check_work(model.graph, path)       # before anything walks every subgraph
     _load_external(model, pathlib.Path(path).parent, path, streamed)
     return model
 

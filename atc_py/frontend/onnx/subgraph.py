@@ -20,7 +20,7 @@ class BodyConverter(OnnxConverter):
                  capture_base: int):
         # share the model-level state of the enclosing converter; own values, graph and initializers
         self.__dict__.update({k: v for k, v in parent.__dict__.items()
-                              if k in ("model", "soc", "opsets", "weights", "input_shapes", "fold_limit")})
+                              if k in ("model", "soc", "opsets", "weights", "input_shapes", "fold_limit", "budget")})
         self.parent = parent
         self.gproto = gproto
         self.graph = graph
@@ -69,24 +69,38 @@ class BodyConverter(OnnxConverter):
 
     def run(self) -> list[Value]:
         """Convert the body's nodes; returns the Values of its outputs (in order)."""
-        order = check_body(self.gproto, self.model.graph.name, set(self.values) | _outer_names(self.parent),
+        order = check_body(self.gproto, self.model.graph.name, _OuterNames(self.values, self.parent),
                            {DOMAIN: v for DOMAIN, v in self.opsets.items()})
         self.nodes(order)
         return [self.value(o.name) for o in self.gproto.output]
 
 
-def _outer_names(conv: OnnxConverter) -> set[str]:
-    """Every name a body may read from the scopes around it."""
-    names = set(conv.values) | set(conv.initializers)
-    if isinstance(conv, BodyConverter):
-        names |= _outer_names(conv.parent)
-    else:
-        names |= {i.name for i in conv.gproto.input}
-    return names
+class _OuterNames:
+    """Every name a body may read from the scopes around it (its bindings, then each enclosing converter's
+    values and initializers, then the model's inputs), asked one name at a time: an unrolled loop converts its
+    body once per iteration into a scope that grows each time, so copying the scopes' names would make the
+    import quadratic."""
+
+    def __init__(self, bindings: dict, parent: OnnxConverter) -> None:
+        self.bindings, self.parent = bindings, parent
+
+    def __contains__(self, name: object) -> bool:
+        if name in self.bindings:
+            return True
+        conv = self.parent
+        while isinstance(conv, BodyConverter):
+            if name in conv.values or name in conv.initializers:
+                return True
+            conv = conv.parent
+        inputs = conv.__dict__.get("_input_names")
+        if inputs is None:
+            inputs = conv._input_names = frozenset(i.name for i in conv.gproto.input)
+        return name in conv.values or name in conv.initializers or name in inputs
 
 
 def new_subgraph(parent: OnnxConverter, name: str) -> Graph:
-    """An empty IR subgraph whose node names share the model's namespace."""
+    """An empty IR subgraph whose node names share the model's namespace (one more of the model's budget)."""
+    parent.budget.add_subgraph()
     root = parent.graph
     return Graph(root.unique_name(_safe(name)), namespace=root)
 

@@ -14,6 +14,7 @@ from ...ops.core.infer import infer_node
 from ...options.shapes import shape_range_attr
 from ...platform.soc import SocSpec, load_soc
 from ...proto import tf_graph_pb2 as tf
+from ..import_budget import ImportBudget
 from ..node_errors import converting
 from ..value_fold import fold_at_import
 from . import functions, tensor_array  # noqa: F401  (registers the control-flow, library-call, TensorArray adapters)
@@ -21,6 +22,7 @@ from .adapters import TF_ADAPTERS, TfAdapterError
 from .functionalize import functionalize
 from .functions import resolve_function_ref
 from .values import TfValueError, attr_value, dtype_name, shape_of, tensor_to_numpy
+from .work import library_work
 
 NO_OUTPUT_OPS = {"NoOp"}
 # ops that only end something (TensorArrayCloseV3 frees an array): a control edge into one orders the close
@@ -134,6 +136,7 @@ class TfConverter:
         self.outputs: dict[str, list[Value]] = {}
         self.node_outputs: dict[str, list[str]] = {}
         self.values: dict[str, Value] = {}
+        self.budget = ImportBudget(self.path)   # what converting may copy (import_budget.py)
 
     def split(self, ref: str) -> tuple[str, int, bool]:
         """An input reference: 'node:k' in a GraphDef, 'node:out_arg:k' or an argument in a function body."""
@@ -297,9 +300,20 @@ class TfConverter:
 
 
 def convert_tf(graph_def: tf.GraphDef, input_shapes: dict | None = None, input_format: str = "NHWC", path: str = "",
-               soc: SocSpec | None = None):
+               soc: SocSpec | None = None, budget: ImportBudget | None = None):
+    """`budget`: the build's, when several conversions share one (gears)."""
     graph_def = functionalize(graph_def, path or "graph")     # v1 loops -> While + library functions
+    budget = budget or ImportBudget(path)
+    budget.path = budget.path or path or "graph"
+    subgraphs, copied = library_work(graph_def)
+    budget.plan_subgraphs(subgraphs)
+    problem = budget.copy_problem(copied, "converting a copy of each library function per If, While, Case or call "
+                                          "that names it")
+    if problem:
+        raise budget.too_complex(problem)
+    budget.copied += copied
     conv = TfConverter(graph_def, input_shapes, input_format, path, soc)
+    conv.budget = budget
     conv.check_supported()
     conv.convert()
     conv.net_output()

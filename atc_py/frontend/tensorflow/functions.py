@@ -55,7 +55,7 @@ def convert_body(conv, fn: tf.FunctionDef, graph: Graph, args: list[Value]) -> l
                              f"the call passes {len(args)}")
     body = TfConverter(tf.GraphDef(node=fn.node_def, library=conv.gd.library), None, conv.input_format, conv.path,
                        conv.soc)
-    body.graph, body.depth, body.function = graph, depth, fn
+    body.graph, body.depth, body.function, body.budget = graph, depth, fn, conv.budget
     body.ops = {n.name: n.op for n in fn.node_def}
     for a, v in zip(fn.signature.input_arg, args):
         body.outputs[a.name] = [v]
@@ -84,6 +84,7 @@ def resolve_function_ref(conv, ref: str) -> tuple[str, int]:
 
 
 def _subgraph(conv, fn: tf.FunctionDef, descs: list[TensorDesc], tag: str) -> Graph:
+    conv.budget.add_subgraph()
     root = conv.graph
     g = Graph(root.unique_name(f"{tag}_{fn.signature.name}".replace("/", "_")), namespace=root)
     root._names.add(g.name)
@@ -100,7 +101,8 @@ def _subgraph(conv, fn: tf.FunctionDef, descs: list[TensorDesc], tag: str) -> Gr
 
 def _control(ctx, op_type: str, inputs: list[Value], subgraphs: dict[str, Graph], n_out: int) -> list[Value]:
     g = ctx.conv.graph
-    node = g.add_node(ctx.name, op_type, inputs, [TensorDesc((), "float32")] * n_out, {})
+    # named now, not before its subgraphs were converted: a branch holding the same function's If took the name
+    node = g.add_node(g.unique_name(ctx.name), op_type, inputs, [TensorDesc((), "float32")] * n_out, {})
     node.subgraphs = subgraphs
     infer_node(node)
     return node.outputs

@@ -1,6 +1,7 @@
 """Load a frozen GraphDef (.pb); every problem with the file is one E10041."""
 from __future__ import annotations
 
+import os
 import pathlib
 
 from google.protobuf.message import DecodeError
@@ -11,7 +12,7 @@ from ...proto import tf_graph_pb2
 
 def load_tf(path: str) -> tf_graph_pb2.GraphDef:
     p = pathlib.Path(path)
-    if not p.is_file():
+    if not os.path.isfile(p):     # False for a name too long or a link loop too
         raise AtcError("E10041", path=path, reason="the file does not exist or is not a regular file")
     g = tf_graph_pb2.GraphDef()
     try:

@@ -56,6 +56,30 @@ def test_option_errors_have_codes_exit_255_and_write_nothing(atc, tmp_path, extr
     assert not list(tmp_path.iterdir())
 
 
+LONG_NAME, DEEP_PATH = "x" * 300, "/".join(["d"] * 2500)    # one name over NAME_MAX; a path over PATH_MAX
+
+
+@pytest.mark.parametrize("flag,value,code_text", [
+    ("output", "sub/" + LONG_NAME, "E10001: Value sub/xxx"),
+    ("output", DEEP_PATH, "E10021: Path for parameter --output is too long. Keep the length within 4096."),
+    ("op_plugin", LONG_NAME, "E10001"),
+    ("op_plugin", DEEP_PATH, "E10001"),
+    ("op_plugin", "loop", "E10001"),
+    ("soc_version", LONG_NAME, "E10001"),
+    ("insert_op_conf", LONG_NAME, "E10001"),
+    ("op_attr_config", DEEP_PATH, "E10001"),
+    ("model", DEEP_PATH, "E10001"),
+])
+def test_names_the_file_system_refuses_are_flag_errors(atc, tmp_path, monkeypatch, flag, value, code_text):
+    """A name longer than the file system takes made pathlib raise (E19999); a link loop is no file either."""
+    monkeypatch.chdir(tmp_path)
+    os.symlink("loop", tmp_path / "loop")
+    args = {"--model": CNN, "--framework": "5", "--output": "cnn", "--soc_version": "Ascend910B1", f"--{flag}": value}
+    code, out, _ = atc(*[f"{k}={v}" for k, v in args.items()])
+    assert code == 255 and code_text in out and "E19999" not in out, out[-400:]
+    assert sorted(os.listdir(tmp_path)) == ["loop"]
+
+
 def test_required_flags(atc, tmp_path):
     code, out, _ = atc("--model", CNN, f"--output={tmp_path / 'x'}", "--soc_version=Ascend910B1")
     assert code == 255 and "E10007: --framework is required." in out

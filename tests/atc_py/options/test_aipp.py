@@ -153,6 +153,12 @@ def test_yuv400_gray(tmp_path):
     ({"input_format": "ARGB8888_U8"}, "E10052", "not supported"),
     ({"input_format": "RGB888_U8", "src_image_size_w": 9, "src_image_size_h": 8}, "E10052", "model input is 8x8"),
     ({"input_format": "RGB888_U8", "related_input_rank": 3}, "E10052", "related_input_rank"),
+    ({"input_format": 99}, "E10052", "input_format 99 is not a value of AIPP's InputFormat"),
+    ({"input_format": -1}, "E10052", "input_format -1 is not a value"),
+    ({"input_format": "RGB888_U8", "padding": True, "top_padding_size": 1, "cpadding_value": "nan"}, "E10052",
+     "cpadding_value = nan"),
+    ({"input_format": "RGB888_U8", "cpadding_value": "-inf"}, "E10052", "cpadding_value = -inf"),
+    ({"input_format": "RGB888_U8", "cpadding_value": 1e6}, "E10052", "cpadding_value"),
 ])
 def test_bad_configurations(tmp_path, fields, code, words):
     rank = fields.pop("related_input_rank", None)

@@ -182,6 +182,12 @@ BAD_FLAGS = [
     (["--input_shape=x:1,3,-1,-1", "--dynamic_image_size=8;16"], "E10020"),
     (["--input_shape=x:-1,3,-1,-1", "--dynamic_dims=1,8;2,16"], "E10003"),
     (["--input_shape=x:-1,3,16,16", "--dynamic_dims=1;2", f"--insert_op_conf={GEARS / 'vision_aipp.cfg'}"], "E10001"),
+    (["--input_shape=x:-1,3,16,16", "--dynamic_batch_size=1,,2"], "E10003"),       # an empty gear is no gear
+    (["--input_shape=x:-1,3,16,16", "--dynamic_batch_size=,1,2"], "E10003"),
+    (["--input_shape=x:-1,3,16,16", "--dynamic_batch_size=1,2,,"], "E10003"),
+    (["--input_shape=x:-1,3,-1,-1", "--dynamic_dims=1,8,8;;2,16,16"], "E10003"),
+    (["--input_shape=x:-1,3,-1,-1", "--dynamic_dims=;1,8,8;2,16,16"], "E10003"),
+    (["--input_shape=x:1,3,-1,-1", "--dynamic_image_size=8,8;;16,16"], "E10020"),
 ]
 
 
@@ -191,6 +197,24 @@ def test_bad_gear_flags_give_atcs_codes(atc, tmp_path, conv_model, flags, code):
     out = compile_(atc, path, tmp_path / "bad", *flags, code=255)
     assert f"{code}:" in out and "Traceback" not in out
     assert not (tmp_path / "bad.om").exists()
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--dynamic_batch_size=1,,2"], "profile 2 is empty"),
+    (["--input_shape=x:-1,3,-1,-1", "--dynamic_dims=1,8,8;;2,16,16"], "profile 2 is empty"),
+])
+def test_an_empty_gear_is_named(atc, tmp_path, conv_model, flags, words):
+    path, _ = conv_model
+    shape = [] if any(f.startswith("--input_shape") for f in flags) else ["--input_shape=x:-1,3,16,16"]
+    out = compile_(atc, path, tmp_path / "bad", *shape, *flags, code=255)
+    assert "E10003:" in out and words in out
+
+
+def test_one_trailing_separator_is_dropped_as_atc_does(atc, tmp_path, conv_model):
+    path, _ = conv_model
+    compile_(atc, path, tmp_path / "b", "--input_shape=x:-1,3,16,16", "--dynamic_batch_size=1,2,")
+    compile_(atc, path, tmp_path / "d", "--input_shape=x:-1,3,16,16", "--dynamic_dims=1;2;")
+    assert (tmp_path / "b.om").is_file() and (tmp_path / "d.om").is_file()
 
 
 def test_gears_of_a_dynamic_shape_model_are_refused(atc, tmp_path):

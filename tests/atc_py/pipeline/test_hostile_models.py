@@ -2,6 +2,7 @@
 field for every invalid model, no fold that exhausts memory or time, E19999 only for real internal faults."""
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 
@@ -109,6 +110,29 @@ def test_nul_in_an_external_data_path(tmp_path):
     p = tmp_path / "m.onnx"
     p.write_bytes(model([helper.make_node("Conv", ["x", "w"], ["y"])], [X4], [Y], [w]).SerializeToString())
     expect(str(p), "E10041", "not a file name")
+
+
+@pytest.mark.parametrize("location,links,words", [
+    ("loop", [("loop", "loop")], "a loop of symbolic links"),
+    ("a", [("a", "b"), ("b", "a")], "a loop of symbolic links"),
+    ("loop/w.bin", [("loop", "loop")], "a loop of symbolic links"),
+    ("x" * 300, [], "longer than the file system allows"),
+    ("/".join(["d"] * 2500), [], "longer than the file system allows"),
+])
+def test_external_data_locations_the_file_system_cannot_resolve(tmp_path, location, links, words):
+    """Symlink loops and over-long names raised from pathlib (E19999): E10041 naming the tensor and why."""
+    for name, target in links:
+        os.symlink(target, tmp_path / name)
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")
+    w.data_location = TP.EXTERNAL
+    w.ClearField("raw_data")
+    for k, v in (("location", location), ("offset", "0"), ("length", "432")):
+        e = w.external_data.add()
+        e.key, e.value = k, v
+    p = tmp_path / "m.onnx"
+    p.write_bytes(model([helper.make_node("Conv", ["x", "w"], ["y"])], [X4], [Y], [w]).SerializeToString())
+    msg = expect(str(p), "E10041", "m.onnx", "tensor 'w'", "cannot be resolved", words)
+    assert len(msg) < 600
 
 
 def test_duplicate_opsets_and_unknown_opset():

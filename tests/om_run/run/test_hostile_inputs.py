@@ -85,16 +85,32 @@ def test_a_10gib_bin_is_refused_by_its_size(om_run, cnn_om, tmp_path):
     assert code == 1 and "E30002" in err and "has 10737418240 bytes" in err and "needs 12288" in err
 
 
-def test_input_folders_skip_dangling_links_and_subfolders(om_run, cnn_om, tmp_path):
-    """A folder is listed entry by entry: what is not a regular file (a dangling link, a folder) is no input."""
+def test_input_folders_skip_subfolders_and_hidden_entries(om_run, cnn_om, tmp_path):
+    """A folder is listed entry by entry: a subfolder or a hidden entry is no input."""
     folder = tmp_path / "inputs"
     folder.mkdir()
     np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32).tofile(folder / "a.bin")
-    (folder / "b.bin").symlink_to(tmp_path / "nowhere.bin")
     (folder / "c").mkdir()
+    (folder / ".hidden").write_text("x")
     code, out, err = om_run("--model", str(cnn_om), "--input", str(folder), "--output", str(tmp_path / "out"))
-    assert code == 0 and "start to process file: a" in out and "process file: b" not in out, err
+    assert code == 0 and "start to process file: a" in out, err
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a_output_0.npy"]
+
+
+@pytest.mark.parametrize("plant,words", [
+    (lambda f, tmp: (f / "b.bin").symlink_to(tmp / "nowhere.bin"), "'b.bin', which is a dangling symbolic link"),
+    (lambda f, tmp: (f / "b.bin").symlink_to(f / "b.bin"), "'b.bin', which is a dangling symbolic link"),
+    (lambda f, tmp: os.mkfifo(f / "b.bin"), "'b.bin', which is not a regular file"),
+])
+def test_an_input_folder_entry_that_is_no_file_is_refused_not_skipped(om_run, cnn_om, tmp_path, plant, words):
+    """The run would have had one input fewer than the folder names."""
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32).tofile(folder / "a.bin")
+    plant(folder, tmp_path)
+    code, out, err = om_run("--model", str(cnn_om), "--input", str(folder), "--output", str(tmp_path / "out"))
+    assert code == 1 and "E30002" in err and words in err and "Traceback" not in err, err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
 def test_npz_members_are_chosen_and_checked_before_any_is_read(tmp_path):

@@ -5,16 +5,19 @@ reads one from an enclosing scope by a position that is the iteration number (Se
 SequenceAt(seq, i)) cannot be a GE While: sequences are resolved at compile time. Such a loop needs its trip
 count and condition known at import; each iteration's body is converted into the enclosing graph with the
 iteration number a constant, so every position is constant. The body's condition output must then be
-known at import too. Bounded by MAX_IMPORT_UNROLL_ITERATIONS iterations and MAX_IMPORT_UNROLL_NODES nodes
-(limits.py): beyond them a clear error, never a hang."""
+known at import too. Bounded by MAX_IMPORT_UNROLL_ITERATIONS iterations and by the nodes the model may copy
+(MAX_IMPORT_COPIED_NODES, limits.py), counted as trip count x body nodes before the first iteration and again
+as the copies are made: beyond them a clear error in moments, never a hang."""
 from __future__ import annotations
 
 import numpy as np
 
-from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS, MAX_IMPORT_UNROLL_NODES
+from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS
+from ...import_budget import COUNT_CAP
 from .. import onnx_lite as onnx
 from ..adapter import AdapterError, NodeCtx
 from ..structured import is_structured
+from ..work import body_nodes
 
 STRUCTURED_TYPES = ("sequence_type", "optional_type")
 
@@ -77,9 +80,14 @@ def unroll(ctx: NodeCtx, proto: onnx.GraphProto, carried: list) -> list:
         if trip > limit:
             raise AdapterError(f"its trip count {trip} is more than the {limit} iterations a loop carrying sequences "
                                "may be unrolled to (MAX_IMPORT_UNROLL_ITERATIONS)")
+        planned = trip * body_nodes(proto, COUNT_CAP)
+        problem = ctx.conv.budget.copy_problem(planned, f"unrolling its {trip} iterations")
+        if problem:
+            raise AdapterError(problem)
     cond = True if c0 is None else _known_bool(c0, "its condition (input 1)")
     g = ctx.conv.graph
-    start = len(g.nodes)
+    budget = ctx.conv.budget
+    start, copied_before = len(g.nodes), budget.copied
     n_vs = len(carried)
     if len(proto.output) < 1 + n_vs:
         raise AdapterError(f"its body gives {len(proto.output)} outputs for {n_vs} loop-carried values (it needs at "
@@ -102,9 +110,11 @@ def unroll(ctx: NodeCtx, proto: onnx.GraphProto, carried: list) -> list:
         if c0 is not None:
             cond = _known_bool(values[0], "its body's condition output")
         i += 1
-        if len(g.nodes) - start > MAX_IMPORT_UNROLL_NODES:
-            raise AdapterError(f"unrolling it adds more than {MAX_IMPORT_UNROLL_NODES} nodes "
-                               f"(MAX_IMPORT_UNROLL_NODES) after {i} iterations")
+        budget.copied = copied_before       # the copies made inside an iteration are in its count already
+        problem = budget.copy_problem(len(g.nodes) - start, f"unrolling {i} of its iterations")
+        if problem:
+            raise AdapterError(problem)
+        budget.copied = copied_before + len(g.nodes) - start
     if scans and i == 0:
         raise AdapterError("it carries sequences and runs no iteration, so its scan outputs have no shape")
     return list(carried) + [_stack(ctx, elems, k) for k, elems in enumerate(scans)]

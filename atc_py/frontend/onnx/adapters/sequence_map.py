@@ -1,12 +1,15 @@
 """SequenceMap: its body applied to each element, resolved at compile time. The body is converted once per
 element straight into the enclosing graph (elements may differ in shape, so each copy is inferred for its
 own), a sequence input giving the body its k-th element and a tensor input itself; output j of the map is the
-sequence of the copies' output j. Bounded like an unrolled loop (MAX_IMPORT_UNROLL_ITERATIONS)."""
+sequence of the copies' output j. Bounded like an unrolled loop (MAX_IMPORT_UNROLL_ITERATIONS elements, the
+model's MAX_IMPORT_COPIED_NODES counted before copying)."""
 from __future__ import annotations
 
 from ....common.limits import MAX_IMPORT_UNROLL_ITERATIONS
+from ...import_budget import COUNT_CAP
 from ..adapter import AdapterError, NodeCtx, OnnxOp, onnx_op
 from ..structured import Sequence, is_structured
+from ..work import body_nodes
 
 
 @onnx_op("SequenceMap")
@@ -27,6 +30,12 @@ class SequenceMap(OnnxOp):
         if n > MAX_IMPORT_UNROLL_ITERATIONS:
             raise AdapterError(f"its sequences have {n} elements, more than the {MAX_IMPORT_UNROLL_ITERATIONS} a "
                                "SequenceMap may be expanded to (MAX_IMPORT_UNROLL_ITERATIONS)")
+        problem = ctx.conv.budget.copy_problem(n * body_nodes(body, COUNT_CAP),
+                                               f"expanding its body for {n} elements")
+        if problem:
+            raise AdapterError(problem)
+        g = ctx.conv.graph
+        start, copied_before = len(g.nodes), ctx.conv.budget.copied
         for k, v in enumerate(ins):
             if isinstance(v, Sequence):
                 v.elements()
@@ -39,4 +48,5 @@ class SequenceMap(OnnxOp):
                 if is_structured(y):
                     raise AdapterError(f"its body's output {j} is a sequence or optional (it must be a tensor)")
                 outs[j].append(y)
+        ctx.conv.budget.copied = copied_before + len(g.nodes) - start    # copies made inside it included
         return [Sequence(o, n) for o in outs]

@@ -1,0 +1,1 @@
+"""The graph: node names and their namespace."""
