@@ -8,8 +8,8 @@ runs as code. The entries take that one entry out before anything else is import
 
 Run from a source tree without installing, the working folder is where the packages are. Each entry first
 puts the tree its own file is in at the front and imports the packages of that tree (their `__init__` modules
-import nothing outside their package), then takes that entry out again: atc_py, om_run and om_sweep then
-import each other from the tree that was run, never an installed copy, and everything else comes from the
+load only modules of their own package), then takes that entry out again: atc_py, om_run and om_sweep then
+load one another from the tree that was run, never an installed copy, and everything else comes from the
 environment (om-sweep's job processes are told where the tree is: om_sweep/sandbox.py)."""
 from __future__ import annotations
 

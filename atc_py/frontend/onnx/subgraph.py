@@ -78,8 +78,8 @@ class BodyConverter(OnnxConverter):
 class _OuterNames:
     """Every name a body may read from the scopes around it (its bindings, then each enclosing converter's
     values and initializers, then the model's inputs), asked one name at a time: an unrolled loop converts its
-    body once per iteration into a scope that grows each time, so copying the scopes' names would make the
-    import quadratic."""
+    body once per iteration into a scope that grows each time, so copying the scopes' names would make
+    importing the model quadratic."""
 
     def __init__(self, bindings: dict, parent: OnnxConverter) -> None:
         self.bindings, self.parent = bindings, parent
