@@ -52,14 +52,14 @@ def _known(t) -> bool:
 
 def _subgraph_names(node) -> set[str]:
     """Names a node's subgraphs read from the outer scope (every name they mention: a superset is harmless)."""
+    from ..frontend.onnx.converter import _all_nodes
     names: set[str] = set()
     for a in node.attribute:
         subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs) \
             if a.type == onnx.AttributeProto.GRAPHS else []
         for g in subs:
-            for n in g.node:
+            for n, _ in _all_nodes(g):
                 names.update(n.input)
-                names |= _subgraph_names(n)
     return names
 
 
