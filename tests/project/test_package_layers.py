@@ -30,6 +30,7 @@ LAYERS = {
         {"sim"},                 # the simulated machine
         {"run"},                 # flags, inputs, outputs, gears, the executions
         {"generate", "compare"},
+        {"serve"},               # om-run serve: LLM requests scheduled as vllm-ascend / MindIE do, steps priced by the sim
         {"cli"},
         {"__main__", "ais_bench", "msame"},   # python -m om_run, python -m om_run.ais_bench, python -m om_run.msame
     ],
