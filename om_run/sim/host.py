@@ -136,6 +136,9 @@ class Simulation:
         self.transfer_bytes: tuple[list[int], list[int]] | None = None
         # inputs / outputs that stay in device memory between executions (a decode loop's KV cache): never copied
         self.resident: tuple[set[str], set[str]] = (set(), set())
+        # timing only: input name -> the values a run is told though it computes nothing (a server's sequence
+        # lengths: the tiling of the ops that read them depends on them, the step's cost with it)
+        self.known_values: dict[str, np.ndarray] = {}
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         # executed tasks per execution (budget.py): the file's own tasks and ops set the default
         subs = list(getattr(model, "subs", {}).values())
@@ -306,7 +309,7 @@ class Simulation:
         for op in sorted(m.ops.values(), key=lambda o: o.id):
             if op.type == "Data":
                 idx = int(op.attr["index"].i)
-                values[f"{op.name}:0"] = inputs[idx] if inputs is not None else None
+                values[f"{op.name}:0"] = inputs[idx] if inputs is not None else self.known_values.get(op.name)
                 descs[f"{op.name}:0"] = self.in_descs[idx]
                 on_host[f"{op.name}:0"] = True      # model inputs: the host still has them
             elif op.type == "PartitionedCall":
@@ -510,7 +513,7 @@ class Simulation:
         ready = self.fetch_to_host(op, depend_idx, "tiling input", ready)            # value-dependent tiling
         ctx = tiling_context(spec, [v.desc if v is not None else None for v in node.inputs], out_descs,
                              node.attrs, self.soc)
-        if self.compute:
+        if self.compute or all(args[i] is not None for i in depend_idx):   # timing only: values it was told
             ctx.depend_values = {i: args[i] for i in depend_idx}
         else:
             ctx.depend_values = spec.placeholder_values(ctx)

@@ -68,7 +68,7 @@ FAMILIES_PACKAGE = __package__.rpartition(".")[0]
 # FAMILIES_PACKAGE; a dotted one is absolute: an op that lives with the feature it belongs to (AscBackend
 # with autofuse, whose fusion pass imports the op library: an import from here would close a cycle).
 BUILTIN_MODULES = (
-    "activation", "aipp", "atc_py.autofuse.asc_backend", "attention_moe", "control", "conv_nd",
+    "activation", "aipp", "atc_py.autofuse.asc_backend", "attention_moe", "control", "conv_nd", "paged_attention",
     "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "channel_norm", "layer_norm", "reduce",
     "resize", "scan_mask", "shape_layout", "strings", "value_params",
     "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",

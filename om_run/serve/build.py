@@ -1,0 +1,72 @@
+"""The served decoder compiled by atc-py, cached by content: the ONNX graph of the config (decoder_graph.py) with
+the step inputs' ranges, for a SoC and a tiling placement, built once and reused (the cache key hashes the
+graph's bytes and the build options, so any change of either builds again)."""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+from atc_py.common.atomic_write import write_atomic
+
+from .decoder_graph import STEP_INPUTS, build_decoder
+from .hf_config import DecoderConfig
+
+CACHE_ENV = "OM_RUN_SERVE_CACHE"
+
+
+def cache_dir() -> str:
+    return os.environ.get(CACHE_ENV) or os.path.join(os.path.expanduser("~"), ".cache", "om-run", "serve")
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What the compiled step depends on besides the config: the SoC, tiling sink, the cache's geometry and the
+    largest step (the ranges of the dynamic dimensions)."""
+    soc_version: str
+    tiling_sink: bool
+    block_size: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    num_blocks: int = 0       # the cache's blocks in the compiled graph; 0: enough for max_num_seqs full sequences
+
+    @property
+    def max_blocks(self) -> int:
+        return -(-self.max_model_len // self.block_size)
+
+    @property
+    def graph_blocks(self) -> int:
+        return self.num_blocks or self.max_num_seqs * self.max_blocks
+
+
+def shape_ranges(spec: BuildSpec) -> str:
+    """ATC's --input_shape_range of the step inputs (the caches and weights keep their static shapes)."""
+    t, s = spec.max_num_batched_tokens, spec.max_num_seqs
+    parts = []
+    for name in STEP_INPUTS:
+        if name == "block_tables":
+            parts.append(f"{name}:[1~{s},{spec.max_blocks}]")
+        elif name in ("input_ids", "positions", "slot_mapping"):
+            parts.append(f"{name}:[1~{t}]")
+        else:
+            parts.append(f"{name}:[1~{s}]")
+    return ";".join(parts)
+
+
+def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True) -> str:
+    """The path of the .om of `cfg` built for `spec` (from the cache when it is there)."""
+    import atc_py
+    model = build_decoder(cfg, spec.graph_blocks, spec.block_size, spec.max_model_len)
+    build_flags = {"ge.socVersion": spec.soc_version, "ge.tiling_schedule_optimize": "1" if spec.tiling_sink else "0",
+                   "input_shape_range": shape_ranges(spec)}
+    blob = model.SerializeToString(deterministic=True)
+    key = hashlib.sha256(blob + repr(sorted(build_flags.items())).encode()
+                         + atc_py.__version__.encode()).hexdigest()[:32]
+    path = os.path.join(cache_dir(), f"{key}.om")
+    if use_cache and os.path.isfile(path):
+        return path
+    om = atc_py.build(model, build_flags).om
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, om)
+    return path

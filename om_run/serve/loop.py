@@ -1,0 +1,108 @@
+"""The engine loop of a serving benchmark in simulated time: requests arrive (as the benchmark client sends them,
+at most --max-concurrency in flight), the scheduler plans each step, the step costs what the engine's host work
+and the compiled decoder's step cost, every sampled token reaches the client when its step ends."""
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .request import REJECTED, Request, RequestRecord, Sequence, StepPlan, StepRecord
+
+
+@dataclass
+class LoopResult:
+    records: list[RequestRecord]
+    steps: list[StepRecord]
+    duration_s: float
+    max_in_flight: int = 0
+    preemptions: int = 0
+    extras: dict = field(default_factory=dict)
+
+
+def _lengths(plan: StepPlan) -> tuple[list[int], list[int]]:
+    return [s.num_tokens for s in plan.scheduled], [s.start + s.num_tokens for s in plan.scheduled]
+
+
+def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int], list[int], bool], tuple[float, float]],
+             host_cost: Callable[[StepPlan], float], sample: Callable[[StepPlan], dict] | None = None,
+             max_concurrency: int | None = None, progress: Callable[[float, int, int], None] | None = None,
+             max_steps: int = 50_000_000) -> LoopResult:
+    """Run `requests` to completion. step_cost(q_lens, kv_lens, same_shape_as_last) -> (seconds, device seconds);
+    host_cost(plan) -> the engine's own seconds around the model (scheduling, input preparation, sampling,
+    output processing); sample(plan) -> {Sequence: token id} (None: placeholder tokens, timing only)."""
+    pending = deque(sorted(requests, key=lambda r: (r.arrival_s, int(r.request_id) if r.request_id.isdigit() else 0)))
+    records: dict[str, RequestRecord] = {}
+    seqs: dict[str, Sequence] = {}
+    now, in_flight, peak, preemptions = 0.0, 0, 0, 0
+    steps: list[StepRecord] = []
+    last_shape = None
+    done = 0
+    free_slots = [0.0] * (max_concurrency or 0)      # when each client slot became free (a semaphore's)
+
+    def admit(until: float) -> None:
+        nonlocal in_flight, peak, done
+        while pending and pending[0].arrival_s <= until and (max_concurrency is None or in_flight < max_concurrency):
+            r = pending.popleft()
+            sent = max(r.arrival_s, heapq.heappop(free_slots)) if max_concurrency else r.arrival_s
+            rec = RequestRecord(r.request_id, sent, r.prompt_len, r.output_len)
+            records[r.request_id] = rec
+            seq = Sequence(r, list(r.prompt_ids) if r.prompt_ids is not None else [0] * r.prompt_len)
+            scheduler.add(seq)
+            if seq.status == REJECTED:
+                rec.error = getattr(seq, "reason", "") or "rejected by the engine"
+                done += 1
+                if max_concurrency:
+                    heapq.heappush(free_slots, sent)
+                continue
+            seqs[r.request_id] = seq
+            in_flight += 1
+            peak = max(peak, in_flight)
+
+    while pending or scheduler.has_unfinished:
+        if len(steps) >= max_steps:
+            raise RuntimeError(f"more than {max_steps} engine steps")
+        admit(now)
+        plan = scheduler.schedule() if scheduler.has_unfinished else None
+        if plan is None or not plan.scheduled:
+            if not pending:
+                if scheduler.has_unfinished:
+                    raise RuntimeError("the scheduler has unfinished requests but plans nothing: they can never run")
+                break
+            if max_concurrency is not None and in_flight >= max_concurrency:
+                raise RuntimeError("every client slot is taken but the engine plans nothing")
+            now = max(now, pending[0].arrival_s)
+            continue
+        q, kv = _lengths(plan)
+        shape = (sum(q), len(q))
+        model_s, device_s = step_cost(q, kv, shape == last_shape)
+        last_shape = shape
+        host_s = host_cost(plan)
+        start, end = now, now + model_s + host_s
+        sampled = sample(plan) if sample is not None else {s.seq: 0 for s in plan.scheduled if s.samples}
+        preemptions += len(plan.preempted)
+        for s in plan.preempted:
+            records[s.request.request_id].preemptions += 1
+        finished = scheduler.update(plan, sampled)
+        for seq in sampled:
+            records[seq.request.request_id].token_s.append(end)
+        for seq in finished:
+            in_flight -= 1
+            done += 1
+            if max_concurrency:
+                heapq.heappush(free_slots, end)
+        steps.append(StepRecord(len(steps), start, end, len(q), plan.num_prefill_tokens, plan.num_decode_tokens,
+                                plan.blocks_in_use, plan.num_blocks, len(plan.preempted),
+                                _waiting(scheduler), device_s, host_s))
+        now = end
+        if progress is not None:
+            progress(now, done, len(records) + len(pending))
+    ordered = sorted(records.values(), key=lambda r: int(r.request_id) if r.request_id.isdigit() else 0)
+    first = min((r.arrival_s for r in ordered), default=0.0)
+    return LoopResult(ordered, steps, max(0.0, now - first), peak, preemptions)
+
+
+def _waiting(scheduler) -> int:
+    w = getattr(scheduler, "num_waiting", None)
+    return int(w() if callable(w) else w or 0)

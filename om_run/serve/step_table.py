@@ -1,0 +1,191 @@
+"""What one engine step costs on the simulated device, from the compiled decoder's own kernels.
+
+Direct simulation (StepSimulator) runs the .om timing only for a step's shapes, told the sequence lengths its
+attention tiles by (Simulation.known_values). A decoder's layers are identical, so the .om of one layer and of
+two are simulated and the model's L layers priced as t1 + (L - 1) * (t2 - t1): the second layer's increment is
+the steady per-layer cost, the first run carries the embedding, the final norm and the lm_head.
+
+Simulating every step of a benchmark that way is too slow (hundreds of thousands of steps), so StepTable
+simulates a grid of (tokens T, sequences S, mean context before the step c), geometric in each, once and
+interpolates trilinearly between its points. A step's c is (sum of its sequences' context after the step - T) / S: the
+attention's K/V reads, which dominate it, follow that sum. Two times per point: the first step of a shape
+(ATB's setup cache misses: T or S changed since the last step) and a repeat (same shapes, new lengths)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .decoder_graph import STEP_INPUTS
+
+STEP_SHAPES = {"input_ids": "T", "positions": "T", "slot_mapping": "T", "block_tables": "SB",
+               "actual_seq_lengths": "S", "actual_seq_lengths_kv": "S", "logits_indices": "S"}
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """The features a step's cost is read by: tokens, sequences, their context after the step (sum)."""
+    tokens: int
+    seqs: int
+    context: int
+
+    @property
+    def mean_before(self) -> float:
+        return max(0.0, (self.context - self.tokens) / max(1, self.seqs))
+
+
+def step_shape(q_lens, kv_lens) -> StepShape:
+    return StepShape(int(sum(q_lens)), len(q_lens), int(sum(kv_lens)))
+
+
+class StepSimulator:
+    """One compiled decoder (.om) priced per step by direct timing-only simulation."""
+
+    def __init__(self, om_path: str, max_blocks: int):
+        from ..load.loader import load_model
+        from ..sim.host import Simulation
+        from ..sim.warm import warm
+        self.model = load_model(om_path)
+        self.max_blocks = max_blocks
+        names = [io.name for io in self.model.inputs]
+        self.sim = Simulation(self.model, compute=False)
+        # weights and caches live on the device; logits stay there for the sampler
+        self.sim.resident = ({n for n in names if n not in STEP_INPUTS}, {io.name for io in self.model.outputs})
+        warm(self.sim)
+
+    def forget(self) -> None:
+        """ATB's setup and kernel caches emptied (its runner pools and workspace kept): a step priced after it
+        depends on the step before it only, never on the order the grid or the benchmark visited shapes in."""
+        self.sim.atb.last_setup.clear()
+        self.sim.atb.local.clear()
+        self.sim.atb.shared.clear()
+
+    def run(self, q_lens, kv_lens) -> tuple[float, float, float]:
+        """(end-to-end, device busy, host busy) seconds of one step of these per-sequence query / context lengths."""
+        q = np.asarray(q_lens, np.int64)
+        kv = np.asarray(kv_lens, np.int64)
+        t, s = int(q.sum()), len(q)
+        dims = {"T": (t,), "S": (s,), "SB": (s, self.max_blocks)}
+        shapes = [dims[STEP_SHAPES[io.name]] if io.name in STEP_SHAPES else io.desc.shape for io in self.model.inputs]
+        self.sim.known_values = {"actual_seq_lengths": np.cumsum(q), "actual_seq_lengths_kv": kv}
+        _, st = self.sim.run(None, shapes)
+        return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9
+
+
+def representative(t: int, s: int, c: float, max_len: int) -> tuple[list[int], list[int]]:
+    """A step of t tokens over s sequences (evenly split) each with about c positions of context before it."""
+    s = max(1, min(s, t))
+    q = [t // s + (1 if k < t % s else 0) for k in range(s)]
+    kv = [min(max_len, x + int(round(c))) for x in q]
+    return q, kv
+
+
+def grid_axis(low: int, high: int, points_per_octave: int = 2) -> list[int]:
+    """low..high on a geometric grid (both ends included)."""
+    out, k = {low, high}, 0
+    while True:
+        v = int(round(max(low, 1) * 2 ** (k / points_per_octave)))
+        if v >= high:
+            break
+        out.add(v)
+        k += 1
+    return sorted(out)
+
+
+def context_axis(max_len: int) -> list[int]:
+    return [0] + [c for c in grid_axis(16, max_len, 1) if c < max_len]
+
+
+@dataclass
+class StepTable:
+    """Step times on the grid tokens x seqs x contexts: miss[i, j, k] (first step of a shape), hit[i, j, k]."""
+    tokens: list[int]
+    seqs: list[int]
+    contexts: list[int]
+    miss: np.ndarray
+    hit: np.ndarray
+    device: np.ndarray
+
+    @staticmethod
+    def _coord(axis: list[int], v: float):
+        """The grid cell around v and v's weight toward its upper corner: linear in v, as the kernels' costs are
+        between their tiling's steps (the grid is geometric so that small steps are resolved finely)."""
+        if len(axis) == 1:
+            return 0, 0, 0.0
+        x = min(max(v, axis[0]), axis[-1])
+        i = max(0, min(len(axis) - 2, int(np.searchsorted(axis, x, side="right")) - 1))
+        w = (x - axis[i]) / (axis[i + 1] - axis[i]) if axis[i + 1] > axis[i] else 0.0
+        return i, i + 1, min(1.0, max(0.0, w))
+
+    def lookup(self, shape: StepShape, same_shape_as_last: bool) -> tuple[float, float]:
+        """(end-to-end seconds, device seconds) of a step, trilinear between the grid's corners."""
+        ct = self._coord(self.tokens, shape.tokens)
+        cs = self._coord(self.seqs, shape.seqs)
+        cc = self._coord(self.contexts, shape.mean_before)
+        arr = self.hit if same_shape_as_last else self.miss
+        total = dev = 0.0
+        for it, wt in ((ct[0], 1 - ct[2]), (ct[1], ct[2])):
+            for js, ws in ((cs[0], 1 - cs[2]), (cs[1], cs[2])):
+                for kc, wc in ((cc[0], 1 - cc[2]), (cc[1], cc[2])):
+                    w = wt * ws * wc
+                    if w:
+                        total += w * arr[it, js, kc]
+                        dev += w * self.device[it, js, kc]
+        return total, dev
+
+    def to_json(self) -> dict:
+        return {"tokens": self.tokens, "seqs": self.seqs, "contexts": self.contexts, "miss": self.miss.tolist(),
+                "hit": self.hit.tolist(), "device": self.device.tolist()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "StepTable":
+        return cls(list(d["tokens"]), list(d["seqs"]), list(d["contexts"]), np.asarray(d["miss"], float),
+                   np.asarray(d["hit"], float), np.asarray(d["device"], float))
+
+
+class LayeredSteps:
+    """A model of L layers priced from the one- and two-layer .oms: t1 + (L - 1) * (t2 - t1)."""
+
+    def __init__(self, one: StepSimulator, two: StepSimulator, layers: int, max_len: int):
+        self.one, self.two, self.layers, self.max_len = one, two, layers, max_len
+
+    def direct(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float]:
+        """(seconds, device seconds) of one step by direct simulation (what the table is checked against)."""
+        miss, hit, dev = self.run_pair(q_lens, kv_lens)
+        return (hit if same_shape_as_last else miss), dev
+
+    def run_pair(self, q_lens, kv_lens, warm_kv=None) -> tuple[float, float, float]:
+        """(miss, hit, device) seconds: the step run after a step of other shapes, then after one of its shapes
+        (warm_kv: the lengths that earlier step had; default one fewer position each)."""
+        prev = warm_kv if warm_kv is not None else [max(q, k - 1) for q, k in zip(q_lens, kv_lens)]
+        out = []
+        other = (list(q_lens[:-1]), list(prev[:-1])) if len(q_lens) > 1 else ([1], [1]) if q_lens[0] > 1 else \
+            ([1, 1], [1, 1])
+        for sim in (self.one, self.two):
+            sim.forget()
+            sim.run(*other)                                    # another shape first: the next step misses
+            miss = sim.run(q_lens, prev)
+            hit = sim.run(q_lens, kv_lens)
+            out.append((miss[0], hit[0], hit[1]))
+        (m1, h1, d1), (m2, h2, d2) = out
+        k = self.layers - 1
+        return m1 + k * (m2 - m1), h1 + k * (h2 - h1), d1 + k * (d2 - d1)
+
+    def build_table(self, max_tokens: int, max_seqs: int, progress=None) -> StepTable:
+        tokens, seqs, contexts = grid_axis(1, max_tokens), grid_axis(1, max_seqs, 1), context_axis(self.max_len)
+        shape = (len(tokens), len(seqs), len(contexts))
+        miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        done, total = 0, math.prod(shape)
+        for i, t in enumerate(tokens):
+            for j, s in enumerate(seqs):
+                for k, c in enumerate(contexts):
+                    if s > t and j:     # more sequences than tokens cannot run: the point holds S = T's times
+                        miss[i, j, k], hit[i, j, k], dev[i, j, k] = miss[i, j - 1, k], hit[i, j - 1, k], dev[i, j - 1, k]
+                    else:
+                        q, kv = representative(t, min(s, t), c, self.max_len)
+                        miss[i, j, k], hit[i, j, k], dev[i, j, k] = self.run_pair(q, kv)
+                    done += 1
+                    if progress:
+                        progress(done, total)
+        return StepTable(tokens, seqs, contexts, miss, hit, dev)
