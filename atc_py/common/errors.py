@@ -74,6 +74,7 @@ TEMPLATES: dict[str, str] = {
     "E30004": "Execution failed while executing task {task}: {reason}",
     "E30005": "Hazard: {detail} (run with --allow-hazards to continue)",
     "E30007": "Execution stopped at task {task}: {reason}",
+    "E30008": "om-run {feature} needs {package}, which is not installed: pip install 'atc-py[{extra}]'",
     # om-sweep errors (our own family): the command's own errors and the statuses of jobs that did not finish
     "E40001": "Invalid sweep file {path}: {field}: {reason}",
     "E40002": "Cannot read sweep file {path}: {reason}",

@@ -91,7 +91,9 @@ class StepPlan:
 @dataclass
 class RequestRecord:
     """What the client saw of one request, in simulated seconds from the start (the result writers' input):
-    `token_s` holds the time each output token arrived (the first is TTFT's end); a failed request has `error`."""
+    `token_s` holds the time each output token arrived (the first is TTFT's end); a failed request has `error`.
+    `arrival_s` is when the client sent it (vllm bench serve's start_time, TTFT's start); `queued_s` is how long
+    the client held it before that under --max-concurrency (vllm's client_queue_time)."""
     request_id: str
     arrival_s: float
     prompt_len: int
@@ -99,6 +101,7 @@ class RequestRecord:
     token_s: list[float] = field(default_factory=list)
     error: str = ""
     preemptions: int = 0
+    queued_s: float = 0.0
 
     @property
     def success(self) -> bool:
