@@ -58,8 +58,9 @@ def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True)
     """The path of the .om of `cfg` built for `spec` (from the cache when it is there)."""
     import atc_py
     model = build_decoder(cfg, spec.graph_blocks, spec.block_size, spec.max_model_len)
+    # the model runs in its own dtype, as vLLM runs it in the config's torch_dtype
     build_flags = {"ge.socVersion": spec.soc_version, "ge.tiling_schedule_optimize": "1" if spec.tiling_sink else "0",
-                   "input_shape_range": shape_ranges(spec)}
+                   "ge.exec.precision_mode": "must_keep_origin_dtype", "input_shape_range": shape_ranges(spec)}
     blob = model.SerializeToString(deterministic=True)
     key = hashlib.sha256(blob + repr(sorted(build_flags.items())).encode()
                          + atc_py.__version__.encode()).hexdigest()[:32]

@@ -46,7 +46,7 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
         while pending and pending[0].arrival_s <= until and (max_concurrency is None or in_flight < max_concurrency):
             r = pending.popleft()
             sent = max(r.arrival_s, heapq.heappop(free_slots)) if max_concurrency else r.arrival_s
-            rec = RequestRecord(r.request_id, sent, r.prompt_len, r.output_len)
+            rec = RequestRecord(r.request_id, sent, r.prompt_len, r.output_len, queued_s=sent - r.arrival_s)
             records[r.request_id] = rec
             seq = Sequence(r, list(r.prompt_ids) if r.prompt_ids is not None else [0] * r.prompt_len)
             scheduler.add(seq)

@@ -12,7 +12,6 @@ attention's K/V reads, which dominate it, follow that sum. Two times per point: 
 (ATB's setup cache misses: T or S changed since the last step) and a repeat (same shapes, new lengths)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,21 +170,3 @@ class LayeredSteps:
         (m1, h1, d1), (m2, h2, d2) = out
         k = self.layers - 1
         return m1 + k * (m2 - m1), h1 + k * (h2 - h1), d1 + k * (d2 - d1)
-
-    def build_table(self, max_tokens: int, max_seqs: int, progress=None) -> StepTable:
-        tokens, seqs, contexts = grid_axis(1, max_tokens), grid_axis(1, max_seqs, 1), context_axis(self.max_len)
-        shape = (len(tokens), len(seqs), len(contexts))
-        miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-        done, total = 0, math.prod(shape)
-        for i, t in enumerate(tokens):
-            for j, s in enumerate(seqs):
-                for k, c in enumerate(contexts):
-                    if s > t and j:     # more sequences than tokens cannot run: the point holds S = T's times
-                        miss[i, j, k], hit[i, j, k], dev[i, j, k] = miss[i, j - 1, k], hit[i, j - 1, k], dev[i, j - 1, k]
-                    else:
-                        q, kv = representative(t, min(s, t), c, self.max_len)
-                        miss[i, j, k], hit[i, j, k], dev[i, j, k] = self.run_pair(q, kv)
-                    done += 1
-                    if progress:
-                        progress(done, total)
-        return StepTable(tokens, seqs, contexts, miss, hit, dev)

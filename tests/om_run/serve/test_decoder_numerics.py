@@ -9,12 +9,10 @@ import json
 import numpy as np
 import pytest
 
-import atc_py
-from om_run.load.loader import load_model
-from om_run.serve.build import BuildSpec, shape_ranges
-from om_run.serve.decoder_graph import STEP_INPUTS, build_decoder, rope_tables
+from om_run.serve.build import BuildSpec
+from om_run.serve.decoder_graph import rope_tables
 from om_run.serve.hf_config import read_config
-from om_run.sim.host import Simulation
+from om_run.serve.numerics import ModelRunner
 
 BS, NB, MML = 4, 24, 32
 
@@ -69,46 +67,8 @@ def reference_logits(cfg, w, ids):
     return x @ head
 
 
-class PagedRunner:
-    """Steps of the compiled decoder with the caches carried from step to step (as the engine keeps them)."""
-
-    def __init__(self, cfg, weights):
-        spec = BuildSpec("Ascend910B1", False, BS, MML, 16, 4, num_blocks=NB)
-        om = atc_py.build(build_decoder(cfg, NB, BS, MML), {"ge.socVersion": "Ascend910B1",
-                                                             "ge.exec.precision_mode": "force_fp32",
-                                                             "input_shape_range": shape_ranges(spec)}).om
-        import tempfile
-        with tempfile.NamedTemporaryFile(suffix=".om", delete=False) as f:
-            f.write(om)
-        self.model = load_model(f.name)
-        self.sim = Simulation(self.model, compute=True)
-        self.names = [io.name for io in self.model.inputs]
-        self.state = dict(weights)
-        for io in self.model.inputs:
-            if "_cache." in io.name:
-                self.state[io.name] = np.zeros(io.desc.shape, io.desc.dtype)
-        self.max_blocks = spec.max_blocks
-
-    def step(self, parts):
-        """parts: (token ids of this step, position of the first, the sequence's block ids) per sequence; the
-        logits of each sequence's last token."""
-        ids, pos, slots, tables, cum, kv = [], [], [], [], [], []
-        for toks, start, blocks in parts:
-            ids += toks
-            p = list(range(start, start + len(toks)))
-            pos += p
-            slots += [blocks[x // BS] * BS + x % BS for x in p]
-            tables.append(blocks + [0] * (self.max_blocks - len(blocks)))
-            cum.append(len(ids))
-            kv.append(start + len(toks))
-        feeds = {"input_ids": ids, "positions": pos, "slot_mapping": slots, "block_tables": tables,
-                 "actual_seq_lengths": cum, "actual_seq_lengths_kv": kv, "logits_indices": [c - 1 for c in cum]}
-        args = [np.asarray(feeds[n], np.int64) if n in STEP_INPUTS else self.state[n] for n in self.names]
-        outs, _ = self.sim.run(args)
-        for io, arr in zip(self.model.outputs, outs):
-            if io.name.startswith("present."):
-                self.state[io.name[len("present."):]] = arr
-        return outs[0]
+def runner(cfg, weights):
+    return ModelRunner(cfg, BuildSpec("Ascend910B1", False, BS, MML, 16, 4, num_blocks=NB), weights)
 
 
 @pytest.mark.parametrize("arch,extra", [("LlamaForCausalLM", {}), ("Qwen2ForCausalLM", {}),
@@ -119,16 +79,16 @@ def test_chunked_and_batched_steps_match_a_full_forward(tmp_path, arch, extra):
     rng = np.random.default_rng(3)
     w = {k: (rng.standard_normal(s) * (0.3 if len(s) > 1 else 0.05) + (1 if "norm" in k else 0)).astype(np.float32)
          for k, s in cfg.weight_shapes().items()}
-    run = PagedRunner(cfg, w)
+    run = runner(cfg, w)
     a = [int(x) for x in rng.integers(0, cfg.vocab_size, 9)]
     b = [int(x) for x in rng.integers(0, cfg.vocab_size, 5)]
     ba, bb = [7, 2, 19], [11, 4]                       # scattered blocks
     ra, rb = reference_logits(cfg, w, a), reference_logits(cfg, w, b)
-    out = run.step([(b[:4], 0, bb)])                                   # B's prompt but its last token
+    out = run.logits([(b[:4], 0, bb)])                                   # B's prompt but its last token
     np.testing.assert_allclose(out[0], rb[3], rtol=2e-3, atol=2e-3)
-    out = run.step([(b[4:], 4, bb), (a[:5], 0, ba)])                   # B decodes beside A's first chunk
+    out = run.logits([(b[4:], 4, bb), (a[:5], 0, ba)])                   # B decodes beside A's first chunk
     np.testing.assert_allclose(out, np.stack([rb[4], ra[4]]), rtol=2e-3, atol=2e-3)
-    out = run.step([(a[5:9], 5, ba)])                                  # A's second chunk over its cached first
+    out = run.logits([(a[5:9], 5, ba)])                                  # A's second chunk over its cached first
     np.testing.assert_allclose(out[0], ra[8], rtol=2e-3, atol=2e-3)
 
 

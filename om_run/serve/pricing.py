@@ -1,0 +1,119 @@
+"""A served model's step prices: the one- and two-layer decoders compiled, the grid of step times simulated once
+(in parallel worker processes, each with its own simulators) and kept on disk beside the .oms, keyed by what
+decides it, so a second run with the same model, SoC and limits starts at once."""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+from dataclasses import dataclass
+
+from atc_py.common.atomic_write import write_atomic
+
+from .build import BuildSpec, cache_dir, compile_decoder
+from .hf_config import DecoderConfig
+from .step_table import LayeredSteps, StepSimulator, StepTable, context_axis, grid_axis, representative
+
+TABLE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    max_tokens: int
+    max_seqs: int
+    max_len: int
+
+    def axes(self) -> tuple[list[int], list[int], list[int]]:
+        return grid_axis(1, self.max_tokens), grid_axis(1, self.max_seqs, 1), context_axis(self.max_len)
+
+    def points(self) -> list[tuple[int, int, int]]:
+        t, s, c = self.axes()
+        return [(i, j, k) for i in range(len(t)) for j in range(len(s)) for k in range(len(c)) if s[j] <= t[i] or j == 0]
+
+
+class ServedModel:
+    """The compiled decoders of one (config, build) and the steps priced from them."""
+
+    def __init__(self, cfg: DecoderConfig, spec: BuildSpec):
+        self.cfg, self.spec = cfg, spec
+        self.paths = (compile_decoder(cfg.with_layers(1), spec), compile_decoder(cfg.with_layers(2), spec))
+        self._layered: LayeredSteps | None = None
+
+    @property
+    def layered(self) -> LayeredSteps:
+        if self._layered is None:
+            mb = self.spec.max_blocks
+            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb), StepSimulator(self.paths[1], mb),
+                                         self.cfg.num_layers, self.spec.max_model_len)
+        return self._layered
+
+    def grid(self) -> GridSpec:
+        return GridSpec(self.spec.max_num_batched_tokens, self.spec.max_num_seqs, self.spec.max_model_len)
+
+    def table_path(self) -> str:
+        h = hashlib.sha256()
+        for p in self.paths:
+            h.update(os.path.basename(p).encode())
+        h.update(repr((self.cfg.num_layers, self.grid(), TABLE_VERSION)).encode())
+        return os.path.join(cache_dir(), f"table-{h.hexdigest()[:32]}.json")
+
+    def table(self, workers: int = 1, progress=None, use_cache: bool = True) -> StepTable:
+        path = self.table_path()
+        if use_cache and os.path.isfile(path):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    return StepTable.from_json(json.load(f))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass                      # a damaged cache entry is simulated again
+        table = build_table(self, workers, progress)
+        write_atomic(path, json.dumps(table.to_json()).encode())
+        return table
+
+
+def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, float, float]]]:
+    paths, mb, layers, grid, points = args
+    one, two = StepSimulator(paths[0], mb), StepSimulator(paths[1], mb)
+    steps = LayeredSteps(one, two, layers, grid.max_len)
+    tokens, seqs, contexts = grid.axes()
+    out = []
+    for i, j, k in points:
+        q, kv = representative(tokens[i], seqs[j], contexts[k], grid.max_len)
+        out.append(((i, j, k), steps.run_pair(q, kv)))
+    return out
+
+
+def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTable:
+    """The grid simulated over `workers` processes (points dealt round-robin so each gets small and large steps)."""
+    import numpy as np
+    grid = model.grid()
+    tokens, seqs, contexts = grid.axes()
+    points = grid.points()
+    workers = max(1, min(workers, len(points)))
+    chunks = [points[w::workers] for w in range(workers)]
+    # finer pieces than workers, so progress moves and the slow (large) steps spread out
+    pieces = [c[k:k + 16] for c in chunks for k in range(0, len(c), 16)]
+    jobs = [(model.paths, model.spec.max_blocks, model.cfg.num_layers, grid, piece) for piece in pieces]
+    shape = (len(tokens), len(seqs), len(contexts))
+    miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    done = 0
+
+    def take(results):
+        nonlocal done
+        for (i, j, k), (m, h, d) in results:
+            miss[i, j, k], hit[i, j, k], dev[i, j, k] = m, h, d
+        done += len(results)
+        if progress:
+            progress(done, len(points))
+    if workers == 1:
+        for job in jobs:
+            take(_price_points(job))
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            for res in pool.imap_unordered(_price_points, jobs):
+                take(res)
+    for i in range(shape[0]):          # more sequences than tokens: S = T's times (the largest S <= T)
+        for j in range(1, shape[1]):
+            if seqs[j] > tokens[i]:
+                miss[i, j], hit[i, j], dev[i, j] = miss[i, j - 1], hit[i, j - 1], dev[i, j - 1]
+    return StepTable(tokens, seqs, contexts, miss, hit, dev)
