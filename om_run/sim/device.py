@@ -138,6 +138,7 @@ class DeviceRun:
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
                  budget: TaskBudget | None = None, overflow: OverflowCheck | None = None, dumper=None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
+        self.known_values: dict = {}     # timing only: model input name -> its values (Simulation.known_values)
         self.soc = machine.soc
         self.allow = allow_hazards
         self.heap: list = []

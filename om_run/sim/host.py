@@ -139,6 +139,9 @@ class Simulation:
         # timing only: input name -> the values a run is told though it computes nothing (a server's sequence
         # lengths: the tiling of the ops that read them depends on them, the step's cost with it)
         self.known_values: dict[str, np.ndarray] = {}
+        # inputs held in device buffers only (the static input buffers of a captured graph, refilled before each
+        # replay): a host tiling that reads one waits for the device and copies it back
+        self.device_inputs: set[str] = set()
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         # executed tasks per execution (budget.py): the file's own tasks and ops set the default
         subs = list(getattr(model, "subs", {}).values())
@@ -293,6 +296,7 @@ class Simulation:
         run = DeviceRun(prog, self.machine, self.prof, mem, self.allow, id_offset=len(self.stats.records),
                         max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow,
                         dumper=self.dumper)
+        run.known_values = self.known_values
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -311,7 +315,8 @@ class Simulation:
                 idx = int(op.attr["index"].i)
                 values[f"{op.name}:0"] = inputs[idx] if inputs is not None else self.known_values.get(op.name)
                 descs[f"{op.name}:0"] = self.in_descs[idx]
-                on_host[f"{op.name}:0"] = True      # model inputs: the host still has them
+                # model inputs: the host still has them, unless they live only in device buffers (a captured graph's)
+                on_host[f"{op.name}:0"] = op.name not in self.device_inputs
             elif op.type == "PartitionedCall":
                 sub = m.subs[op.subgraph_name[0]]
                 args = [values[s] for s in op.input]
@@ -528,7 +533,7 @@ class Simulation:
         hit = atb.kernel_cache(op.name, op.type, cache_key, self.use_cache)
         self.stats.setup_cache_hits += setup_hit
         self.stats.tiling_cache_hits += hit
-        a_cost = prof.host_tiling_cache_hit_ns if hit else prof.tiling_ns(op.type)
+        a_cost = (prof.host_tiling_cache_hit_ns if hit else prof.tiling_ns(op.type)) + prof.framework_dispatch_ns
         if not setup_hit:   # the kernel graph built (a runner taken from its pool or created) and InferShape run
             a_cost += prof.host_infershape_ns + prof.atb_setup_ns
             a_cost += 0 if atb.runner_pooled(op.type) else prof.atb_runner_create_ns

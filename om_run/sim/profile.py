@@ -95,6 +95,9 @@ class RuntimeProfile:
     host_launch_ns: int = 6000             # kernel launch per node
     kernel_launch_latency_ns: int = 5000   # host launch -> the kernel reaches the device stream
     host_pipeline_handoff_ns: int = 300    # passing a node between pipeline threads (3 threads)
+    # a framework's own dispatch of each op before it reaches the runtime (PyTorch eager through torch_npu: om-run
+    # serve --enforce-eager sets it, om_run/serve/host_costs.py); 0: om-run's executor calls the runtime directly
+    framework_dispatch_ns: int = 0
 
     def tiling_ns(self, op_type: str) -> int:
         return int(self.host_tiling_ns_by_op.get(op_type, self.host_tiling_ns))

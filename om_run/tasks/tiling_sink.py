@@ -47,8 +47,11 @@ class PreprocessKernel(TaskHandler):
             run.drain()
             values = run.read_inputs(op)
             ctx.depend_values = {i: values[i] for i in spec.tiling_depend if i < len(values) and values[i] is not None}
-        else:  # timing only: the values are not computed; tile for the op's compile-time worst case
-            ctx.depend_values = spec.placeholder_values(ctx)
+        else:  # timing only: the values it was told (model inputs), else the op's compile-time worst case
+            present = [i for i, src in enumerate(op.input) if src]
+            told = {i: run.known_values.get(op.input[i].rsplit(":", 1)[0]) for i in present if i in spec.tiling_depend}
+            ctx.depend_values = told if told and all(v is not None for v in told.values()) else \
+                spec.placeholder_values(ctx)
         res = spec.tiling(ctx)
         run.record(task, t, s, e, 1, "AICPU")
 
