@@ -34,6 +34,7 @@ class Sequence:
     block_ids: list[int] = field(default_factory=list)
     preemptions: int = 0
     cached_prefix: int = 0          # tokens whose blocks a prefix-cache hit supplied at the last admission
+    reason: str = ""                # why the engine rejected or cut it short (status REJECTED, or capped output)
 
     @property
     def generated(self) -> int:
@@ -74,6 +75,8 @@ class StepPlan:
     preempted: list[Sequence] = field(default_factory=list)
     blocks_in_use: int = 0
     num_blocks: int = 0
+    blocks_swapped_out: int = 0     # KV blocks copied device -> host this step (MindIE's swap preemption)
+    blocks_swapped_in: int = 0      # KV blocks copied host -> device this step
 
     @property
     def num_tokens(self) -> int:
