@@ -30,8 +30,8 @@ class OmRunCommand(click.Command):
             command, argv = compare_main, argv[1:]
             prog_name = f"{prog_name or 'om-run'} compare"
         elif argv[:1] == ["serve"]:   # om-run serve MODEL_DIR ...: vllm serve + vllm bench serve on the simulated NPU
-            from ..serve.command import serve_main
-            command, argv = serve_main, argv[1:]
+            from ..serve.command import expand_nargs, serve_main
+            command, argv = serve_main, expand_nargs(argv[1:])
             prog_name = f"{prog_name or 'om-run'} serve"
         try:
             rv = command.main(argv, prog_name, complete_var, standalone_mode=False, **extra)

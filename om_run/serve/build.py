@@ -54,13 +54,21 @@ def shape_ranges(spec: BuildSpec) -> str:
     return ";".join(parts)
 
 
-def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True) -> str:
-    """The path of the .om of `cfg` built for `spec` (from the cache when it is there)."""
+def static_shapes(spec: BuildSpec, seqs: int) -> str:
+    """ATC's --input_shape of a captured decode graph: `seqs` sequences of one token each."""
+    return ";".join(f"{n}:{seqs},{spec.max_blocks}" if n == "block_tables" else f"{n}:{seqs}" for n in STEP_INPUTS)
+
+
+def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True, static_seqs: int = 0) -> str:
+    """The path of the .om of `cfg` built for `spec` (from the cache when it is there); static_seqs > 0: the static
+    decode graph of that many sequences (graph mode's captured batch) instead of the dynamic-shape step."""
     import atc_py
     model = build_decoder(cfg, spec.graph_blocks, spec.block_size, spec.max_model_len)
+    shapes = {"input_shape": static_shapes(spec, static_seqs)} if static_seqs else \
+        {"input_shape_range": shape_ranges(spec)}
     # the model runs in its own dtype, as vLLM runs it in the config's torch_dtype
     build_flags = {"ge.socVersion": spec.soc_version, "ge.tiling_schedule_optimize": "1" if spec.tiling_sink else "0",
-                   "ge.exec.precision_mode": "must_keep_origin_dtype", "input_shape_range": shape_ranges(spec)}
+                   "ge.exec.precision_mode": "must_keep_origin_dtype", **shapes}
     blob = model.SerializeToString(deterministic=True)
     key = hashlib.sha256(blob + repr(sorted(build_flags.items())).encode()
                          + atc_py.__version__.encode()).hexdigest()[:32]

@@ -5,6 +5,24 @@ from __future__ import annotations
 
 import click
 
+NARGS = ("--goodput", "--metadata")    # vllm bench serve's nargs="+" flags
+
+
+def expand_nargs(argv: list[str]) -> list[str]:
+    """`--goodput ttft:200 tpot:50` (argparse's nargs="+", as vllm spells it) as click's repeated option."""
+    out, flag = [], None
+    for tok in argv:
+        if tok in NARGS:
+            flag = tok
+            out.append(tok)
+        elif flag and not tok.startswith("-") and out[-1] != flag:
+            out += [flag, tok]
+        else:
+            if tok.startswith("-"):
+                flag = None
+            out.append(tok)
+    return out
+
 
 def _rate(text: str) -> float:
     if text.strip().lower() == "inf":
@@ -41,6 +59,8 @@ def _rate(text: str) -> float:
 @click.option("--enable-chunked-prefill/--no-enable-chunked-prefill", default=None)
 @click.option("--enable-prefix-caching/--no-enable-prefix-caching", default=None)
 @click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True)
+@click.option("--num-gpu-blocks-override", type=int, default=None,
+              help="vLLM's: this many KV blocks instead of what the memory gives (testing preemption).")
 @click.option("--max-model-len", type=int, default=None, help="Default: the config's max_position_embeddings.")
 @click.option("--enforce-eager", is_flag=True, help="Op-by-op execution (vllm-ascend's eager mode).")
 @click.option("--mindie-config", type=click.Path(dir_okay=False), default=None,

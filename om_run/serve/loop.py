@@ -64,15 +64,18 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
         if len(steps) >= max_steps:
             raise RuntimeError(f"more than {max_steps} engine steps")
         admit(now)
-        plan = scheduler.schedule() if scheduler.has_unfinished else None
+        plan = scheduler.schedule(now) if scheduler.has_unfinished else None
         if plan is None or not plan.scheduled:
-            if not pending:
-                if scheduler.has_unfinished:
-                    raise RuntimeError("the scheduler has unfinished requests but plans nothing: they can never run")
-                break
-            if max_concurrency is not None and in_flight >= max_concurrency:
-                raise RuntimeError("every client slot is taken but the engine plans nothing")
-            now = max(now, pending[0].arrival_s)
+            wake = getattr(scheduler, "wake_s", None)   # a scheduler holding a batch back until then (MindIE)
+            wake = wake() if callable(wake) else wake
+            nxt = pending[0].arrival_s if pending and (max_concurrency is None or in_flight < max_concurrency) \
+                else None
+            times = [t for t in (wake, nxt) if t is not None and t > now]
+            if not times:
+                if not pending and not scheduler.has_unfinished:
+                    break
+                raise RuntimeError("the engine plans nothing and nothing will change: requests can never run")
+            now = min(times)
             continue
         q, kv = _lengths(plan)
         shape = (sum(q), len(q))

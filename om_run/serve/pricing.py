@@ -1,6 +1,13 @@
 """A served model's step prices: the one- and two-layer decoders compiled, the grid of step times simulated once
 (in parallel worker processes, each with its own simulators) and kept on disk beside the .oms, keyed by what
-decides it, so a second run with the same model, SoC and limits starts at once."""
+decides it, so a second run with the same model, SoC and limits starts at once.
+
+Eager mode (op by op, vllm-ascend's --enforce-eager and v0.7.3's only mode for these models) runs the dynamic-shape
+.om on the host executor with the framework's per-op dispatch (host_costs.EAGER_DISPATCH_NS); graph mode
+(vllm-ascend's ACLGraph) replays a captured static graph for a decode-only step of up to the largest capture size,
+padded to the next captured batch size, its step inputs in the graph's device buffers (so the attention's tiling
+either syncs to the host each step or, with --tiling_schedule_optimize=1, sinks to the AICPU); prefill and mixed
+steps run eager, as ACLGraph captures only decode batches."""
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +30,11 @@ class GridSpec:
     max_tokens: int
     max_seqs: int
     max_len: int
+    fixed: bool = False          # a static graph: one (tokens, seqs) point, the contexts vary
 
     def axes(self) -> tuple[list[int], list[int], list[int]]:
+        if self.fixed:
+            return [self.max_tokens], [self.max_seqs], context_axis(self.max_len)
         return grid_axis(1, self.max_tokens), grid_axis(1, self.max_seqs, 1), context_axis(self.max_len)
 
     def points(self) -> list[tuple[int, int, int]]:
@@ -35,27 +45,31 @@ class GridSpec:
 class ServedModel:
     """The compiled decoders of one (config, build) and the steps priced from them."""
 
-    def __init__(self, cfg: DecoderConfig, spec: BuildSpec):
-        self.cfg, self.spec = cfg, spec
-        self.paths = (compile_decoder(cfg.with_layers(1), spec), compile_decoder(cfg.with_layers(2), spec))
+    def __init__(self, cfg: DecoderConfig, spec: BuildSpec, prof=None, static_seqs: int = 0):
+        self.cfg, self.spec, self.prof, self.static_seqs = cfg, spec, prof, static_seqs
+        self.paths = (compile_decoder(cfg.with_layers(1), spec, static_seqs=static_seqs),
+                      compile_decoder(cfg.with_layers(2), spec, static_seqs=static_seqs))
         self._layered: LayeredSteps | None = None
 
     @property
     def layered(self) -> LayeredSteps:
         if self._layered is None:
-            mb = self.spec.max_blocks
-            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb), StepSimulator(self.paths[1], mb),
+            mb, cap = self.spec.max_blocks, bool(self.static_seqs)
+            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb, self.prof, cap),
+                                         StepSimulator(self.paths[1], mb, self.prof, cap),
                                          self.cfg.num_layers, self.spec.max_model_len)
         return self._layered
 
     def grid(self) -> GridSpec:
+        if self.static_seqs:        # one captured decode batch: its size, every context
+            return GridSpec(self.static_seqs, self.static_seqs, self.spec.max_model_len, fixed=True)
         return GridSpec(self.spec.max_num_batched_tokens, self.spec.max_num_seqs, self.spec.max_model_len)
 
     def table_path(self) -> str:
         h = hashlib.sha256()
         for p in self.paths:
             h.update(os.path.basename(p).encode())
-        h.update(repr((self.cfg.num_layers, self.grid(), TABLE_VERSION)).encode())
+        h.update(repr((self.cfg.num_layers, self.grid(), self.prof, self.static_seqs, TABLE_VERSION)).encode())
         return os.path.join(cache_dir(), f"table-{h.hexdigest()[:32]}.json")
 
     def table(self, workers: int = 1, progress=None, use_cache: bool = True) -> StepTable:
@@ -72,8 +86,8 @@ class ServedModel:
 
 
 def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, float, float]]]:
-    paths, mb, layers, grid, points = args
-    one, two = StepSimulator(paths[0], mb), StepSimulator(paths[1], mb)
+    paths, mb, layers, grid, points, prof, captured = args
+    one, two = StepSimulator(paths[0], mb, prof, captured), StepSimulator(paths[1], mb, prof, captured)
     steps = LayeredSteps(one, two, layers, grid.max_len)
     tokens, seqs, contexts = grid.axes()
     out = []
@@ -93,7 +107,8 @@ def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTabl
     chunks = [points[w::workers] for w in range(workers)]
     # finer pieces than workers, so progress moves and the slow (large) steps spread out
     pieces = [c[k:k + 16] for c in chunks for k in range(0, len(c), 16)]
-    jobs = [(model.paths, model.spec.max_blocks, model.cfg.num_layers, grid, piece) for piece in pieces]
+    jobs = [(model.paths, model.spec.max_blocks, model.cfg.num_layers, grid, piece, model.prof,
+             bool(model.static_seqs)) for piece in pieces]
     shape = (len(tokens), len(seqs), len(contexts))
     miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     done = 0
@@ -112,7 +127,7 @@ def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTabl
         with multiprocessing.get_context("fork").Pool(workers) as pool:
             for res in pool.imap_unordered(_price_points, jobs):
                 take(res)
-    for i in range(shape[0]):          # more sequences than tokens: S = T's times (the largest S <= T)
+    for i in range(shape[0] if not grid.fixed else 0):   # more sequences than tokens: S = T's times (the largest S <= T)
         for j in range(1, shape[1]):
             if seqs[j] > tokens[i]:
                 miss[i, j], hit[i, j], dev[i, j] = miss[i, j - 1], hit[i, j - 1], dev[i, j - 1]

@@ -41,17 +41,27 @@ def step_shape(q_lens, kv_lens) -> StepShape:
 class StepSimulator:
     """One compiled decoder (.om) priced per step by direct timing-only simulation."""
 
-    def __init__(self, om_path: str, max_blocks: int):
+    def __init__(self, om_path: str, max_blocks: int, prof=None, captured: bool = False):
         from ..load.loader import load_model
         from ..sim.host import Simulation
         from ..sim.warm import warm
         self.model = load_model(om_path)
         self.max_blocks = max_blocks
         names = [io.name for io in self.model.inputs]
-        self.sim = Simulation(self.model, compute=False)
+        self.sim = Simulation(self.model, prof, compute=False)
         # weights and caches live on the device; logits stay there for the sampler
         self.sim.resident = ({n for n in names if n not in STEP_INPUTS}, {io.name for io in self.model.outputs})
+        self.captured = captured
+        if captured:   # a captured graph reads its step inputs from its own device buffers
+            self.sim.device_inputs = set(STEP_INPUTS)
         warm(self.sim)
+        # the engine's warm-up (vLLM's profile run) has created every operation's runner before the first request
+        first = [1] * self.static_seqs() if captured else [1]
+        self.run(first, first)
+
+    def static_seqs(self) -> int:
+        io = next(io for io in self.model.inputs if io.name == "actual_seq_lengths")
+        return int(io.desc.shape[0])
 
     def forget(self) -> None:
         """ATB's setup and kernel caches emptied (its runner pools and workspace kept): a step priced after it
@@ -68,13 +78,15 @@ class StepSimulator:
         dims = {"T": (t,), "S": (s,), "SB": (s, self.max_blocks)}
         shapes = [dims[STEP_SHAPES[io.name]] if io.name in STEP_SHAPES else io.desc.shape for io in self.model.inputs]
         self.sim.known_values = {"actual_seq_lengths": np.cumsum(q), "actual_seq_lengths_kv": kv}
-        _, st = self.sim.run(None, shapes)
+        _, st = self.sim.run(None, shapes if any(d < 0 for io in self.model.inputs for d in io.desc.shape) else None)
         return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9
 
 
 def representative(t: int, s: int, c: float, max_len: int) -> tuple[list[int], list[int]]:
-    """A step of t tokens over s sequences (evenly split) each with about c positions of context before it."""
-    s = max(1, min(s, t))
+    """A step of t tokens over s sequences (evenly split) each with about c positions of context before it; more
+    sequences when t tokens do not fit s sequences of max_len (such a step cannot occur: its grid point holds the
+    nearest one that can)."""
+    s = max(1, min(max(s, -(-t // max_len)), t))
     q = [t // s + (1 if k < t % s else 0) for k in range(s)]
     kv = [min(max_len, x + int(round(c))) for x in q]
     return q, kv
@@ -93,7 +105,13 @@ def grid_axis(low: int, high: int, points_per_octave: int = 2) -> list[int]:
 
 
 def context_axis(max_len: int) -> list[int]:
-    return [0] + [c for c in grid_axis(16, max_len, 1) if c < max_len]
+    """0, 64, 256, ... (x4) below max_len: the attention's K/V reads grow linearly with the context, so linear
+    interpolation between these points is exact but for the tiling's split steps."""
+    out, c = [0], 64
+    while c < max_len:
+        out.append(c)
+        c *= 4
+    return out + [max_len]
 
 
 @dataclass
@@ -159,11 +177,8 @@ class LayeredSteps:
         (warm_kv: the lengths that earlier step had; default one fewer position each)."""
         prev = warm_kv if warm_kv is not None else [max(q, k - 1) for q, k in zip(q_lens, kv_lens)]
         out = []
-        other = (list(q_lens[:-1]), list(prev[:-1])) if len(q_lens) > 1 else ([1], [1]) if q_lens[0] > 1 else \
-            ([1, 1], [1, 1])
         for sim in (self.one, self.two):
-            sim.forget()
-            sim.run(*other)                                    # another shape first: the next step misses
+            sim.forget()          # ATB's caches empty: the first run misses as a step after other shapes does
             miss = sim.run(q_lens, prev)
             hit = sim.run(q_lens, kv_lens)
             out.append((miss[0], hit[0], hit[1]))
