@@ -199,6 +199,19 @@ def om_run_flags() -> str:
         "```",
         "",
     ] + _click_rows(compare_main)
+    from om_run.serve.command import serve_main
+    lines += [
+        "",
+        "## om-run serve",
+        "",
+        f"{esc(_first_paragraph(serve_main.help))} How it works and what it writes: "
+        "[LLM serving](../serving/index.md).",
+        "",
+        "```",
+        "om-run serve MODEL_DIR [OPTIONS]",
+        "```",
+        "",
+    ] + _click_rows(serve_main)
     from om_run.cli.ais_bench_line import AIS_BENCH_FLAGS
     from om_run.cli.msame_line import MSAME_FLAGS
     lines += [

@@ -3,8 +3,10 @@ the step inputs' ranges, for a SoC and a tiling placement, built once and reused
 graph's bytes and the build options, so any change of either builds again)."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import pathlib
 from dataclasses import dataclass
 
 from atc_py.common.atomic_write import write_atomic
@@ -13,6 +15,19 @@ from .decoder_graph import STEP_INPUTS, build_decoder
 from .hf_config import DecoderConfig
 
 CACHE_ENV = "OM_RUN_SERVE_CACHE"
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of the compiler's and the simulator's sources: a cached .om or step table built by other code is
+    built again (the package version alone does not change between commits)."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    h = hashlib.sha256()
+    for pkg in ("atc_py", "om_run/sim", "om_run/tasks", "om_run/load", "om_run/serve"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def cache_dir() -> str:
@@ -71,7 +86,7 @@ def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True,
                    "ge.exec.precision_mode": "must_keep_origin_dtype", **shapes}
     blob = model.SerializeToString(deterministic=True)
     key = hashlib.sha256(blob + repr(sorted(build_flags.items())).encode()
-                         + atc_py.__version__.encode()).hexdigest()[:32]
+                         + code_fingerprint().encode()).hexdigest()[:32]
     path = os.path.join(cache_dir(), f"{key}.om")
     if use_cache and os.path.isfile(path):
         return path

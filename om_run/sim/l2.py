@@ -143,6 +143,10 @@ class L2Cache:
         pages = self.pages
         for ranges, dirty in ((reads, False), (writes, self.across_kernels)):
             for lo, hi in ranges:
+                if scale < 1.0 and hi - lo > page:
+                    # an op that moves part of its tensors (a gather's rows, a KV cache's written slots) brings
+                    # that share of their pages through the L2, not every page of them
+                    hi = lo + max(page, int((hi - lo) * scale))
                 p = lo // page
                 if p == (hi - 1) // page:   # _touch's one-page case, inline (the common small tensor)
                     lru[p] = lru.pop(p, False) or dirty
