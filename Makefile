@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
-.PHONY: venv lint test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode
+.PHONY: venv lint test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode serving-fidelity
 
 # uv (from the package index, into the venv) installs the test extra's ~55 packages in parallel: ~20 s against pip's
 # ~50 s on this machine; if uv cannot be had, pip does the same install
@@ -69,6 +69,11 @@ llm-decode: venv
 # simulated time against the roofline and every published anchor; rewrites the tables of docs/fidelity.md
 fidelity: venv
 	$(PY) -m bench.fidelity --docs
+
+# LLM serving against published Ascend figures: vllm-ascend v0.7.3's Qwen2.5-7B run and LLaMA2-7B's
+# weight-streaming floor on 310P3 / 910B1 (bench/serving_fidelity.py); rewrites the table of docs/serving-fidelity.md
+serving-fidelity: venv
+	$(PY) -m bench.serving_fidelity --docs
 
 # the fuzz campaign: >= 10,000 mutated .om files, >= 1,000 malformed models, every bad flag, the om-sweep cases; totals in out/fuzz.json
 fuzz: venv

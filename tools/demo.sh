@@ -85,5 +85,10 @@ for k in 0 1; do for io in key value; do KV="$KV;past_key_values.$k.$io:1,4,32,1
 "$BIN/om-run" --model out/kv/decoder_static.om --input out/kv/prompt.npz --generate 8 --output out/kv \
   --summary-json out/kv/generate.json | grep -E "decoder|generated|TTFT"
 
+step "LLM serving: a tiny Qwen2-shaped config (dummy weights), 50 requests through vLLM's scheduler on the simulated NPU"
+"$BIN/om-run" serve models/serve/tiny-qwen2 --load-format dummy --soc_version "$SOC" --max-model-len 1024 \
+  --max-num-seqs 32 --num-prompts 50 --random-input-len 128 --random-output-len 32 --request-rate 8 --no-progress \
+  --save-result --result-filename out/serve/tiny-qwen2.json --report out/serve/tiny-qwen2.html
+
 step "om-sweep: every sample x 2 SoCs x tiling sink x precision (sweep.yaml) -> table + report"
 "$BIN/om-sweep" run sweep.yaml -o out/sweep

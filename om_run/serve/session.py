@@ -141,9 +141,25 @@ def run_info(flags: dict, prep: Prepared, rate: float) -> dict:
             "max_concurrency": flags["max_concurrency"], "engine": eng.engine, "settings": eng.settings_dict()}
 
 
+def _make_parents(flags: dict) -> None:
+    """The folders the result files go to, made before anything runs (a path that cannot be made is an error
+    now, not after the simulation)."""
+    paths = [flags[k] for k in ("requests_csv", "steps_csv", "trace_output", "report") if flags[k]]
+    if flags["save_result"] and flags["result_filename"]:
+        paths.append(os.path.join(flags["result_dir"] or "", flags["result_filename"]))
+    dirs = [os.path.dirname(p) for p in paths] + [d for d in (flags["result_dir"], flags["aisbench_output"]) if d]
+    for d in dirs:
+        if d:
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as exc:
+                raise AtcError("E13004", file=d, errmsg=f"the folder cannot be made ({exc.strerror or exc})") from None
+
+
 def run_serve(flags: dict) -> None:
     result_flags = _result_flags(flags)
     result_flags.check()
+    _make_parents(flags)
     prep = prepare(flags)
     if flags["search_request_rate"]:
         from .capacity import search_rate
