@@ -32,9 +32,9 @@ def meets(records, slos: dict[str, float], percentile: float) -> tuple[bool, dic
     return all(seen[k] <= v for k, v in slos.items()), seen
 
 
-def search_rate(flags: dict, prep, result_flags) -> float:
+def search_rate(flags: dict, prep, result_flags, simulate, run_info) -> float:
+    """simulate(prep, requests, max_concurrency, progress) and run_info(flags, prep, rate) are the session's."""
     from .results import write_results
-    from .session import run_info, simulate
     from .workload.arrivals import timed
     slos = parse_slos(tuple(flags["goodput"]))
     pct = flags["slo_percentile"]

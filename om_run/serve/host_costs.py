@@ -16,8 +16,8 @@ EAGER_DISPATCH_NS = 20_000
 
 @dataclass(frozen=True)
 class EngineHostCosts:
-    # vLLM's scheduler pass: github.com/vllm-project/vllm pull/4280 and pull/4261 (~0.3 ms of a step's scheduling
-    # after their optimisations), per sequence issue 6801 (scheduling and its bookkeeping grow with the batch)
+    # vLLM's scheduler pass: github.com/vllm-project/vllm/pull/4280 and /pull/4261 (~0.3 ms of a step's scheduling
+    # after their optimisations), per sequence github.com/vllm-project/vllm/issues/6801 (it grows with the batch)
     schedule_base_us: float = 300.0
     schedule_per_seq_us: float = 10.0
     # the step's input tensors built on the host (positions, slot mapping, block tables, attention metadata):
@@ -28,8 +28,8 @@ class EngineHostCosts:
     # greedy sampling: the argmax on the device and the token ids' copy back with its sync: vllm-ascend pull/4233
     # (~85 us sync) and pull/5761 (~250 us sync)
     sample_base_us: float = 200.0
-    # output processing per sequence (stop checks, the response chunk): vllm issue 6801, pull/24174; detokenising one
-    # token: vllm issue 5206 (19-21 us per call)
+    # output processing per sequence (stop checks, the response chunk): github.com/vllm-project/vllm/issues/6801 and
+    # /pull/24174; detokenising one token: github.com/vllm-project/vllm/issues/5206 (19-21 us per call)
     output_per_seq_us: float = 20.0
     detokenize_per_token_us: float = 20.0
 

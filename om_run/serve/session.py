@@ -163,7 +163,7 @@ def run_serve(flags: dict) -> None:
     prep = prepare(flags)
     if flags["search_request_rate"]:
         from .capacity import search_rate
-        search_rate(flags, prep, result_flags)
+        search_rate(flags, prep, result_flags, simulate, run_info)
         return
     res = simulate(prep, prep.requests, flags["max_concurrency"], progress=not flags["no_progress"])
     from .results import write_results
