@@ -67,22 +67,42 @@ def test_random_workload_writes_every_result(tmp_path, serve_cache, arch, engine
     assert "<img" in (out / "report.html").read_text()
 
 
-@pytest.mark.heavy
-def test_trace_replay_under_mindie(tmp_path, serve_cache):
-    model = config(tmp_path / "model", "LlamaForCausalLM")
-    trace = tmp_path / "trace.csv"
-    trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,30,5\n0.01,60,8\n0.05,20,3\n")
+def mindie_config(tmp_path):
     mindie = json.loads((ROOT / "models" / "serve" / "mindie" / "config.json").read_text())
     sched = mindie["BackendConfig"]["ScheduleConfig"]
     sched.update(maxBatchSize=4, maxPrefillBatchSize=2, maxPrefillTokens=256)
     mindie["BackendConfig"]["ModelDeployConfig"].update(maxSeqLen=256, maxInputTokenLen=200)
     (tmp_path / "mindie.json").write_text(json.dumps(mindie))
-    p = serve(model, "--load-format", "dummy", "--engine", "mindie", "--mindie-config", tmp_path / "mindie.json",
+    return tmp_path / "mindie.json"
+
+
+@pytest.mark.heavy
+def test_trace_replay_under_mindie(tmp_path, serve_cache):
+    model = config(tmp_path / "model", "LlamaForCausalLM")
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrived_at,num_prefill_tokens,num_decode_tokens\n0.0,30,5\n0.01,60,8\n0.05,20,3\n")
+    p = serve(model, "--load-format", "dummy", "--engine", "mindie", "--mindie-config", mindie_config(tmp_path),
               "--trace", trace, "--no-progress", "--save-result", "--result-filename", tmp_path / "r.json",
               cache=serve_cache)
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["completed"] == 3 and result["total_output_tokens"] == 16
     assert "mindie" in p.stderr
+
+
+@pytest.mark.heavy
+def test_random_workload_under_mindie(tmp_path, serve_cache):
+    model = config(tmp_path / "model", "Qwen2ForCausalLM")
+    out = tmp_path / "out"
+    serve(model, "--load-format", "dummy", "--engine", "mindie", "--mindie-config", mindie_config(tmp_path),
+          "--num-prompts", "10", "--random-input-len", "50", "--random-output-len", "6", "--request-rate", "inf",
+          "--no-progress", "--save-result", "--result-filename", out / "r.json", "--aisbench-output", out / "ais",
+          "--steps-csv", out / "steps.csv", cache=serve_cache)
+    result = json.loads((out / "r.json").read_text())
+    assert result["completed"] == 10 and result["total_output_tokens"] == 60
+    steps = list(csv.DictReader((out / "steps.csv").open()))
+    # MindIE's maxPrefillBatchSize 2: a prefill step holds at most two prompts of 50 tokens
+    assert max(int(s["num_prefill_tokens"]) for s in steps) <= 2 * 50
+    assert list((out / "ais").rglob("*.json"))
 
 
 @pytest.mark.parametrize("args,message", [
