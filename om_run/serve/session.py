@@ -20,6 +20,8 @@ from .host_costs import host_costs_for
 from .loop import LoopResult, run_loop
 from .request import Request
 
+MAX_PROMPTS = 10_000_000     # requests of one run: each is a few hundred bytes of state
+
 
 def _bad(flag: str, value, reason: str) -> AtcError:
     return AtcError("E10001", value=value, parameter=flag, reason=reason)
@@ -41,6 +43,11 @@ def _workload(flags: dict, cfg: DecoderConfig, need_tokens: bool) -> list[Reques
     for name in ("num_prompts", "random_input_len", "random_output_len"):
         if flags[name] is not None and flags[name] < 1:
             raise _bad("--" + name.replace("_", "-"), flags[name], "must be >= 1")
+    if flags["num_prompts"] > MAX_PROMPTS:
+        raise _bad("--num-prompts", flags["num_prompts"], f"at most {MAX_PROMPTS} requests are simulated in one run")
+    if max(flags["random_input_len"], flags["random_output_len"]) > cfg.max_position_embeddings * 4:
+        raise _bad("--random-input-len", flags["random_input_len"], "far beyond the model's context "
+                   f"({cfg.max_position_embeddings}); requests this long could never run")
     spec = WorkloadSpec(dataset_name=flags["dataset_name"], dataset_path=flags["dataset_path"],
                         num_prompts=flags["num_prompts"] if flags["trace_file"] is None else None,
                         random_input_len=flags["random_input_len"], random_output_len=flags["random_output_len"],
