@@ -10,6 +10,7 @@ binary has one entry per combination → ALL_KERNEL).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,7 +42,7 @@ K_SPLIT_MIN_FRACTALS = 16   # a K block has at least this many K fractals (256 f
 HEAD_ESTIMATE_CYCLES = 2000   # what a block costs beyond its cube and data movement, for choosing the grid
 
 
-@dataclass
+@dataclass(frozen=True)
 class Grid:
     """The split of the output: blocks_m x blocks_n tiles of m_blk rows and n_blk columns, K in blocks_k."""
     rows: int
@@ -78,8 +79,15 @@ def block_bytes(m_blk: int, n_blk: int, k_blk: int, itemsize: int, out_itemsize:
 def choose_grid(rows: int, k: int, n: int, cores: int, mkn, itemsize: int, out_itemsize: int, soc) -> Grid:
     """The M x N (x K) grid whose largest block is cheapest: cube fractals against bytes at the core's DDR
     port rate, plus a head per block and the combine step of a K split."""
+    return _choose_grid(rows, k, n, cores, tuple(mkn), itemsize, out_itemsize, max(1, soc.ddr_rate))
+
+
+@functools.lru_cache(maxsize=8192)
+def _choose_grid(rows: int, k: int, n: int, cores: int, mkn: tuple, itemsize: int, out_itemsize: int,
+                 rate: int) -> Grid:
+    """choose_grid's search, remembered: a model's matmuls repeat their shapes at every launch (an LLM's layers,
+    every step of a server), and the search visits every M x N split."""
     fm, fk, fn = mkn
-    rate = max(1, soc.ddr_rate)
     best, best_cost = None, None
     mt, nt, kt = ceil_div(rows, fm), ceil_div(n, fn), ceil_div(k, fk)
     for bm in range(1, min(cores, mt) + 1):
