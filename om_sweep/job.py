@@ -2,7 +2,8 @@
 
 Runs inside the job's own process (sandbox.py). Every error of the tools becomes the record's status and
 message, exactly as atc-py / om-run would report it; numbers gathered before the error stay in the record.
-A point with `generate` runs om-run --generate's decode loop (om_run/generate/decode.py) instead of one execution.
+A point with `generate` runs om-run --generate's decode loop (om_run/generate/decode.py) instead of one execution;
+a serving point runs om-run serve (serve_job.py).
 ATB's settings are the point's (its grid values, else ATB's defaults), never the environment the job runs in:
 the environment is not part of the job key.
 """
@@ -32,6 +33,16 @@ from om_run.sim.warm import warm
 
 from .plan import Job
 
+# what a serving point records: vllm bench serve's metrics (its names), the SLO check and the throughput per NPU
+SERVE_FIELDS = {
+    "completed": "int", "failed": "int", "duration": "float", "request_throughput": "float",
+    "output_throughput": "float", "total_token_throughput": "float", "request_goodput": "float",
+    **{f"{stat}_{metric}_ms": "float" for metric in ("ttft", "tpot", "itl") for stat in ("mean", "median", "p99")},
+    "preemptions": "int", "slos": "string", "slo_percentile": "float",
+    "pct_ttft_ms": "float", "pct_tpot_ms": "float", "pct_e2el_ms": "float",     # at slo_percentile
+    "feasible": "bool", "npus": "int", "output_throughput_per_npu": "float",
+}
+SERVE_NPUS = 1      # om-run serve simulates one NPU per model (--tensor-parallel-size 1)
 # what a job records, in table order (table.py adds the point's identity columns around them)
 RESULT_FIELDS = {
     "status": "string", "error_message": "string",
@@ -40,6 +51,7 @@ RESULT_FIELDS = {
     "e2e_us": "float", "host_us": "float", "device_us": "float", "syncs": "int", "hazards": "int",
     "ttft_us": "float", "tpot_us": "float", "tokens_per_s": "float", "generated_tokens": "int",
     "setup_cache_hits": "int", "kernel_cache_hits": "int",
+    **SERVE_FIELDS,
     "max_abs_err": "float", "max_rel_err": "float", "mismatched": "int",
     "simulate_s": "float", "attempts": "int", "time_limit_s": "float", "memory_limit_mb": "float",
 }
@@ -53,6 +65,8 @@ def empty_record(job: Job) -> dict:
     rec = {name: None for name in RESULT_FIELDS}
     rec.update(status=OK, error_message="", attempts=1, time_limit_s=job.time_limit_s,
                memory_limit_mb=job.memory_limit_mb)
+    if job.serve is not None:           # known before the run: failed rows show them too
+        rec.update(slos=job.serve.slos, slo_percentile=job.serve.slo_percentile, npus=SERVE_NPUS)
     return rec
 
 
@@ -72,6 +86,9 @@ def _shown(message: str, local_paths: dict[str, str], job: Job) -> str:
 
 def execute(job: Job, local_paths: dict[str, str], workdir: str) -> dict:
     """compile -> simulate -> record. local_paths maps each of job.files' paths to where it is readable here."""
+    if job.serve is not None:
+        from .serve_job import execute_serve
+        return execute_serve(job, local_paths, workdir)
     os.environ.pop(PLUGIN_ENV, None)        # plugins come from the sweep file only: they are in the job key
     rec = empty_record(job)
     loc = lambda p: local_paths.get(p, p)   # noqa: E731

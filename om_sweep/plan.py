@@ -1,4 +1,5 @@
-"""From a checked sweep file to the points of the table: models (globs expanded) x the grid.
+"""From a checked sweep file to the points of the table: models (globs expanded) x the grid, and the serving
+entries x the grid's serving keys (serve_plan.py).
 
 Each point that can run becomes a Job keyed by the hash of what decides its result: the bytes of every
 file it reads (model, inputs, expected values, plugins, configs), its flags, ATB settings and run settings, and the
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from atc_py.common.errors import AtcError
 from atc_py.plugins import plugin_paths
 
-from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, check_points, is_atb
+from .spec import FRAMEWORK_BY_SUFFIX, ModelEntry, SweepSpec, applies_to_build, check_points, is_atb
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,20 @@ class FileRef:
     path: str
     sha256: str
     size: int
+
+
+@dataclass(frozen=True)
+class ServeJob:
+    """What a serving point runs: om-run serve's flags but the model folder (file flags hold absolute paths, each
+    one of job.files), and the SLOs its feasibility is judged by."""
+    argv: tuple[str, ...]
+    goodput: tuple[tuple[str, float], ...]
+    slo_percentile: float
+
+    @property
+    def slos(self) -> str:
+        """As om-run serve's --goodput takes them: "ttft:200 tpot:50"."""
+        return " ".join(f"{k}:{v:g}" for k, v in self.goodput)
 
 
 @dataclass(frozen=True)
@@ -49,6 +64,7 @@ class Job:
     tool_version: str
     atb: tuple[tuple[str, str], ...] = ()   # ATB variable -> value of the point (the grid's); unset: ATB's default
     generate: int | None = None             # new tokens of a greedy decode loop (inputs = the prompt)
+    serve: ServeJob | None = None           # a serving point: files[0] is the model's config.json
 
 
 @dataclass(frozen=True)
@@ -60,10 +76,16 @@ class Point:
     numeric: bool
     job: Job | None
     failure: AtcError | None = None
+    kind: str = "build"                # build (atc-py + om-run) | serve (om-run serve)
 
     def sort_key(self, grid_keys: list[str]) -> tuple:
         values = dict(self.grid)
         return (self.model, tuple(values.get(k, "") for k in grid_keys), self.options, self.numeric)
+
+    @property
+    def ident(self) -> tuple:
+        """What tells two rows apart: overlapping globs, or vLLM's values under MindIE, give one point twice."""
+        return self.kind, self.model, self.options, self.atb, self.numeric
 
     @property
     def atb(self) -> tuple[tuple[str, str], ...]:
@@ -144,10 +166,13 @@ def parse_command_line(options: str) -> dict[str, str]:
 
 def make_plan(spec: SweepSpec, tool_version: str, compute: bool | None = None) -> Plan:
     """compute=False forces --no-compute on every point (the command line's --no-compute)."""
+    from .serve_plan import serve_points
     grid_keys = list(spec.grid)
+    build_grid = {k: v for k, v in spec.grid.items() if applies_to_build(k)}
     files = [_model_files(spec, entry) for entry in spec.models]
-    check_points(spec.path, spec.grid, spec.run.max_points, sum(len(f) for f in files), "model files")
-    combos = [tuple(zip(grid_keys, values)) for values in itertools.product(*spec.grid.values())]
+    check_points(spec.path, spec.grid, spec.run.max_points, sum(len(f) for f in files), "model files",
+                 len(spec.serve))
+    combos = [tuple(zip(build_grid, values)) for values in itertools.product(*build_grid.values())]
     digests = _Digests()
     points: list[Point] = []
     for entry, model_files in zip(spec.models, files):
@@ -168,11 +193,11 @@ def make_plan(spec: SweepSpec, tool_version: str, compute: bool | None = None) -
                 except AtcError as exc:
                     points.append(Point(shown, combo, options, numeric, None, exc))
     points.sort(key=lambda p: p.sort_key(grid_keys))
+    points += serve_points(spec, digests, tool_version, compute)     # in the grid's order: rates rise along a row
     unique, seen = [], set()
-    for p in points:                   # overlapping globs list a model twice: one row per point
-        ident = (p.model, p.options, p.atb, p.numeric)
-        if ident not in seen:
-            seen.add(ident)
+    for p in points:
+        if p.ident not in seen:
+            seen.add(p.ident)
             unique.append(p)
     return Plan(grid_keys, unique)
 

@@ -5,6 +5,8 @@
 * the pass/fail matrix: model x option point, each cell `ok` with its latency, or the error code;
 * per SoC, latency and planned-memory charts: one group per model, one bar per tiling-sink x precision
   variant (fp16 modes vs fp32 modes), failed variants named by their code;
+* for serving points (serve_report.py), per served model a chart of output throughput per NPU against TPOT with
+  the SLO-feasible points marked, and a table of the points;
 * the failures with their messages, and the whole table.
 """
 from __future__ import annotations
@@ -17,15 +19,18 @@ from atc_py.common.atomic_write import write_atomic, write_in_folder
 from atc_py.common.errors import AtcError
 
 from .plan import parse_command_line
+from .serve_report import section as serve_section
 from .spec import ATB_KEYS, PATH_FLAGS
 from .svg import grouped_bars
-from .table import read_results
+from .table import SERVE, read_results
 
 FP32_MODES = {"must_keep_origin_dtype", "force_fp32"}
 DEFAULT_PRECISION = "force_fp16"       # atc-py's (and ATC's) default
 PLOT_FLAGS = ("soc_version", "tiling_schedule_optimize", "precision_mode")
 COMPARED = (("e2e_us", "latency", "us"), ("memory_size", "planned memory", "B"), ("tasks", "tasks", ""),
-            ("ttft_us", "TTFT", "us"), ("tpot_us", "TPOT", "us"))
+            ("ttft_us", "TTFT", "us"), ("tpot_us", "TPOT", "us"), ("mean_ttft_ms", "mean TTFT", "ms"),
+            ("mean_tpot_ms", "mean TPOT", "ms"))                   # up is worse
+COMPARED_UP = (("output_throughput_per_npu", "output throughput per NPU", "tok/s"),)      # up is better
 
 CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1400px}
@@ -42,6 +47,8 @@ tr.regression td{background:#fbe0de}tr.improvement td{background:#e3f4e1}
 .cat{font-size:12px}.fail{font-size:11px;fill:#8c1d13;font-weight:600}.grid{stroke:#e5e5e5}.axis{stroke:#444}
 .marker{stroke:#111;stroke-width:2}.scroll{overflow-x:auto}th.key{color:#555;font-style:italic}
 .muted{color:#666}code{font-size:12px}
+td.feasible{background:#e3f4e1;color:#1e5e1a;font-weight:600}td.infeasible{background:#fdf0d5;color:#8a5300}
+img.serve-chart{display:block;max-width:100%;margin:6px 0 12px}
 """
 
 
@@ -124,6 +131,14 @@ class Comparison:
                     continue
                 msg = f"{name} {_num(b[col])} → {_num(r[col])} {unit} ({p:+.1f} %)"
                 (worse if p > 0 else better).append(msg)
+            for col, name, unit in COMPARED_UP:
+                p = _pct(b[col], r[col])
+                if p is not None and abs(p) >= 1e-9:
+                    msg = f"{name} {_num(b[col])} → {_num(r[col])} {unit} ({p:+.1f} %)"
+                    (better if p > 0 else worse).append(msg)
+            if b["feasible"] is not None and r["feasible"] is not None and b["feasible"] != r["feasible"]:
+                (better if r["feasible"] else worse).append("meets its SLOs now" if r["feasible"] else
+                                                            "misses its SLOs now")
             if b["max_abs_err"] is not None and r["max_abs_err"] is not None and r["max_abs_err"] > b["max_abs_err"]:
                 worse.append(f"max abs error {b['max_abs_err']:.3g} → {r['max_abs_err']:.3g}")
         if worse:
@@ -276,15 +291,21 @@ def render(rows: list[dict], grid_keys: list[str], source: str, base_rows: list[
             f'{escape(", ".join(grid_keys) or "none")} · tools {escape(", ".join(versions))}</p>']
     if comparison is not None:
         body += ["<h2>Changes against the baseline</h2>", _changes(comparison, baseline)]
-    body += ["<h2>Pass/fail matrix</h2>",
-             '<p class="muted">ok with the simulated end-to-end latency, or the error code (hover for the message)'
-             + ("; ▲ regressed, ▼ improved against the baseline" if comparison else "") + ".</p>",
-             _matrix(rows, grid_keys, comparison),
-             "<h2>Latency and memory per SoC</h2>",
-             '<p class="muted">Bars per model: tiling sink on/off × precision mode (fp16 or fp32 compute). '
-             "Memory is the planned feature map; the black tick is its lower bound.</p>",
-             _charts(rows, grid_keys),
-             "<h2>Failures</h2>", _failures(rows),
+    builds = [r for r in rows if r["kind"] != SERVE]
+    served = [r for r in rows if r["kind"] == SERVE]
+    if builds or not served:
+        keys = [k for k in grid_keys if any(r.get(k) is not None for r in builds)]
+        body += ["<h2>Pass/fail matrix</h2>",
+                 '<p class="muted">ok with the simulated end-to-end latency, or the error code (hover for the message)'
+                 + ("; ▲ regressed, ▼ improved against the baseline" if comparison else "") + ".</p>",
+                 _matrix(builds, keys, comparison),
+                 "<h2>Latency and memory per SoC</h2>",
+                 '<p class="muted">Bars per model: tiling sink on/off × precision mode (fp16 or fp32 compute). '
+                 "Memory is the planned feature map; the black tick is its lower bound.</p>",
+                 _charts(builds, keys)]
+    if served:
+        body += ['<h2 id="serving">Serving: throughput against TPOT</h2>', serve_section(served, grid_keys)]
+    body += ["<h2>Failures</h2>", _failures(rows),
              "<h2>Results</h2>", _all_rows(rows)]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>om-sweep report</title>"
             f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")

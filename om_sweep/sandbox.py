@@ -91,7 +91,16 @@ def _address_space() -> int:
         return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _child(job: Job, local_paths: dict, workdir: str, conn, stderr_path: str) -> None:
+# read by the jobs at their run time: the fork server holds the environment of its own start, which may be older
+PASSED_ENV = ("OM_RUN_SERVE_CACHE",)     # om-run serve's step tables, shared by the jobs of one machine
+
+
+def _child(job: Job, local_paths: dict, workdir: str, conn, stderr_path: str, env: dict | None = None) -> None:
+    for name, value in (env or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)                       # tools' chatter must not reach the progress bar
     err = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -141,7 +150,8 @@ def run_once(job: Job, local_paths: dict, workdir: str) -> tuple[dict | None, st
     _ensure_server()
     reader, writer = ctx.Pipe(duplex=False)
     stderr_path = os.path.join(workdir, "stderr.txt")
-    proc = ctx.Process(target=_child, args=(job, local_paths, workdir, writer, stderr_path), daemon=True)
+    env = {name: os.environ.get(name) for name in PASSED_ENV}
+    proc = ctx.Process(target=_child, args=(job, local_paths, workdir, writer, stderr_path, env), daemon=True)
     start = time.monotonic()
     with _running_lock:
         proc.start()

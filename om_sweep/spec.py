@@ -5,7 +5,8 @@ field (`models[1].flags.soc_versoin: unknown atc-py flag`). Files the models ref
 here: a missing one is a failed point in the results (plan.py), not a reason to refuse the sweep.
 
 Grid keys are atc-py flags or ATB's environment variables (om_run/sim/atb.py): the latter are run-time settings of
-the simulated host, checked here with ATB's own ranges and given to each job's Simulation, never to atc-py.
+the simulated host, checked here with ATB's own ranges and given to each job's Simulation, never to atc-py. With a
+`serve:` section (serve_spec.py) they may also be om-run serve's settings; each point takes the keys of its kind.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from om_run.sim.atb import ALIASES as ATB_ALIASES
 from om_run.sim.atb import VARIABLES as ATB_VARIABLES
 from om_run.sim.atb import AtbSettings
 
+from .serve_spec import SERVE_GRID_KEYS, SERVE_ONLY_KEYS, ServeEntry, count_serve_points, parse_serve, serve_value
 from .yaml_doc import load_yaml
 
 # atc-py flags om-sweep sets itself or that make no sense in a sweep
@@ -38,7 +40,7 @@ MODEL_KEYS = ("path", "framework", "flags", "inputs", "expected", "rtol", "atol"
               "memory_limit_mb", "generate")
 RUN_KEYS = ("compute", "loop", "seed", "rtol", "atol", "time_limit_s", "memory_limit_mb", "retries", "sim_config",
             "generate", "max_points")
-TOP_KEYS = ("models", "grid", "run")
+TOP_KEYS = ("models", "serve", "grid", "run")
 MAX_SWEEP_FILE_BYTES = 16 << 20     # a sweep file is a few KiB; a zoo of thousands of entries stays far below
 DEFAULT_MAX_POINTS = 100_000        # points of a sweep (models x grid); run.max_points / --max-points raise it
 
@@ -80,8 +82,18 @@ class SweepSpec:
     path: pathlib.Path
     base: pathlib.Path              # the folder relative paths are resolved against
     models: list[ModelEntry]
-    grid: dict[str, list[str]]      # flag or ATB variable -> values, in the file's order
+    grid: dict[str, list[str]]      # flag, ATB variable or serving setting -> values, in the file's order
     run: RunSettings = field(default_factory=RunSettings)
+    serve: list[ServeEntry] = field(default_factory=list)
+
+
+def applies_to_build(name: str) -> bool:
+    """A grid key of the models' points (atc-py flags and ATB variables; soc_version and tiling sink: both kinds)."""
+    return name not in SERVE_ONLY_KEYS
+
+
+def applies_to_serve(name: str) -> bool:
+    return name in SERVE_GRID_KEYS
 
 
 def is_atb(name: str) -> bool:
@@ -109,6 +121,18 @@ class _Checker:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(where, f"must be a non-empty string, got {_kind(value)}")
         return value
+
+    def choice(self, where: str, value, allowed: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in allowed:
+            raise self.fail(where, f"must be one of {', '.join(allowed)}, got {_kind(value)}")
+        return value
+
+    @staticmethod
+    def kind(value) -> str:
+        return _kind(value)
+
+    def limits(self, where: str, d: dict) -> dict:
+        return _limits(self, where, d)
 
     def boolean(self, where: str, value) -> bool:
         if not isinstance(value, bool):
@@ -139,8 +163,9 @@ class _Checker:
         if is_atb(name):
             raise self.fail(where, "is an ATB environment variable, a run-time setting: give it as a grid key")
         if name not in SWEEP_FLAGS:
-            atb = f"; or ATB's environment variables: {', '.join(ATB_KEYS)}" if in_grid else ""
-            raise self.fail(where, f"unknown atc-py flag (flags: {', '.join(SWEEP_FLAGS)}{atb})")
+            more = f"; or ATB's environment variables: {', '.join(ATB_KEYS)}; or serving settings (serve: points): " \
+                   f"{', '.join(SERVE_ONLY_KEYS)}" if in_grid else ""
+            raise self.fail(where, f"unknown atc-py flag (flags: {', '.join(SWEEP_FLAGS)}{more})")
         return name
 
     def atb_value(self, where: str, name: str, value) -> str:
@@ -226,19 +251,26 @@ def load_spec(path, max_points: int | None = None) -> SweepSpec:
     return parse_spec(load_document(path), path, max_points)
 
 
-def count_points(grid: dict[str, list[str]], models: int) -> int:
-    """Points of `models` model files x the grid, counted without expanding it."""
-    return models * math.prod(len(v) for v in grid.values())
+def count_points(grid: dict[str, list[str]], models: int, serve: int = 0) -> int:
+    """Points of `models` model files x the grid's build keys, and of `serve` serving entries x its serving keys,
+    counted without expanding the grid."""
+    build = models * math.prod(len(v) for k, v in grid.items() if applies_to_build(k)) if models else 0
+    return build + count_serve_points(grid, serve)
 
 
-def check_points(path: pathlib.Path, grid: dict[str, list[str]], limit: int, models: int, what: str) -> None:
+def check_points(path: pathlib.Path, grid: dict[str, list[str]], limit: int, models: int, what: str,
+                 serve: int = 0) -> None:
     """Refuse a sweep of more than `limit` points before its grid is expanded (a grid of 7 keys of 25 values is
     6e9 points: gigabytes of plan before the first job)."""
-    points = count_points(grid, models)
+    points = count_points(grid, models, serve)
     if points > limit:
-        sizes = " x ".join(str(len(v)) for v in grid.values()) or "1"
+        parts = []
+        for n, kind, keep in ((models, what, applies_to_build), (serve, "serve entries", applies_to_serve)):
+            if n:
+                sizes = " x ".join(str(len(v)) for k, v in grid.items() if keep(k)) or "1"
+                parts.append(f"{n} {kind} x {sizes} grid values")
         raise AtcError("E40001", path=str(path), field="grid",
-                       reason=f"{models} {what} x {sizes} grid values = {points:,} points, more than the limit of "
+                       reason=f"{' + '.join(parts)} = {points:,} points, more than the limit of "
                               f"{limit:,} (raise it with run.max_points or om-sweep run --max-points)")
 
 
@@ -246,23 +278,37 @@ def parse_spec(doc, path: pathlib.Path, max_points: int | None = None) -> SweepS
     c = _Checker(path)
     base = path.resolve().parent
     if doc is None:
-        raise c.fail("(file)", "the file is empty; it needs at least `models:`")
+        raise c.fail("(file)", "the file is empty; it needs at least `models:` (or `serve:`)")
     top = c.mapping("", doc, TOP_KEYS)
     run = _run_settings(c, top.get("run", {}), base)
     if max_points is not None:
         run = replace(run, max_points=max_points)
     grid = _grid(c, top.get("grid", {}))
-    if "models" not in top:
-        raise c.fail("models", "is required: a list of models (path, framework, ...)")
-    models_doc = top["models"]
-    if not isinstance(models_doc, list) or not models_doc:
+    if "models" not in top and "serve" not in top:
+        raise c.fail("models", "is required: a list of models (path, framework, ...); or serve: models to serve")
+    models_doc = top.get("models", [])
+    if "models" in top and (not isinstance(models_doc, list) or not models_doc):
         raise c.fail("models", f"must be a non-empty list, got {_kind(models_doc)}")
-    check_points(path, grid, run.max_points, len(models_doc), "model entries")    # each gives >= 1 file
+    serve_doc = top.get("serve")
+    _grid_applies(c, grid, bool(models_doc), serve_doc is not None)
+    check_points(path, grid, run.max_points, len(models_doc), "model entries",
+                 len(serve_doc) if isinstance(serve_doc, list) else 0)      # each entry gives >= 1 file
     models = [_model(c, f"models[{i}]", m, grid, run) for i, m in enumerate(models_doc)]
     for m in models:
         if "soc_version" not in grid and "soc_version" not in m.flags:
             raise c.fail("grid.soc_version", f"no SoC for {m.field}: give soc_version in grid or in {m.field}.flags")
-    return SweepSpec(path=path, base=base, models=models, grid=grid, run=run)
+    serve = parse_serve(c, serve_doc, grid, run) if serve_doc is not None else []
+    return SweepSpec(path=path, base=base, models=models, grid=grid, run=run, serve=serve)
+
+
+def _grid_applies(c: _Checker, grid: dict, models: bool, serve: bool) -> None:
+    """Every grid key sets something in some point: a serving setting needs serve:, an atc-py flag models:."""
+    for name in grid:
+        if not models and not applies_to_serve(name):
+            raise c.fail(f"grid.{name}", "applies to models: points (atc-py flags, ATB variables), and this file has "
+                                         f"none; serving settings: {', '.join(SERVE_GRID_KEYS)}")
+        if not serve and not applies_to_build(name):
+            raise c.fail(f"grid.{name}", "is a serving setting: it applies to serve: points, and this file has none")
 
 
 def _run_settings(c: _Checker, doc, base: pathlib.Path) -> RunSettings:
@@ -303,18 +349,21 @@ def _limits(c: _Checker, where: str, d: dict) -> dict:
 
 def _grid(c: _Checker, doc) -> dict[str, list[str]]:
     if not isinstance(doc, dict):
-        raise c.fail("grid", f"must be a mapping of atc-py flag (or ATB variable) -> list of values, got {_kind(doc)}")
+        raise c.fail("grid", f"must be a mapping of atc-py flag (or ATB variable, or serving setting) -> list of "
+                             f"values, got {_kind(doc)}")
     grid: dict[str, list[str]] = {}
     for name, values in doc.items():
         where = f"grid.{name}"
         atb = is_atb(name)
-        if not atb:
+        serving = name in SERVE_ONLY_KEYS
+        if not atb and not serving:
             c.flag_name(where, name, in_grid=True)
         if not isinstance(values, list):
             values = [values]
         if not values:
             raise c.fail(where, "must list at least one value")
-        vals = [c.atb_value(f"{where}[{i}]", name, v) if atb else c.flag_value(f"{where}[{i}]", v)
+        vals = [c.atb_value(f"{where}[{i}]", name, v) if atb else
+                serve_value(c, f"{where}[{i}]", name, v) if serving else c.flag_value(f"{where}[{i}]", v)
                 for i, v in enumerate(values)]
         dup = sorted(v for v, n in Counter(vals).items() if n > 1)     # linear: a grid key may list many values
         if dup:

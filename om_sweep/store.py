@@ -27,7 +27,7 @@ from .plan import Job
 KEY = re.compile(r"^[0-9a-f]{64}$")
 LIMIT_STATUSES = {"E40004": "time_limit_s", "E40005": "memory_limit_mb"}
 MAX_RECORD_BYTES = 1 << 20           # a record is ~1 KiB; an error message is bounded well below this
-_TYPES = {"string": (str,), "int": (int,), "float": (int, float)}
+_TYPES = {"string": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
 
 
 def record_digest(key: str, rec: dict) -> str:
@@ -43,7 +43,7 @@ def valid_record(rec) -> bool:
         return False
     for name, kind in RESULT_FIELDS.items():
         value = rec[name]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, _TYPES[kind])):
+        if value is not None and (isinstance(value, bool) != (kind == "bool") or not isinstance(value, _TYPES[kind])):
             return False
     return isinstance(rec["status"], str) and bool(rec["status"])
 

@@ -9,12 +9,13 @@ import pathlib
 from atc_py.common.atomic_write import write_in_folder
 from atc_py.common.errors import AtcError
 
-from .job import GENERATION_FIELDS, RESULT_FIELDS
+from .job import GENERATION_FIELDS, RESULT_FIELDS, SERVE_FIELDS
 from .plan import Plan, Point
 
 IDENTITY_COLUMNS = ("model", "options", "numeric")     # a point; with the grid columns between model and options
 TRAILING_COLUMNS = ("key", "tool_version")
-LATER_COLUMNS = GENERATION_FIELDS     # tables written before these columns existed read them as empty
+LATER_COLUMNS = (*GENERATION_FIELDS, *SERVE_FIELDS)    # tables written before these columns existed read them empty
+BUILD, SERVE = "build", "serve"       # the `kind` column (after `numeric`): absent from older tables, all builds
 REQUIRED_COLUMNS = IDENTITY_COLUMNS + tuple(f for f in RESULT_FIELDS if f not in LATER_COLUMNS) + TRAILING_COLUMNS
 
 
@@ -29,15 +30,15 @@ def pyarrow():
 
 
 def column_names(grid_keys: list[str]) -> list[str]:
-    return ["model", *grid_keys, "options", "numeric", *RESULT_FIELDS, *TRAILING_COLUMNS]
+    return ["model", *grid_keys, "options", "numeric", "kind", *RESULT_FIELDS, *TRAILING_COLUMNS]
 
 
 def _schema(grid_keys: list[str]):
     pa = pyarrow()
-    kinds = {"string": pa.string(), "int": pa.int64(), "float": pa.float64()}
+    kinds = {"string": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
     fields = [pa.field("model", pa.string(), nullable=False)]
     fields += [pa.field(k, pa.string()) for k in grid_keys]
-    fields += [pa.field("options", pa.string()), pa.field("numeric", pa.bool_())]
+    fields += [pa.field("options", pa.string()), pa.field("numeric", pa.bool_()), pa.field("kind", pa.string())]
     fields += [pa.field(name, kinds[kind]) for name, kind in RESULT_FIELDS.items()]
     fields += [pa.field("key", pa.string()), pa.field("tool_version", pa.string())]
     return pa.schema(fields, metadata={b"om_sweep.grid_keys": ",".join(grid_keys).encode()})
@@ -46,7 +47,7 @@ def _schema(grid_keys: list[str]):
 def row(point: Point, grid_keys: list[str], record: dict | None, tool_version: str) -> dict:
     values = dict(point.grid)
     out = {"model": point.model, **{k: values.get(k) for k in grid_keys}, "options": point.options,
-           "numeric": point.numeric}
+           "numeric": point.numeric, "kind": point.kind}
     rec = {name: None for name in RESULT_FIELDS}
     if record is not None:
         rec.update({k: record[k] for k in RESULT_FIELDS})
@@ -105,6 +106,7 @@ def read_results(path) -> tuple[list[dict], list[str]]:
         raise AtcError("E40009", path=str(path), reason="its grid columns do not match its metadata")
     rows = table.to_pylist()
     for r in rows:
+        r.setdefault("kind", BUILD)
         for c in LATER_COLUMNS:
             r.setdefault(c, None)
     return rows, grid_keys

@@ -13,7 +13,7 @@ import pathlib
 import atc_py
 import om_run
 
-RECORD_SCHEMA = 2   # bump when a job record gains or changes fields (job.py): older records rerun
+RECORD_SCHEMA = 3   # bump when a job record gains or changes fields (job.py): older records rerun
 
 
 @functools.lru_cache(maxsize=1)

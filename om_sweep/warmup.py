@@ -1,5 +1,5 @@
-"""Imported by the fork server that job processes are forked from: everything a job needs that the
-tools load lazily (the pipeline, both frontends, the op registry, the SoC files, first-use caches) is
+"""Imported by the fork server that job processes are forked from: everything a job needs that the tools load
+lazily (the pipeline, both frontends, the op registry, the SoC files, first-use caches, om-run serve's modules) is
 loaded once here instead of in every job (~0.25 s a job otherwise, against ~10-50 ms of work)."""
 from __future__ import annotations
 
@@ -15,11 +15,20 @@ def warm_up() -> None:
     import atc_py.frontend.onnx  # noqa: F401
     import atc_py.frontend.tensorflow.converter  # noqa: F401
     import atc_py.pipeline  # noqa: F401
+    import om_run.serve.capacity  # noqa: F401
+    import om_run.serve.command  # noqa: F401
+    import om_run.serve.results  # noqa: F401
+    import om_run.serve.scheduler  # noqa: F401
+    import om_run.serve.session  # noqa: F401
+    import om_run.serve.step_pricer  # noqa: F401
+    import om_run.serve.workload  # noqa: F401
     from atc_py.ops.core.registry import all_ops
     from atc_py.platform.soc import load_soc, supported_socs
     from om_run.load.loader import load_model
     from om_run.run.simulate import simulate
     from om_run.sim.profile import RuntimeProfile
+
+    from . import serve_job  # noqa: F401
 
     all_ops()
     for soc in supported_socs():

@@ -251,10 +251,14 @@ def _tool_rows(flags, default_title: str) -> list[str]:
 
 
 SWEEP_KEY_HELP = {
-    "models": "The models to sweep: a list of entries (a bare string is a `path`). Required.",
+    "models": "The models to sweep: a list of entries (a bare string is a `path`). Required unless `serve` is "
+              "given.",
+    "serve": "Models to serve with `om-run serve` (serving sweeps): a list of entries (a bare string is a "
+             "`model`). Required unless `models` is given.",
     "grid": "atc-py flag → list of values (a single value is a one-element list); the points are the cartesian "
             "product, per model. A key may also be one of ATB's environment variables (below): a run-time setting "
-            "of the simulated host, not an atc-py flag.",
+            "of the simulated host, not an atc-py flag; or a serving setting (below), for the `serve` entries. Each "
+            "point takes the keys of its kind (`soc_version` and `tiling_schedule_optimize`: both).",
     "run": "Settings of every job (below); a model entry may override some of them.",
     "models[].path": "A model file or a glob (`zoo/**/*.onnx`), relative to the sweep file. A glob matching "
                      "nothing is refused; a missing file is a failed row (`E40003`).",
@@ -272,6 +276,22 @@ SWEEP_KEY_HELP = {
     "models[].generate": "om-run's `--generate N`: greedy decoding of N new tokens with a KV-cache decoder; "
                          "`inputs` is the prompt (`input_ids` [1, P]). Needs a numeric run; `expected` does not "
                          "apply. Overrides `run.generate`.",
+    "serve[].model": "A Hugging Face model folder holding `config.json`, relative to the sweep file. Required; "
+                     "a folder without `config.json` gives failed rows (`E40003`).",
+    "serve[].load_format": "`dummy` (timing only) or `auto` (the folder's safetensors: numerics too; "
+                           "`om-sweep run --no-compute` makes it `dummy`).",
+    "serve[].settings": "Serving settings (below) for every point of this entry; a key may not be both here and in "
+                        "`grid`.",
+    "serve[].workload": "vllm bench serve's workload: `dataset_name` (random, sharegpt), `dataset_path`, "
+                        "`num_prompts`, `random_input_len`, `random_output_len`, `random_range_ratio`, "
+                        "`random_prefix_len`, `sharegpt_output_len`, `burstiness`, `seed`, `trace`; om-run serve's "
+                        "defaults for the rest.",
+    "serve[].goodput": "SLOs in ms (`ttft`, `tpot`, `e2el`): vllm's `--goodput`; a point is `feasible` when each "
+                       "one's `slo_percentile` is within it and no request failed.",
+    "serve[].slo_percentile": "The percentile the SLOs are checked at.",
+    "serve[].mindie_config": "MindIE's config.json, for points with `engine: mindie` (required then).",
+    "serve[].time_limit_s": "Overrides `run.time_limit_s` for this entry.",
+    "serve[].memory_limit_mb": "Overrides `run.memory_limit_mb` for this entry.",
     "run.compute": "Numeric simulation (like om-run); `false` (or `om-sweep run --no-compute`) is timing only.",
     "run.loop": "om-run's `--loop`.",
     "run.seed": "om-run's `--seed` (random inputs of models without `inputs`).",
@@ -283,16 +303,18 @@ SWEEP_KEY_HELP = {
                    "last stderr.",
     "run.sim_config": "om-run's `--sim-config` (a JSON file, relative to the sweep file).",
     "run.generate": "`generate` for every model entry that does not give its own.",
-    "run.max_points": "The most points (model files × grid) the sweep may have: a larger one is refused (`E40001`) "
+    "run.max_points": "The most points (model files × grid, plus serve entries × serving grid) the sweep may have: a larger one is refused (`E40001`) "
                       "before its grid is expanded. `om-sweep run --max-points` overrides it.",
 }
 
 
 def _sweep_keys() -> list[str]:
-    from om_sweep import spec
+    from om_sweep import serve_spec, spec
     run_defaults = {f.name: f.default for f in dataclasses.fields(spec.RunSettings)}
     keys = [(k, "—") for k in spec.TOP_KEYS]
     keys += [(f"models[].{k}", "—") for k in spec.MODEL_KEYS]
+    serve_defaults = {"load_format": code("dummy"), "slo_percentile": code(f"{serve_spec.DEFAULT_SLO_PERCENTILE:g}")}
+    keys += [(f"serve[].{k}", serve_defaults.get(k, "—")) for k in serve_spec.SERVE_KEYS]
     keys += [(f"run.{k}", "none" if run_defaults.get(k) is None else code(_yaml(run_defaults[k])))
              for k in spec.RUN_KEYS]
     missing = [k for k, _ in keys if k not in SWEEP_KEY_HELP]
@@ -304,6 +326,10 @@ def _sweep_keys() -> list[str]:
              + ", ".join(code(f) for f in spec.SWEEP_FLAGS) + ".", "",
              "ATB's environment variables a `grid` may set (each job's simulated host, never atc-py; values in "
              "ATB's ranges): " + ", ".join(code(f) for f in spec.ATB_KEYS) + ".", "",
+             "Serving settings (`grid` keys and `serve[].settings`; om-run serve's flags of the same names): "
+             + ", ".join(code(f) for f in serve_spec.SERVE_GRID_KEYS) + ". Under `engine: mindie` the vLLM ones ("
+             + ", ".join(code(f) for f in serve_spec.VLLM_KEYS) + ") do not apply: MindIE's config.json holds them.",
+             "",
              "atc-py flags a sweep may not set:", "",
              "| flag | why |", "|---|---|"]
     rows += [f"| {code('--' + f)} | {esc(why)} |" for f, why in spec.RESERVED_FLAGS.items()]

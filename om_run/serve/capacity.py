@@ -21,14 +21,21 @@ def parse_slos(goodput: tuple[str, ...]) -> dict[str, float]:
     return dict(parse_goodput(list(goodput)))
 
 
+def slo_values(records, percentile: float) -> dict[str, float]:
+    """Each SLO metric's percentile (ms) over the successful requests; 0 for a metric without samples."""
+    ok = [r for r in records if r.success]
+    values = {"ttft": [r.ttft_s * 1e3 for r in ok], "tpot": [r.tpot_s * 1e3 for r in ok if r.output_len > 1],
+              "e2el": [r.e2el_s * 1e3 for r in ok]}
+    return {k: float(np.percentile(v, percentile)) if v else 0.0 for k, v in values.items()}
+
+
 def meets(records, slos: dict[str, float], percentile: float) -> tuple[bool, dict[str, float]]:
     """Whether every request completed and each SLO metric's percentile is within its bound (ms)."""
     ok = [r for r in records if r.success]
     if len(ok) < len(records) or not ok:
         return False, {}
-    values = {"ttft": [r.ttft_s * 1e3 for r in ok], "tpot": [r.tpot_s * 1e3 for r in ok if r.output_len > 1],
-              "e2el": [r.e2el_s * 1e3 for r in ok]}
-    seen = {k: float(np.percentile(values[k], percentile)) if values[k] else 0.0 for k in slos}
+    values = slo_values(ok, percentile)
+    seen = {k: values[k] for k in slos}
     return all(seen[k] <= v for k, v in slos.items()), seen
 
 

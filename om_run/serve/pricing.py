@@ -10,6 +10,8 @@ either syncs to the host each step or, with --tiling_schedule_optimize=1, sinks 
 steps run eager, as ACLGraph captures only decode batches."""
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import multiprocessing
@@ -74,15 +76,44 @@ class ServedModel:
 
     def table(self, workers: int = 1, progress=None, use_cache: bool = True) -> StepTable:
         path = self.table_path()
-        if use_cache and os.path.isfile(path):
-            try:
-                with open(path, encoding="utf-8") as f:
-                    return StepTable.from_json(json.load(f))
-            except (OSError, ValueError, KeyError, TypeError):
-                pass                      # a damaged cache entry is simulated again
-        table = build_table(self, workers, progress)
-        write_atomic(path, json.dumps(table.to_json()).encode())
+        cached = _cached(path) if use_cache else None
+        if cached is not None:
+            return cached
+        with _building(path):             # runs on one machine (a sweep's jobs) wait for the first to build it
+            cached = _cached(path) if use_cache else None
+            if cached is not None:
+                return cached
+            table = build_table(self, workers, progress)
+            write_atomic(path, json.dumps(table.to_json()).encode())
         return table
+
+
+def _cached(path: str) -> StepTable | None:
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                return StepTable.from_json(json.load(f))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass                          # a damaged cache entry is simulated again
+    return None
+
+
+@contextlib.contextmanager
+def _building(path: str):
+    """An exclusive lock beside the table while it is built; without one (a filesystem that cannot lock) each run
+    builds its own, as before: the writes are atomic either way."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        lock = open(path + ".lock", "a")
+    except OSError:
+        yield
+        return
+    with lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, float, float]]]:

@@ -1,9 +1,11 @@
 """Helpers of the om-sweep tests: sweep files over the samples, running the command in-process."""
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import traceback
+from html.parser import HTMLParser
 
 import yaml
 from click.testing import CliRunner
@@ -48,3 +50,46 @@ def table(out_dir: pathlib.Path, drop_wall_clock: bool = True) -> list[dict]:
     if drop_wall_clock:
         rows = [{k: v for k, v in r.items() if k not in WALL_CLOCK_FIELDS} for r in rows]
     return rows
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes and the text inside it (enough to check a page's structure)."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.tags: list[tuple[str, dict, list]] = []
+        self.open: list[list] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        entry = (tag, dict(attrs), [])
+        self.tags.append(entry)
+        if tag not in ("meta", "br"):
+            self.open.append(entry[2])
+
+    def handle_endtag(self, tag):
+        if self.open and tag not in ("meta", "br"):
+            self.open.pop()
+
+    def handle_data(self, data):
+        for texts in self.open:
+            texts.append(data)
+
+    def find(self, tag, cls=None):
+        return [(a, "".join(t)) for tg, a, t in self.tags
+                if tg == tag and (cls is None or cls in (a.get("class") or "").split())]
+
+
+TINY_DECODER = {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 128, "num_hidden_layers": 2, "vocab_size": 256,
+                "max_position_embeddings": 256, "torch_dtype": "bfloat16"}
+# with max_num_seqs 8: a table of seconds; 2 % of the device's memory still holds 9160 KV blocks, and vLLM's block
+# pool of all 64 GiB (1.8 million blocks of this model) would take a second a job to set up
+TINY_LIMITS = {"max_model_len": 256, "max_num_batched_tokens": 256, "gpu_memory_utilization": 0.02}
+
+
+def tiny_decoder(folder: pathlib.Path) -> pathlib.Path:
+    """A Hugging Face folder of a 2-layer Qwen2-shaped decoder (config.json only: dummy weights)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(TINY_DECODER))
+    return folder

@@ -3,46 +3,17 @@ precision variants) and the changes against a baseline, and is self-contained.""
 from __future__ import annotations
 
 import re
-from html.parser import HTMLParser
 
 import pytest
 
 from om_sweep.report import variant
 from om_sweep.table import read_results, write_results
-from tests.helpers.sweep import MODELS, om_sweep, write_sweep
+from tests.helpers.sweep import MODELS, Elements, om_sweep, write_sweep
 
 GRID = {"soc_version": ["Ascend910B1", "Ascend310P3"], "tiling_schedule_optimize": [0, 1],
         "precision_mode": ["force_fp16", "must_keep_origin_dtype"]}
 
 CNN_ONLY = {"models": [str(MODELS / "small_cnn.onnx")], "grid": {"soc_version": ["Ascend910B1"]}}
-
-
-class Elements(HTMLParser):
-    """Every start tag with its attributes and the text inside it (enough to check a page's structure)."""
-
-    def __init__(self, text: str):
-        super().__init__()
-        self.tags: list[tuple[str, dict, list]] = []
-        self.open: list[list] = []
-        self.feed(text)
-
-    def handle_starttag(self, tag, attrs):
-        entry = (tag, dict(attrs), [])
-        self.tags.append(entry)
-        if tag not in ("meta", "br"):
-            self.open.append(entry[2])
-
-    def handle_endtag(self, tag):
-        if self.open and tag not in ("meta", "br"):
-            self.open.pop()
-
-    def handle_data(self, data):
-        for texts in self.open:
-            texts.append(data)
-
-    def find(self, tag, cls=None):
-        return [(a, "".join(t)) for tg, a, t in self.tags
-                if tg == tag and (cls is None or cls in (a.get("class") or "").split())]
 
 
 @pytest.fixture(scope="module")
