@@ -107,5 +107,5 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
 
 
 def _waiting(scheduler) -> int:
-    w = getattr(scheduler, "num_waiting", None)
-    return int(w() if callable(w) else w or 0)
+    """Requests the engine holds but did not run in this step (its waiting queue)."""
+    return len(getattr(scheduler, "waiting", ()))
