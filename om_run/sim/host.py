@@ -523,6 +523,16 @@ class Simulation:
         else:
             ctx.depend_values = spec.placeholder_values(ctx)
         tiling = spec.tiling(ctx)                                                     # Tiling
+        if spec.no_task:   # a view (Reshape, Squeeze, ...): InferShape on the host, no kernel; it shares its input's bytes
+            self.stage(0, f"InferShape {op.name}", ready, prof.host_infershape_ns + prof.framework_dispatch_ns)
+            outs = launch(spec, tiling, node.attrs, out_descs, args,
+                          in_descs=[v.desc if v is not None else None for v in node.inputs]) \
+                if self.compute else [None] * len(out_descs)
+            for i, (d, arr) in enumerate(zip(out_descs, outs)):
+                values[f"{op.name}:{i}"] = arr
+                descs[f"{op.name}:{i}"] = d
+                on_host[f"{op.name}:{i}"] = bool(on_host.get(op.input[0], False))   # where its input is
+            return
         attrs_key = self.attrs_keys.get(id(op))
         if attrs_key is None:   # an op's attributes never change: spelled once (graph attributes are long)
             attrs_key = self.attrs_keys[id(op)] = repr(sorted(node.attrs.items()))
