@@ -34,6 +34,7 @@ def build(name: str):
         "squeezenet1_1": lambda: tv.squeezenet1_1(),
         "vgg16": lambda: tv.vgg16(),
         "vit_b_16": lambda: tv.vit_b_16(),
+        "vit_b_32": lambda: tv.vit_b_32(),
     }
     return makers[name]().eval()
 

@@ -22,7 +22,7 @@ from .core.base import (
     split_rows,
 )
 from .core.elementwise_tiling import elementwise_tiling, run_blocks
-from .core.impl_modes import HIGH_PERFORMANCE
+from .core.impl_modes import HIGH_PERFORMANCE, fp32_vexp
 from .core.registry import register
 from .elementwise import FLOAT_TYPES, BinaryOp, UnaryOp
 from .math_unary import AttrUnaryOp
@@ -104,6 +104,7 @@ class SoftmaxV2(OpSpec):
     dtypes = ("float32", "float16", "float64", "bfloat16")
     tiling_struct = SOFTMAX_TILING
     ops_per_elem = 5  # max, sub, exp, sum, div
+    fp16_head_ops = 2  # of them, the ones TBE keeps in fp16 before it casts an fp16 row up: max, sub
 
     @staticmethod
     def rows(r):
@@ -125,8 +126,18 @@ class SoftmaxV2(OpSpec):
         return [run_row_blocks(args, inputs[0], self.rows)]
 
     def work(self, ctx: TilingContext) -> Work:
+        """TBE's kernel, whatever atc-py's numerics round: where the SoC's vexp takes fp32 an fp16 row is cast up
+        after its head ops and the rest runs in fp32 before a cast down (softmax_v2.py: cast_to float32 before
+        vexp), priced in fp32 element-ops (an fp16 op is half of one); a row reduction of dependent passes, the
+        "norm" class."""
         w = super().work(ctx)
-        w.vector_ops *= self.ops_per_elem
+        n = sum(d.numel for d in ctx.outputs)
+        w.vector_class = "norm"
+        if w.dtype == "float16" and fp32_vexp(ctx.soc):
+            w.dtype = "float32"
+            w.vector_ops = n * (self.ops_per_elem - self.fp16_head_ops + 2) + n * self.fp16_head_ops // 2
+        else:
+            w.vector_ops = n * self.ops_per_elem
         return w
 
 
@@ -245,6 +256,11 @@ class HardMax(SoftmaxV2):
     attrs = {"axis": -1}
     impl_default = None   # one implementation: a one-hot has nothing to round
     ops_per_elem = 2   # max, compare-select
+
+    def work(self, ctx: TilingContext) -> Work:
+        w = OpSpec.work(self, ctx)
+        w.vector_ops *= self.ops_per_elem
+        return w
 
     def _axis_attrs(self, attrs):
         return {"axes": [int(self.attr(attrs, "axis"))]}

@@ -106,9 +106,7 @@ class LayerNorm(OpSpec):
         return inside if inside == "float16" or mode == "high_precision" else None
 
     def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        w.vector_ops = ctx.inputs[0].numel * 6  # mean, sub, square, mean, rsqrt-mul, affine
-        return w
+        return in_inside_dtype(super().work(ctx), ctx, 6)   # mean, sub, square, mean, rsqrt-mul, affine
 
 
 @register
@@ -126,6 +124,18 @@ class LayerNormV3(LayerNorm):
         w = super().work(ctx)
         w.vector_ops += 2 * ctx.outputs[2].numel   # add, rsqrt per row
         return w
+
+
+def in_inside_dtype(w: Work, ctx: TilingContext, ops_per_elem: int) -> Work:
+    """A norm kernel's work priced in the dtype it computes in, as compute() and the autofuse lowering of the same
+    op (autofuse/lowering.py) have it: fp32 for fp16 and bf16 rows (what `_internal_dtype` names where the SoC or
+    the mode says otherwise), its passes at that dtype's rate plus a cast of each element in and out; rows of
+    dependent passes, the "norm" class."""
+    x = ctx.inputs[0]
+    inside = ctx.attrs.get("_internal_dtype") or ("float64" if x.dtype == "float64" else "float32")
+    w.vector_ops = x.numel * (ops_per_elem + (2 if x.dtype != inside else 0))
+    w.dtype, w.vector_class = inside, "norm"
+    return w
 
 
 def _rows_tiling(spec: OpSpec, ctx: TilingContext, rows: int, row_len: int, eps: float) -> TilingResult:
@@ -183,7 +193,4 @@ class RmsNorm(OpSpec):
         return [y.astype(args.outputs[0].dtype), rstd.astype(np.float32).reshape(args.outputs[1].shape)]
 
     def work(self, ctx: TilingContext) -> Work:
-        w = super().work(ctx)
-        w.vector_ops = ctx.inputs[0].numel * 4   # square, sum, scale, gamma
-        w.vector_class = "norm"
-        return w
+        return in_inside_dtype(super().work(ctx), ctx, 4)   # square, sum, scale, gamma

@@ -60,6 +60,10 @@ PASSES = {p.name: p for p in [
                       (GRAPH_FUSION, "BatchNormBnInferFusionPass")),
               doc="An inference BatchNorm (or a constant per-channel scale) after a convolution folded into its filter "
                   "and bias"),
+    GraphPass("batch_matmul_reshape", "atc_py.passes.matmul_reshape:batch_matmul_reshape", "batch_matmul_reshaped",
+              FUSE, fusion=((GRAPH_FUSION, "BatchMatMulV2ReshapeFusionPass"),),
+              doc="A BatchMatMulV2 of [B, M, K] by a 2-D weight with a small M (and its bias Add) computed as one "
+                  "[B*M, K] product"),
     GraphPass("matmul_bias", "atc_py.passes.fusion:matmul_bias", "matmul_bias_fused", FUSE,
               fusion=((GRAPH_FUSION, "MatMulBiasAddFusionPass"),),
               doc="A constant Add after a MatMul becomes its bias"),

@@ -30,6 +30,11 @@ OPEN = {
                      "TransData priced at the MTE instruction cost measured on Atlas A2 (mte_move_cycles 20); twice "
                      "that cost would meet batch 32 but not batch 16 (1.84x), and no 310P figure for it is public: "
                      "the rest needs a per-kernel profile of the device (docs/fidelity.md)",
+    "vit_b_32": "1.3-1.8x too fast from batch 4 up where ViT-B/16 is within 1.3x: over the README's four ViT "
+                "variants (B/16, B/32 at 224 and 384) the device's time fits 0.8x the simulated plus ~5 ns per input "
+                "pixel, a per-image cost growing with the image (the fp32 NCHW input converted for the C04 patch "
+                "convolution without AIPP) that weighs most on B/32's cheap 50-token body; no public profile names "
+                "the kernel (docs/fidelity.md)",
 }
 
 

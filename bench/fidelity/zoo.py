@@ -87,6 +87,13 @@ ZOO = {m.name: m for m in (
              note="ViT_base_patch16_224; the README rewrites the ONNX first (opt_vit.py pads the 197 tokens to "
                   "208 for FRACTAL_NZ), not done here",
              by_batch=(342.34, 541.11, 655.67, 660.64, 599.02, 558.65)),
+    # the same README's ViT-B/32: the same twelve 768-wide layers over 50 tokens, the "ViT_base 1189 (bs32)" of
+    # ACL_PyTorch/README.md's older table (its newer figure here)
+    ZooModel("vit_b_32", 32, 1593.47, f"{CV}/ViT_base/performances.md", "b88b201e2",
+             options={**SMALL_CHANNEL, "optypelist_for_implmode": "Gelu",
+                      "op_select_implmode": "high_performance"},
+             note="ViT_base_patch32_224; opt_vit.py pads its 50 tokens to 64 there, not done here",
+             by_batch=(431.89, 1118.96, 1439.61, 1569.50, 1593.47, 1679.63)),
 )}
 
 

@@ -174,6 +174,9 @@ class OpSpec:
     # a kernel with a high-precision and a high-performance implementation: the mode it runs when the build names
     # none for it (ops/core/impl_modes.py); None: one implementation
     impl_default: ClassVar[str | None] = None
+    # its vector work runs over the padded device-format elements it moves (C0 lanes, 16 x 16 fractals), as the
+    # bytes do (TilingContext.byte_scale); False where work() already counts the device layout (move plans)
+    padded_vector_work: ClassVar[bool] = True
 
     def alias_input(self, node: Node, k: int) -> int | None:
         """The input whose bytes output k shares (views: input 0; While: its loop-carried input k), or None."""
@@ -257,7 +260,7 @@ class OpSpec:
         w.out_elems = w.out_elems or sum(d.numel for d in ctx.outputs)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += sum(d.numel for d in ctx.outputs)
-        return _inside(w, ctx, 1)
+        return self._padded(_inside(w, ctx, 1), ctx)
 
     def block_work(self, ctx: TilingContext, block_dim: int) -> Work:
         """The work of the launch's largest block when it runs with `block_dim` blocks (the largest block decides
@@ -274,7 +277,14 @@ class OpSpec:
             w.bytes = int(w.bytes * ctx.byte_scale)
         if ctx.attrs.get("fused_relu"):
             w.vector_ops += w.out_elems
-        return _inside(w, ctx, block_dim)
+        return self._padded(_inside(w, ctx, block_dim), ctx)
+
+    def _padded(self, w: Work, ctx: TilingContext) -> Work:
+        """Vector instructions walk whole C0 blocks and fractals, the padding too: the vector work of a launch on
+        padded device formats grows as its bytes do (byte_scale)."""
+        if ctx.byte_scale > 1.0 and self.padded_vector_work:
+            w.vector_ops = int(w.vector_ops * ctx.byte_scale)
+        return w
 
     def epilogue(self, attrs: dict[str, Any], out: np.ndarray) -> np.ndarray:
         """Apply the kernel's fused epilogue in place (relu_fusion's fused_relu) to its result."""

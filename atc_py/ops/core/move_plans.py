@@ -40,6 +40,7 @@ class MovePlan:
 class PlannedMove:
     """Mixin of a data-movement op (before OpSpec in its bases) whose launch follows its `plan`: the cores it
     names, and the busiest block's MTE instructions and vector passes on top of the even share of its bytes."""
+    padded_vector_work = False   # the plans count the device layout's passes themselves
 
     def plan(self, ctx: TilingContext) -> MovePlan | None:
         raise NotImplementedError
