@@ -45,3 +45,10 @@ class EngineHostCosts:
 def host_costs_for(engine: str) -> EngineHostCosts:
     """vLLM (V0 / V1) and MindIE: one set until a sourced MindIE figure tells them apart (none was found)."""
     return EngineHostCosts()
+
+
+def swap_seconds(plan: StepPlan, block_bytes: int, prof) -> float:
+    """MindIE's swaps: KV blocks copied out to / back from host memory over PCIe before the step runs, at the
+    runtime profile's copy bandwidths (prof.d2h_gbps / h2d_gbps)."""
+    return (plan.blocks_swapped_out * block_bytes / (prof.d2h_gbps * 1e9)
+            + plan.blocks_swapped_in * block_bytes / (prof.h2d_gbps * 1e9))

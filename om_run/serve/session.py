@@ -13,10 +13,11 @@ import click
 
 from atc_py.common.errors import AtcError
 
+from ..sim.profile import RuntimeProfile
 from .build import BuildSpec
 from .engine_config import EngineConfig, engine_config
 from .hf_config import DecoderConfig, read_config
-from .host_costs import host_costs_for
+from .host_costs import host_costs_for, swap_seconds
 from .loop import LoopResult, run_loop
 from .request import Request
 
@@ -112,6 +113,11 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     eng = prep.engine
     scheduler = make_scheduler(eng.engine, eng.scheduler_settings, eng.num_blocks, eng.num_cpu_blocks)
     host = host_costs_for(eng.engine)
+    prof = RuntimeProfile()
+    block_bytes = eng.block_size * prep.cfg.kv_bytes_per_token()
+
+    def host_seconds(plan) -> float:
+        return host.step_seconds(plan) + swap_seconds(plan, block_bytes, prof)
     state = {"t": 0.0}
 
     def show(now_s: float, done: int, total: int) -> None:
@@ -121,7 +127,7 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
         state["t"] = t
         sys.stderr.write(f"\r[INFO] requests done {done}/{total}, simulated time {now_s:.2f} s")
         sys.stderr.flush()
-    res = run_loop(requests, scheduler, prep.pricer.step, host.step_seconds,
+    res = run_loop(requests, scheduler, prep.pricer.step, host_seconds,
                    sample=prep.runner.sample if prep.runner is not None else None,
                    max_concurrency=max_concurrency, progress=show if progress else None)
     if progress:
