@@ -152,9 +152,11 @@ def read_config(model_dir: str) -> DecoderConfig:
     if head_dim % 2:
         raise _bad(path, f"head_dim {head_dim} is odd: rotary embeddings rotate pairs")
     dtype = cfg.get("torch_dtype", cfg.get("dtype", "float16"))
-    if dtype not in DTYPES:
+    if not isinstance(dtype, str) or dtype not in DTYPES:
         raise _bad(path, f"config.json's torch_dtype {dtype!r} is not one of {sorted(DTYPES)}")
     scaling = cfg.get("rope_scaling")
+    if scaling is not None and not isinstance(scaling, dict):
+        raise _bad(path, f"config.json's rope_scaling is {scaling!r}: an object or null is expected")
     kind = ""
     if isinstance(scaling, dict):
         kind = str(scaling.get("rope_type", scaling.get("type", "")))
