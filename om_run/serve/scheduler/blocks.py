@@ -45,8 +45,11 @@ class BlockManager:
         self._ref = [0] * num_blocks
         self._hash: list[int | None] = [None] * num_blocks
         self._by_hash: dict[int, int] = {}
+        # blocks never used yet are ids _fresh..num_blocks-1, taken in order before any freed one (the order a free
+        # list holding them all would give, without building it: a small model on a large SoC has millions)
+        self._fresh = 0
         # free blocks in the order they were freed (stamp = when): never-hashed ones and still-cached ones
-        self._free_plain: OrderedDict[int, int] = OrderedDict((b, b) for b in range(num_blocks))
+        self._free_plain: OrderedDict[int, int] = OrderedDict()
         self._free_cached: OrderedDict[int, int] = OrderedDict()
         self._stamp = num_blocks
         self._chains: dict[Sequence, list[int]] = {}
@@ -56,7 +59,7 @@ class BlockManager:
     @property
     def num_free(self) -> int:
         """Blocks a new allocation may take: never used, freed, or cached but unreferenced (evictable)."""
-        return len(self._free_plain) + len(self._free_cached)
+        return self.num_blocks - self._fresh + len(self._free_plain) + len(self._free_cached)
 
     @property
     def num_used(self) -> int:
@@ -127,7 +130,10 @@ class BlockManager:
     # -- allocation ---------------------------------------------------------------------------------------------
     def _take_free(self) -> int:
         plain, cached = self._free_plain, self._free_cached
-        if plain and (self.evict_uncached_first or not cached or next(iter(plain.values())) < next(iter(cached.values()))):
+        if self._fresh < self.num_blocks:       # older than every freed block: taken first
+            block = self._fresh
+            self._fresh += 1
+        elif plain and (self.evict_uncached_first or not cached or next(iter(plain.values())) < next(iter(cached.values()))):
             block, _ = plain.popitem(last=False)
         elif cached:
             block, _ = cached.popitem(last=False)
