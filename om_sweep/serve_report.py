@@ -8,15 +8,14 @@ Without matplotlib (the `report` extra) the page says so where the chart would b
 """
 from __future__ import annotations
 
-import base64
-import io
 import math
 from html import escape
+
+from om_run.serve.results.report_html import png_data
 
 from .plan import parse_command_line
 from .serve_spec import LOAD_KEYS, SERVE_GRID_KEYS
 
-DPI = 100
 LOAD_FLAGS = ("request-rate", "max-concurrency")      # the load offered: points along a series, not series
 COLUMNS = (("request_rate", "req/s", "rate"), ("output_throughput_per_npu", "output tok/s per NPU", "num"),
            ("request_throughput", "req/s done", "num"), ("mean_ttft_ms", "mean TTFT ms", "num"),
@@ -95,10 +94,8 @@ def chart_png(title: str, series: dict[str, list[dict]], pct: str, tpot_slo: flo
     fig.suptitle(title, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.9), fontsize=8, frameon=False)
-    FigureCanvasAgg(fig)
-    buf = io.BytesIO()     # the legend beside the axes, however long its labels: the PNG grows to hold it
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    # the legend beside the axes, however long its labels: the PNG grows to hold it
+    return png_data(fig, FigureCanvasAgg, bbox_inches="tight")
 
 
 def _tab20(i: int):

@@ -4,8 +4,8 @@ failed rows, shipped files on a worker without the model folder, and the report'
 SLO-feasible points marked."""
 from __future__ import annotations
 
-import base64
 import re
+from binascii import a2b_base64
 
 import pytest
 
@@ -77,7 +77,7 @@ def test_serving_grid_on_local_and_dask_shares_one_step_table(tmp_path, monkeypa
     html = (tmp_path / "local" / "report.html").read_text()
     page = Elements(html)
     (img,) = page.find("img", "serve-chart")
-    assert base64.b64decode(img[0]["src"].removeprefix("data:image/png;base64,"))[:8] == b"\x89PNG\r\n\x1a\n"
+    assert a2b_base64(img[0]["src"].removeprefix("data:image/png;base64,"))[:8] == b"\x89PNG\r\n\x1a\n"
     assert [t for _, t in page.find("td", "feasible")] == ["✔ yes"]
     assert [t for _, t in page.find("td", "infeasible")] == ["✘ no"]
     assert "Pass/fail matrix" not in html and html.count('class="fail"') >= 2

@@ -7,10 +7,10 @@ PNG metadata off, so the same run gives the same bytes. matplotlib is an optiona
 'atc-py[report]'."""
 from __future__ import annotations
 
-import base64
 import html
 import io
 import os
+from binascii import b2a_base64
 from typing import Sequence
 
 from atc_py.common.atomic_write import write_atomic
@@ -31,11 +31,12 @@ def require_matplotlib():
     return Figure, FigureCanvasAgg
 
 
-def _png(fig, canvas_cls) -> str:
+def png_data(fig, canvas_cls, **savefig) -> str:
+    """A figure as a PNG's base64 text (a data: URI's payload), without the metadata that would vary by run."""
     canvas_cls(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, **savefig)
+    return b2a_base64(buf.getvalue(), newline=False).decode("ascii")
 
 
 def _cdf(ax, values_ms: Sequence[float], what: str) -> None:
@@ -69,7 +70,7 @@ def charts(records: Sequence[RequestRecord], steps: Sequence[StepRecord]) -> dic
         _cdf(ax, values, title.split()[0])
         ax.set_title(title)
         fig.tight_layout()
-        out[title] = _png(fig, Canvas)
+        out[title] = png_data(fig, Canvas)
     fig = Figure(figsize=(9.6, 5.2))
     top, bottom = fig.subplots(2, 1, sharex=True)
     _over_steps(top, steps, [s.num_prefill_tokens for s in steps], "prefill tokens")
@@ -86,7 +87,7 @@ def charts(records: Sequence[RequestRecord], steps: Sequence[StepRecord]) -> dic
             ax.legend(loc="upper right")
     top.set_title("Batch per engine step")
     fig.tight_layout()
-    out["Batch size over time"] = _png(fig, Canvas)
+    out["Batch size over time"] = png_data(fig, Canvas)
     fig = Figure(figsize=(9.6, 3.6))
     ax = fig.add_subplot()
     _over_steps(ax, steps, [s.kv_blocks_in_use for s in steps], "in use")
@@ -98,7 +99,7 @@ def charts(records: Sequence[RequestRecord], steps: Sequence[StepRecord]) -> dic
     ax.set_title("KV blocks in use")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    out["KV blocks in use over time"] = _png(fig, Canvas)
+    out["KV blocks in use over time"] = png_data(fig, Canvas)
     return out
 
 
