@@ -27,7 +27,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from om_run.serve.command import _rate, serve_main  # noqa: E402
+from om_run.serve.command import parse_flags  # noqa: E402
 from om_run.serve.hf_config import read_config  # noqa: E402
 
 QWEN = ROOT / "models" / "serve" / "qwen2.5-7b-instruct"
@@ -44,9 +44,8 @@ def run(model: pathlib.Path, *args: str) -> dict:
     from om_run.serve.session import run_serve
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "r.json"
-        flags = serve_main.make_context("om-run serve", [str(model), "--load-format", "dummy", "--no-progress",
-                                                         "--save-result", "--result-filename", str(out), *args]).params
-        flags["request_rate"] = _rate(flags["request_rate"])
+        flags = parse_flags([model, "--load-format", "dummy", "--no-progress", "--save-result", "--result-filename",
+                             out, *args])
         with contextlib.redirect_stdout(io.StringIO()):
             run_serve(flags)
         return json.loads(out.read_text())

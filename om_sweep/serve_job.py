@@ -37,11 +37,10 @@ def _local(arg: str, local_paths: dict[str, str]) -> str:
 
 def serve_flags(job: Job, model_dir: str, local_paths: dict[str, str]) -> dict:
     """om-run serve's parsed flags (its click command: the same types, defaults and choices)."""
-    from om_run.serve.command import _rate, serve_main
+    from om_run.serve.command import parse_flags
     argv = [_local(a, local_paths) for a in job.serve.argv] + [model_dir, "--no-progress", "--workers=1"]
     try:
-        flags = serve_main.make_context("om-run serve", argv).params
-        flags["request_rate"] = _rate(flags["request_rate"])
+        flags = parse_flags(argv)
     except click.ClickException as exc:
         param = getattr(exc, "param", None)
         name = param.opts[0] if param is not None and param.opts else "--request-rate"

@@ -24,6 +24,14 @@ def expand_nargs(argv: list[str]) -> list[str]:
     return out
 
 
+def parse_flags(argv: list[str]) -> dict:
+    """om-run serve's flags as the session takes them (click's types and defaults, the rate read): what the command,
+    om-sweep's serving jobs, the benches and the tests call instead of the command line."""
+    flags = serve_main.make_context("om-run serve", list(map(str, argv))).params
+    flags["request_rate"] = _rate(flags["request_rate"])
+    return flags
+
+
 def _rate(text: str) -> float:
     if text.strip().lower() == "inf":
         return float("inf")

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from atc_py.common.errors import AtcError
 from atc_py.platform.soc import load_soc
 
+from .build import BuildSpec
 from .hf_config import DecoderConfig
 from .kv_memory import GIB, KvBudget, kv_budget
 
@@ -49,6 +50,11 @@ class EngineConfig:
         else:
             out.append(f"{self.num_blocks} KV blocks")
         return out + self.notes
+
+    def build_spec(self, num_blocks: int = 0) -> BuildSpec:
+        """What the compiled decoder depends on (num_blocks 0: the pricing graphs' own cache size)."""
+        return BuildSpec(self.soc_version, self.tiling_sink, self.block_size, self.max_model_len,
+                         self.max_num_batched_tokens, self.max_num_seqs, num_blocks=num_blocks)
 
     def settings_dict(self) -> dict:
         s = self.scheduler_settings

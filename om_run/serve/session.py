@@ -14,7 +14,6 @@ import click
 from atc_py.common.errors import AtcError
 
 from ..sim.profile import RuntimeProfile
-from .build import BuildSpec
 from .engine_config import EngineConfig, engine_config
 from .hf_config import DecoderConfig, read_config
 from .host_costs import host_costs_for, swap_seconds
@@ -88,24 +87,29 @@ def prepare(flags: dict, out=None) -> Prepared:
     if auto:
         from .numerics import ModelRunner
         from .weights import decoder_weights
-        spec = BuildSpec(engine.soc_version, engine.tiling_sink, engine.block_size, engine.max_model_len,
-                         engine.max_num_batched_tokens, engine.max_num_seqs, num_blocks=engine.num_blocks)
-        runner = ModelRunner(cfg, spec, decoder_weights(cfg, model_dir))
+        runner = ModelRunner(cfg, engine.build_spec(engine.num_blocks), decoder_weights(cfg, model_dir))
     model_id = flags["served_model_name"] or os.path.basename(os.path.normpath(model_dir))
     return Prepared(cfg, engine, requests, pricer, runner, model_id)
 
 
-def _bar(what: str):
+def _progress(line):
+    """A progress writer on stderr, redrawn at most twice a second: show(*args) with args ending (done, total);
+    line(*args) is the text."""
     state = {"t": 0.0}
 
-    def show(done: int, total: int) -> None:
+    def show(*args) -> None:
         now = time.monotonic()
+        done, total = args[-2:]
         if now - state["t"] < 0.5 and done < total:
             return
         state["t"] = now
-        sys.stderr.write(f"\r[INFO] {what}: {done}/{total} simulated" + ("\n" if done >= total else ""))
+        sys.stderr.write("\r[INFO] " + line(*args))
         sys.stderr.flush()
     return show
+
+
+def _bar(what: str):
+    return _progress(lambda done, total: f"{what}: {done}/{total} simulated" + ("\n" if done >= total else ""))
 
 
 def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress: bool = True) -> LoopResult:
@@ -118,15 +122,7 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
 
     def host_seconds(plan) -> float:
         return host.step_seconds(plan) + swap_seconds(plan, block_bytes, prof)
-    state = {"t": 0.0}
-
-    def show(now_s: float, done: int, total: int) -> None:
-        t = time.monotonic()
-        if t - state["t"] < 0.5 and done < total:
-            return
-        state["t"] = t
-        sys.stderr.write(f"\r[INFO] requests done {done}/{total}, simulated time {now_s:.2f} s")
-        sys.stderr.flush()
+    show = _progress(lambda now_s, done, total: f"requests done {done}/{total}, simulated time {now_s:.2f} s")
     res = run_loop(requests, scheduler, prep.pricer.step, host_seconds,
                    sample=prep.runner.sample if prep.runner is not None else None,
                    max_concurrency=max_concurrency, progress=show if progress else None)

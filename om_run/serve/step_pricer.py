@@ -7,10 +7,9 @@ import bisect
 from dataclasses import replace
 
 from ..sim.profile import RuntimeProfile
-from .build import BuildSpec
 from .host_costs import EAGER_DISPATCH_NS
 from .pricing import ServedModel
-from .step_table import StepShape, StepTable, step_shape
+from .step_table import StepTable, step_shape
 
 
 class StepPricer:
@@ -18,8 +17,7 @@ class StepPricer:
 
     def __init__(self, cfg, engine, mode: str = "table", workers: int = 1, progress=None, echo=None):
         self.mode = mode
-        spec = BuildSpec(engine.soc_version, engine.tiling_sink, engine.block_size, engine.max_model_len,
-                         engine.max_num_batched_tokens, engine.max_num_seqs)
+        spec = engine.build_spec()
         # a framework dispatches each op of an eager step (vLLM: PyTorch through torch_npu); MindIE's ATB
         # operations are called directly, so its executor's own costs are the whole host side
         dispatch = EAGER_DISPATCH_NS if engine.engine == "vllm" else 0
@@ -55,7 +53,3 @@ class StepPricer:
         if self.mode == "table":
             return self.eager_table.lookup(step_shape(q_lens, kv_lens), same_shape_as_last)
         return self.eager.layered.direct(q_lens, kv_lens, same_shape_as_last)
-
-    @staticmethod
-    def shape(q_lens, kv_lens) -> StepShape:
-        return step_shape(q_lens, kv_lens)

@@ -9,7 +9,7 @@ from binascii import a2b_base64
 
 import pytest
 
-from om_run.serve.command import _rate, serve_main
+from om_run.serve.command import parse_flags
 from om_run.serve.results import compute
 from om_run.serve.results.metrics import Selection
 from om_run.serve.session import prepare, run_info, simulate
@@ -65,8 +65,7 @@ def test_serving_grid_on_local_and_dask_shares_one_step_table(tmp_path, monkeypa
     argv = [str(model), "--load-format", "dummy", "--max-model-len", "256", "--max-num-batched-tokens", "256",
             "--max-num-seqs", "8", "--num-prompts", "10", "--random-input-len", "40", "--random-output-len", "10",
             "--request-rate", "5", "--gpu-memory-utilization", "0.02", "--no-progress", "--workers", "1"]
-    flags = serve_main.make_context("om-run serve", argv).params
-    flags["request_rate"] = _rate(flags["request_rate"])
+    flags = parse_flags(argv)
     prep = prepare(flags, out=lambda line: None)
     res = simulate(prep, prep.requests, None, progress=False)
     m = compute(res.records, run_info(flags, prep, 5.0), Selection.parse()).metrics

@@ -8,16 +8,10 @@ import pytest
 
 from atc_py.common.errors import AtcError
 from om_run.serve.capacity import meets, search_rate
-from om_run.serve.command import _rate, serve_main
+from om_run.serve.command import parse_flags
 from om_run.serve.results import ResultFlags
 from om_run.serve.session import prepare, run_info, simulate
 from om_run.serve.workload.arrivals import timed
-
-
-def flags_for(*args):
-    flags = serve_main.make_context("om-run serve", list(map(str, args))).params
-    flags["request_rate"] = _rate(flags["request_rate"])
-    return flags
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +24,7 @@ def prepared(tmp_path_factory):
     args = [folder, "--load-format", "dummy", "--max-model-len", "256", "--max-num-seqs", "8",
             "--max-num-batched-tokens", "256", "--num-prompts", "40", "--random-input-len", "64",
             "--random-output-len", "16", "--no-progress", "--workers", "1"]
-    return args, prepare(flags_for(*args), out=lambda line: None)
+    return args, prepare(parse_flags(args), out=lambda line: None)
 
 
 def p90_tpot(prep, flags, rate):
@@ -41,11 +35,11 @@ def p90_tpot(prep, flags, rate):
 @pytest.mark.heavy
 def test_the_rate_found_meets_the_slo_and_a_tenth_more_does_not(prepared, capsys):
     args, prep = prepared
-    flags = flags_for(*args)
+    flags = parse_flags(args)
     quiet, busy = p90_tpot(prep, flags, 0.5), p90_tpot(prep, flags, 500.0)
     assert busy > quiet
     slo = (quiet + busy) / 2          # between an idle engine's TPOT and a saturated one's
-    flags = flags_for(*args, "--search-request-rate", "--goodput", f"tpot:{slo}", "--request-rate", "1")
+    flags = parse_flags([*args, "--search-request-rate", "--goodput", f"tpot:{slo}", "--request-rate", "1"])
     rate = search_rate(flags, prep, ResultFlags(), simulate, run_info)
     assert p90_tpot(prep, flags, rate) <= slo
     assert p90_tpot(prep, flags, rate * 1.1) > slo
@@ -55,6 +49,6 @@ def test_the_rate_found_meets_the_slo_and_a_tenth_more_does_not(prepared, capsys
 @pytest.mark.heavy
 def test_an_slo_no_rate_meets_names_the_lowest_rate_tried(prepared):
     args, prep = prepared
-    flags = flags_for(*args, "--search-request-rate", "--goodput", "ttft:0.001", "--request-rate", "1")
+    flags = parse_flags([*args, "--search-request-rate", "--goodput", "ttft:0.001", "--request-rate", "1"])
     with pytest.raises(AtcError, match="no request rate meets these SLOs at p90: the lowest rate tried"):
         search_rate(flags, prep, ResultFlags(), simulate, run_info)

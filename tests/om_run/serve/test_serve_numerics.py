@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from om_run.serve.command import _rate, serve_main
+from om_run.serve.command import parse_flags
 from om_run.serve.request import Request
 from om_run.serve.session import prepare, simulate
 from tests.helpers import ROOT
@@ -16,16 +16,10 @@ from tests.helpers import ROOT
 DATA = ROOT / "tests" / "data" / "serve"
 
 
-def flags_for(*args: str) -> dict:
-    flags = serve_main.make_context("om-run serve", list(args)).params
-    flags["request_rate"] = _rate(flags["request_rate"])
-    return flags
-
-
 def run_expected(name: str, *args: str):
     expected = json.loads((DATA / name / "expected.json").read_text())
-    flags = flags_for(str(DATA / name), "--load-format", "auto", "--max-model-len", "40", "--no-progress",
-                      "--step-time", "direct", *args)
+    flags = parse_flags([DATA / name, "--load-format", "auto", "--max-model-len", "40", "--no-progress",
+                         "--step-time", "direct", *args])
     prep = prepare(flags, out=lambda line: None)
     reqs = [Request(str(k), 0.001 * k, len(p), len(t), tuple(p))
             for k, (p, t) in enumerate(zip(expected["prompts"], expected["tokens"]))]
