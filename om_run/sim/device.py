@@ -139,6 +139,7 @@ class DeviceRun:
                  budget: TaskBudget | None = None, overflow: OverflowCheck | None = None, dumper=None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.known_values: dict = {}     # timing only: model input name -> its values (Simulation.known_values)
+        self.world = None                # a rank of several devices: its WorldBinding (world.py); None: one device
         self.soc = machine.soc
         self.allow = allow_hazards
         self.heap: list = []
@@ -190,9 +191,15 @@ class DeviceRun:
             s.ready = t0
             self.at(t0, self.kick, sid)
         try:
-            while self.heap:
-                time, _, fn, args = heapq.heappop(self.heap)
-                fn(time, *args)
+            while True:
+                world = self.world
+                while self.heap:
+                    if world is not None:   # another rank may act first (and post this one events)
+                        world.turn(self.heap[0][0])
+                    time, _, fn, args = heapq.heappop(self.heap)
+                    fn(time, *args)
+                if world is None or not world.idle_if_held(self):
+                    break
         finally:
             self.drain()
         stuck = [(sid, s.tasks[s.head]) for sid, s in sorted(self.streams.items())

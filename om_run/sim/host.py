@@ -142,6 +142,8 @@ class Simulation:
         # inputs held in device buffers only (the static input buffers of a captured graph, refilled before each
         # replay): a host tiling that reads one waits for the device and copies it back
         self.device_inputs: set[str] = set()
+        # one rank of several devices: its WorldBinding (world.py, set by run/world_run.py); None: one device
+        self.world = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         # executed tasks per execution (budget.py): the file's own tasks and ops set the default
         subs = list(getattr(model, "subs", {}).values())
@@ -297,6 +299,7 @@ class Simulation:
                         max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow,
                         dumper=self.dumper)
         run.known_values = self.known_values
+        run.world = self.world
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
