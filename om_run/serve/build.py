@@ -45,6 +45,7 @@ class BuildSpec:
     max_num_batched_tokens: int
     max_num_seqs: int
     num_blocks: int = 0       # the cache's blocks in the compiled graph; 0: enough for max_num_seqs full sequences
+    tp: int = 1               # tensor-parallel ranks: the graph is one rank's (tensor_parallel.py)
 
     @property
     def max_blocks(self) -> int:
@@ -78,7 +79,7 @@ def compile_decoder(cfg: DecoderConfig, spec: BuildSpec, use_cache: bool = True,
     """The path of the .om of `cfg` built for `spec` (from the cache when it is there); static_seqs > 0: the static
     decode graph of that many sequences (graph mode's captured batch) instead of the dynamic-shape step."""
     import atc_py
-    model = build_decoder(cfg, spec.graph_blocks, spec.block_size, spec.max_model_len)
+    model = build_decoder(cfg, spec.graph_blocks, spec.block_size, spec.max_model_len, spec.tp)
     shapes = {"input_shape": static_shapes(spec, static_seqs)} if static_seqs else \
         {"input_shape_range": shape_ranges(spec)}
     # the model runs in its own dtype, as vLLM runs it in the config's torch_dtype

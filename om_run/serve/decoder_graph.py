@@ -16,7 +16,12 @@ Per layer: RMSNormalization, one qkv MatMul (+ bias for Qwen2), per-head RMSNorm
 RotaryEmbedding (rotate_half, positions from `positions`), ascend.ReshapeAndCache, ascend.PagedAttention
 (causal, GQA), the o projection and residual Add, RMSNormalization, one gate_up MatMul, SwiGLU, down MatMul,
 residual Add; then the final norm, the last token of each sequence (Gather by logits_indices) and the lm_head
-(the embedding's transpose when tied)."""
+(the embedding's transpose when tied).
+
+Tensor-parallel (tp > 1, tensor_parallel.py): the graph of one rank — its heads, its MLP slice, its vocabulary —
+with the collectives vLLM's layers end in: HcomAllReduce after the embedding lookup, the o projection and the
+down projection, HcomAllGather of the lm_head's logits; one more input, vocab_range int64[2] (the rank's
+[start, end) of vocabulary ids), so that every rank runs the same .om."""
 from __future__ import annotations
 
 import numpy as np
@@ -24,6 +29,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from .hf_config import DecoderConfig
+from .tensor_parallel import shard
+
+HCCL_DOMAIN = "ascend"     # where atc-py reads GE's Hcom* ops from in ONNX
 
 OPSET = 28            # SwiGLU is an ONNX op from opset 28
 ONNX_DTYPE = {"float16": TensorProto.FLOAT16, "float32": TensorProto.FLOAT}
@@ -42,11 +50,13 @@ def cache_inputs(cfg: DecoderConfig) -> list[str]:
     return [f"{kind}_cache.{i}" for i in range(cfg.num_layers) for kind in ("key", "value")]
 
 
-def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_model_len: int) -> onnx.ModelProto:
-    """The ONNX decoder of `cfg` over a cache of num_blocks blocks of block_size tokens."""
+def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_model_len: int,
+                  tp: int = 1) -> onnx.ModelProto:
+    """The ONNX decoder of `cfg` (one rank's of `tp`) over a cache of num_blocks blocks of block_size tokens."""
     dt = ONNX_DTYPE[cfg.dtype]
     max_blocks = -(-max_model_len // block_size)
-    n, kvh, d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+    sh = shard(cfg, tp)
+    n, kvh, d = sh.heads, sh.kv_heads, cfg.head_dim
     nodes: list = []
     inits: list = []
 
@@ -74,7 +84,9 @@ def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_mode
     cache_shape = [num_blocks, block_size, kvh, d]
     for name in cache_inputs(cfg):
         inputs.append(helper.make_tensor_value_info(name, dt, cache_shape))
-    for name, shape in cfg.weight_shapes().items():
+    if tp > 1:
+        inputs.append(helper.make_tensor_value_info("vocab_range", TensorProto.INT64, [2]))
+    for name, shape in sh.weight_shapes().items():
         inputs.append(helper.make_tensor_value_info(name, dt, list(shape)))
     outputs = [helper.make_tensor_value_info("logits", dt, [S, cfg.vocab_size])]
 
@@ -83,11 +95,11 @@ def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_mode
     const("rope.sin", sin)
     const("shape.q", np.array([-1, n, d], np.int64))
     const("shape.kv", np.array([-1, kvh, d], np.int64))
-    const("shape.flat_q", np.array([1, -1, cfg.q_size], np.int64))
-    const("shape.flat_kv", np.array([1, -1, cfg.kv_size], np.int64))
-    const("shape.rows_q", np.array([-1, cfg.q_size], np.int64))
-    const("split.qkv", np.array([cfg.q_size, cfg.kv_size, cfg.kv_size], np.int64))
-    const("split.gate_up", np.array([cfg.intermediate_size, cfg.intermediate_size], np.int64))
+    const("shape.flat_q", np.array([1, -1, sh.q_size], np.int64))
+    const("shape.flat_kv", np.array([1, -1, sh.kv_size], np.int64))
+    const("shape.rows_q", np.array([-1, sh.q_size], np.int64))
+    const("split.qkv", np.array([sh.q_size, sh.kv_size, sh.kv_size], np.int64))
+    const("split.gate_up", np.array([sh.intermediate, sh.intermediate], np.int64))
     const("axis0", np.array([0], np.int64))
     eps = float(cfg.rms_norm_eps)
     pos = one("Unsqueeze", ["positions", "axis0"])
@@ -96,7 +108,19 @@ def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_mode
         return one("RotaryEmbedding", [one("Reshape", [x, shape_flat]), "rope.cos", "rope.sin", pos],
                    num_heads=heads)
 
-    x = one("Gather", ["model.embed_tokens.weight", "input_ids"], axis=0)
+    def all_reduce(x: str) -> str:
+        return x if tp == 1 else one("HcomAllReduce", [x], domain=HCCL_DOMAIN, reduction="sum",
+                                     group="hccl_world_group", rank_size=tp)
+
+    if tp == 1:
+        x = one("Gather", ["model.embed_tokens.weight", "input_ids"], axis=0)
+    else:   # VocabParallelEmbedding: the ids in this rank's range looked up, the others give zeros
+        start, end = node("Split", ["vocab_range"], 2, axis=0, num_outputs=2)
+        inside = one("And", [one("GreaterOrEqual", ["input_ids", start]), one("Less", ["input_ids", end])])
+        local = one("Where", [inside, one("Sub", ["input_ids", start]), const("zero.i64", np.array(0, np.int64))])
+        rows = one("Gather", ["model.embed_tokens.weight", local], axis=0)
+        keep = one("Unsqueeze", [one("Cast", [inside], to=dt), const("axis1", np.array([1], np.int64))])
+        x = all_reduce(one("Mul", [rows, keep]))
     for i in range(cfg.num_layers):
         p = f"model.layers.{i}"
         hn = one("RMSNormalization", [x, f"{p}.input_layernorm.weight"], axis=-1, epsilon=eps)
@@ -117,10 +141,10 @@ def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_mode
         attn = one("PagedAttention", [q, kc, vc, "block_tables", "actual_seq_lengths", "actual_seq_lengths_kv"],
                    domain="ascend", num_heads=n, num_key_value_heads=kvh, scale_value=float(1.0 / np.sqrt(d)))
         o = one("MatMul", [one("Reshape", [attn, "shape.rows_q"]), f"{p}.self_attn.o_proj.weight"])
-        x = one("Add", [x, o])
+        x = one("Add", [x, all_reduce(o)])
         hn = one("RMSNormalization", [x, f"{p}.post_attention_layernorm.weight"], axis=-1, epsilon=eps)
         gate, up = node("Split", [one("MatMul", [hn, f"{p}.mlp.gate_up_proj.weight"]), "split.gate_up"], 2, axis=-1)
-        x = one("Add", [x, one("MatMul", [one("SwiGLU", [gate, up]), f"{p}.mlp.down_proj.weight"])])
+        x = one("Add", [x, all_reduce(one("MatMul", [one("SwiGLU", [gate, up]), f"{p}.mlp.down_proj.weight"]))])
         for kind, out in (("key", kc), ("value", vc)):
             outputs.append(helper.make_tensor_value_info(out, dt, cache_shape))
     x = one("RMSNormalization", [x, "model.norm.weight"], axis=-1, epsilon=eps)
@@ -128,7 +152,20 @@ def build_decoder(cfg: DecoderConfig, num_blocks: int, block_size: int, max_mode
     head = "lm_head.weight"
     if cfg.tie_word_embeddings:
         head = one("Transpose", ["model.embed_tokens.weight"], perm=[1, 0])
-    node("MatMul", [last, head], ["logits"])
+    if tp == 1:
+        node("MatMul", [last, head], ["logits"])
+    else:   # ParallelLMHead: each rank's vocabulary columns, gathered [tp * S, V/tp] -> [S, V]
+        part = one("MatMul", [last, head])
+        gathered = one("HcomAllGather", [part], domain=HCCL_DOMAIN, group="hccl_world_group", rank_size=tp)
+        by_rank = one("Reshape", [gathered, const("shape.by_rank", np.array([tp, -1, sh.vocab], np.int64))])
+        rows = one("Reshape", [one("Transpose", [by_rank], perm=[1, 0, 2]),
+                               const("shape.rows_v", np.array([0, tp * sh.vocab], np.int64))])
+        if tp * sh.vocab == cfg.vocab_size:
+            node("Identity", [rows], ["logits"])
+        else:   # the padded ids of the last rank's range dropped
+            node("Slice", [rows, const("v.start", np.array([0], np.int64)),
+                           const("v.end", np.array([cfg.vocab_size], np.int64)), const("v.axis", np.array([1], np.int64))],
+                 ["logits"])
     graph = helper.make_graph(nodes, "decoder", inputs, outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET),
                                                     helper.make_opsetid("ascend", 1)],

@@ -10,6 +10,7 @@ from atc_py.platform.soc import load_soc
 from .build import BuildSpec
 from .hf_config import DecoderConfig
 from .kv_memory import GIB, KvBudget, kv_budget
+from .tensor_parallel import shard
 
 NUMERICS_CACHE_BYTES = 1 << 30    # --load-format auto keeps the KV cache in host arrays: at most this much
 
@@ -37,11 +38,13 @@ class EngineConfig:
     capture_sizes: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     num_cpu_blocks: int | None = None     # MindIE's swap space (cpuMemSize)
+    tp: int = 1                           # tensor-parallel ranks (--tensor-parallel-size / worldSize)
 
     def lines(self) -> list[str]:
         mode = f"graph mode ({len(self.capture_sizes)} captured decode batches up to {self.capture_sizes[-1]})" \
             if self.graph_mode and self.capture_sizes else "eager mode"
-        out = [f"{self.engine} on {self.soc_version}: {mode}, tiling sink {'on' if self.tiling_sink else 'off'}, "
+        where = f"{self.tp} x {self.soc_version} (tensor parallel)" if self.tp > 1 else self.soc_version
+        out = [f"{self.engine} on {where}: {mode}, tiling sink {'on' if self.tiling_sink else 'off'}, "
                f"max {self.max_num_seqs} sequences / {self.max_num_batched_tokens} tokens per step, max model len "
                f"{self.max_model_len}, block size {self.block_size}, prefix caching "
                f"{'on' if self.prefix_caching else 'off'}"]
@@ -54,13 +57,13 @@ class EngineConfig:
     def build_spec(self, num_blocks: int = 0) -> BuildSpec:
         """What the compiled decoder depends on (num_blocks 0: the pricing graphs' own cache size)."""
         return BuildSpec(self.soc_version, self.tiling_sink, self.block_size, self.max_model_len,
-                         self.max_num_batched_tokens, self.max_num_seqs, num_blocks=num_blocks)
+                         self.max_num_batched_tokens, self.max_num_seqs, num_blocks=num_blocks, tp=self.tp)
 
     def settings_dict(self) -> dict:
         s = self.scheduler_settings
         base = asdict(s) if is_dataclass(s) else {}
         return {**base, "soc_version": self.soc_version, "tiling_schedule_optimize": int(self.tiling_sink),
-                "num_kv_blocks": self.num_blocks, "graph_mode": self.graph_mode}
+                "num_kv_blocks": self.num_blocks, "graph_mode": self.graph_mode, "tensor_parallel_size": self.tp}
 
 
 def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
@@ -75,8 +78,10 @@ def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
                      enable_prefix_caching=flags["enable_prefix_caching"],
                      gpu_memory_utilization=flags["gpu_memory_utilization"], enforce_eager=flags["enforce_eager"])
     s = s.resolved()
+    tp = flags.get("tensor_parallel_size", 1)
+    sh = shard(cfg, tp)
     budget = kv_budget(cfg, device_bytes, s.gpu_memory_utilization, s.block_size, s.max_num_batched_tokens,
-                       s.max_num_seqs, s.max_model_len)
+                       s.max_num_seqs, s.max_model_len, tp)
     blocks = budget.num_blocks
     notes = []
     if flags.get("num_gpu_blocks_override") is not None:      # vLLM's --num-gpu-blocks-override
@@ -86,7 +91,7 @@ def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
         blocks = flags["num_gpu_blocks_override"]
         budget = None
     if flags.get("load_format") == "auto":
-        cap = NUMERICS_CACHE_BYTES // (s.block_size * cfg.kv_bytes_per_token())
+        cap = NUMERICS_CACHE_BYTES // (s.block_size * sh.kv_bytes_per_token() * tp)
         if blocks > cap:
             blocks = max(cap, 1)
             budget = None
@@ -102,7 +107,7 @@ def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
         notes.append("--tiling_schedule_optimize=1 acts on captured graphs only: eager steps tile on the host")
     return EngineConfig("vllm", s, flags["soc_version"], sink, s.block_size, s.max_model_len, s.max_num_batched_tokens,
                         s.max_num_seqs, blocks, s.enable_prefix_caching, graph, budget,
-                        capture_sizes(s.max_num_seqs) if graph else [], notes)
+                        capture_sizes(s.max_num_seqs) if graph else [], notes, tp=tp)
 
 
 def _mindie(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
@@ -111,17 +116,16 @@ def _mindie(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
         raise AtcError("E10001", value="", parameter="--mindie-config",
                        reason="--engine mindie reads MindIE's config.json: give its path")
     m = load_mindie_config(flags["mindie_config"])
-    if m.world_size not in (None, 1):
-        raise AtcError("E10001", value=m.world_size, parameter="ModelConfig.worldSize",
-                       reason="several NPUs are not simulated yet: one NPU serves the model (1)")
+    tp = m.world_size or 1
+    sh = shard(cfg, tp, "ModelConfig.worldSize")
     mml = m.max_seq_len
     block = m.cache_block_size
     max_tokens = max(m.max_prefill_tokens, m.max_batch_size)
     if m.npu_mem_size_gb > 0:                      # MindIE: the KV cache's GB per NPU
-        blocks = int(m.npu_mem_size_gb * GIB) // (block * cfg.kv_bytes_per_token())
+        blocks = int(m.npu_mem_size_gb * GIB) // (block * sh.kv_bytes_per_token())
         budget = None
     else:                                          # -1: what the memory leaves (as vLLM sizes it, at 0.9)
-        budget = kv_budget(cfg, device_bytes, 0.9, block, max_tokens, m.max_batch_size, mml)
+        budget = kv_budget(cfg, device_bytes, 0.9, block, max_tokens, m.max_batch_size, mml, tp)
         blocks = budget.num_blocks
     if blocks * block < mml:
         raise AtcError("E10001", value=m.npu_mem_size_gb, parameter="ModelConfig.npuMemSize",
@@ -130,7 +134,7 @@ def _mindie(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
     # by the dynamic-shape decoder with ATB's caches (no framework dispatch)
     return EngineConfig("mindie", m, flags["soc_version"], flags["tiling_sink"] == "1", block, mml, max_tokens,
                         m.max_batch_size, blocks, m.prefix_cache, False, budget, [], [],
-                        num_cpu_blocks=int(m.cpu_mem_size_gb * GIB) // (block * cfg.kv_bytes_per_token()))
+                        num_cpu_blocks=int(m.cpu_mem_size_gb * GIB) // (block * sh.kv_bytes_per_token()), tp=tp)
 
 
 def engine_config(flags: dict, cfg: DecoderConfig) -> EngineConfig:

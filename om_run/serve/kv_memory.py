@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from atc_py.common.errors import AtcError
 
 from .hf_config import DecoderConfig
+from .tensor_parallel import shard
 
 GIB = 1 << 30
 # device memory the runtime and the framework keep outside the cache: CANN's context, streams and the HCCL / ATB
@@ -37,22 +38,25 @@ class KvBudget:
                 f"{self.reserve_bytes / g:.2f} GiB: {self.num_blocks} KV blocks of {self.block_bytes / (1 << 20):.2f} MiB"]
 
 
-def activation_bytes(cfg: DecoderConfig, max_tokens: int, max_seqs: int) -> int:
-    """The largest step's live tensors: the residual stream and its normed copy, the qkv projection and the
-    attention output, the gate_up projection and its SwiGLU, and the logits of every sequence."""
+def activation_bytes(cfg: DecoderConfig, max_tokens: int, max_seqs: int, tp: int = 1) -> int:
+    """The largest step's live tensors on one rank: the residual stream and its normed copy, the qkv projection
+    and the attention output, the gate_up projection and its SwiGLU, and the logits of every sequence."""
+    sh = shard(cfg, tp)
     item = 4 if cfg.dtype == "float32" else 2
     t, h = max_tokens, cfg.hidden_size
-    attn = t * (2 * h + cfg.q_size + 2 * cfg.kv_size + cfg.q_size)
-    mlp = t * (2 * h + 3 * cfg.intermediate_size)
+    attn = t * (2 * h + sh.q_size + 2 * sh.kv_size + sh.q_size)
+    mlp = t * (2 * h + 3 * sh.intermediate)
     return (max(attn, mlp) + max_seqs * cfg.vocab_size) * item
 
 
 def kv_budget(cfg: DecoderConfig, device_bytes: int, utilization: float, block_size: int, max_tokens: int,
-              max_seqs: int, max_model_len: int) -> KvBudget:
-    """The cache's size; vLLM's start-up error when not even one sequence of max_model_len fits."""
-    block_bytes = block_size * cfg.kv_bytes_per_token()
-    weights = cfg.weight_bytes()
-    act = activation_bytes(cfg, max_tokens, max_seqs)
+              max_seqs: int, max_model_len: int, tp: int = 1) -> KvBudget:
+    """The cache's size on each rank (its weights, its key/value heads); vLLM's start-up error when not even one
+    sequence of max_model_len fits."""
+    sh = shard(cfg, tp)
+    block_bytes = block_size * sh.kv_bytes_per_token()
+    weights = sh.weight_bytes()
+    act = activation_bytes(cfg, max_tokens, max_seqs, tp)
     free = int(device_bytes * utilization) - weights - act - RUNTIME_RESERVE_BYTES
     blocks = max(0, free // block_bytes)
     need = -(-max_model_len // block_size)

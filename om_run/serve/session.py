@@ -19,6 +19,7 @@ from .hf_config import DecoderConfig, read_config
 from .host_costs import host_costs_for, swap_seconds
 from .loop import LoopResult, run_loop
 from .request import Request
+from .tensor_parallel import shard
 
 MAX_PROMPTS = 10_000_000     # requests of one run: each is a few hundred bytes of state
 MAX_REQUEST_TOKENS = 1 << 24   # a random request's prompt or output (longer ones fail as too long anyway)
@@ -63,9 +64,6 @@ def prepare(flags: dict, out=None) -> Prepared:
     echo = out or (lambda line: click.echo(line, err=True))
     model_dir = flags["model_dir"]
     cfg = read_config(model_dir)
-    if flags["tensor_parallel_size"] != 1:
-        raise _bad("--tensor-parallel-size", flags["tensor_parallel_size"],
-                   "several NPUs are not simulated yet: one NPU serves the model (1)")
     if flags["max_concurrency"] is not None and flags["max_concurrency"] < 1:
         raise _bad("--max-concurrency", flags["max_concurrency"], "must be >= 1")
     if flags["search_request_rate"] and not flags["goodput"]:
@@ -118,7 +116,7 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     scheduler = make_scheduler(eng.engine, eng.scheduler_settings, eng.num_blocks, eng.num_cpu_blocks)
     host = host_costs_for(eng.engine)
     prof = RuntimeProfile()
-    block_bytes = eng.block_size * prep.cfg.kv_bytes_per_token()
+    block_bytes = eng.block_size * shard(prep.cfg, eng.tp).kv_bytes_per_token()   # each rank swaps its own
 
     def host_seconds(plan) -> float:
         return host.step_seconds(plan) + swap_seconds(plan, block_bytes, prof)

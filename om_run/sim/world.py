@@ -394,3 +394,47 @@ class WorldBinding:
         if "result" not in box:
             world.idle(self.rank)
         return box["result"]
+
+
+class MirrorBinding(WorldBinding):
+    """A rank of `size` identical ranks, timing only: every rank runs this one's program on the same shapes, so
+    each reaches each collective when this one does and the collective starts at once, costing what the link model
+    says for the whole group. Exact for a tensor-parallel decoder's ranks (same graph, same step); it prices a step
+    with one simulated device instead of `size`."""
+
+    def __init__(self, size: int, cost: Callable[[str, int, list, str], int]):
+        self.size, self.cost, self.rank = size, cost, 0
+        self.log: list[dict] = []
+
+    def _complete(self, op, t: int, in_descs, out_descs) -> tuple[int, int]:
+        kind = KINDS.get(op.type)
+        if kind is None:
+            raise OpError(f"{op.type} is not a collective")
+        d = (in_descs or out_descs)[0]
+        ranks = [0, 1] if kind in ("send", "receive") else list(range(self.size))
+        nbytes = collective_bytes(kind, d)
+        end = t + int(self.cost(kind, nbytes, ranks, d.dtype))
+        self.log.append(dict(op=op.name, op_type=op.type, kind=kind, ranks=ranks, bytes=nbytes, dtype=d.dtype,
+                             arrive={0: t}, start=t, end=end))
+        return t, end
+
+    def turn(self, t: int) -> None:
+        return None
+
+    def idle_if_held(self, run) -> bool:
+        return False
+
+    def blocked(self, run, task, t: int) -> int | None:
+        return None
+
+    def execute(self, run, task, t: int, start: int, inline: bool = False) -> None:
+        op = task.op
+        s, e = self._complete(op, start, [desc_from_proto(d) for d in op.input_desc],
+                              [desc_from_proto(d) for d in op.output_desc])
+        run.hazard_check(task, s)
+        ran(run, task, t, s, e, [])
+        return None
+
+    def host_collective(self, sim, op, args: list, in_descs: list, out_descs: list, start: int):
+        s, e = self._complete(op, start, in_descs, out_descs)
+        return s, e, None

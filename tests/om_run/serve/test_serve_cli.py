@@ -106,7 +106,8 @@ def test_random_workload_under_mindie(tmp_path, serve_cache):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--tensor-parallel-size", "2"], "several NPUs are not simulated yet"),
+    (["--tensor-parallel-size", "3"], "4 attention heads (num_attention_heads) do not divide into 3 ranks"),
+    (["--tensor-parallel-size", "0"], "at least 1"),
     (["--request-rate", "0"], "must be > 0"),
     (["--request-rate", "-3"], "must be > 0"),
     (["--metric-percentiles", "0,150"], "(0, 100]"),
