@@ -80,7 +80,7 @@ def run(flags: dict) -> None:
     else:
         ranks = npus or topology.chips_per_server
         if not 2 <= ranks <= topology.chips_per_server:
-            raise ht.bad("-p/--npus", ranks, f"a {topology.name} server has {topology.chips_per_server} chips; a "
+            raise ht.bad("-p/--npus", ranks, f"one {topology.name} server has {topology.chips_per_server} chips; a "
                                              f"collective needs 2 to {topology.chips_per_server} of them")
     if flags["datatype"] in ht.NOT_SIMULATED:
         raise ht.bad("-d/--datatype", flags["datatype"], "hccl_test knows it, om-run does not simulate it")

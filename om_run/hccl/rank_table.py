@@ -107,7 +107,7 @@ def rank_table_from_json(data, topology: Topology, fail) -> RankTable:
         if not isinstance(devices, list) or not devices:
             raise fail(f"{where} ({sid}) needs a non-empty 'device' list")
         if len(devices) > topology.chips_per_server:
-            raise fail(f"server {sid} lists {len(devices)} devices, but a {topology.name} server has "
+            raise fail(f"server {sid} lists {len(devices)} devices, but one {topology.name} server has "
                        f"{topology.chips_per_server} chips")
         seen_devices: set[int] = set()
         for d, dev in enumerate(devices):
@@ -119,7 +119,7 @@ def rank_table_from_json(data, topology: Topology, fail) -> RankTable:
                     raise fail(f"{at}: '{key}' is missing")
             device_id = _int(dev["device_id"], f"{at}.device_id", fail)
             if device_id >= topology.chips_per_server:
-                raise fail(f"{at}: device_id {device_id} is not a chip of a {topology.name} server "
+                raise fail(f"{at}: device_id {device_id} is not a chip of one {topology.name} server "
                            f"(0..{topology.chips_per_server - 1})")
             if device_id in seen_devices:
                 raise fail(f"device {device_id} of server {sid} is named twice")
