@@ -125,7 +125,8 @@ def _presets() -> dict[str, Topology]:
     cp = configparser.ConfigParser(interpolation=None, strict=True)
     cp.optionxform = str
     cp.read_string(PRESETS_FILE.read_text())
-    return {sec.split(" ", 1)[1]: _preset(cp, sec.split(" ", 1)[1]) for sec in cp.sections() if sec.startswith("preset ")}
+    names = [sec.split(" ", 1)[1] for sec in cp.sections() if sec.startswith("preset ")]
+    return {name: _preset(cp, name) for name in names}
 
 
 def preset_names() -> list[str]:

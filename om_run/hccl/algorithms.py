@@ -177,9 +177,10 @@ def _phase(name: str, level: int, algo: str, link: LinkParams, cost) -> Phase:
 
 
 def _hierarchy(op: str, p_local: int, servers: int, n: float, algo0: str, algo1: str, topology: Topology):
-    """(level, primitive, name, ranks, bytes) stages of a collective across servers (HCCL's hierarchy)."""
+    """The phases of a collective across servers, in HCCL's hierarchy: (level, primitive, name, ranks, bytes)."""
     table = {
-        "all_reduce": [(0, "rs", "intra reduce-scatter", p_local, n), (1, "ar", "inter all-reduce", servers, n / p_local),
+        "all_reduce": [(0, "rs", "intra reduce-scatter", p_local, n),
+                       (1, "ar", "inter all-reduce", servers, n / p_local),
                        (0, "ag", "intra all-gather", p_local, n)],
         "reduce_scatter": [(1, "rs", "inter reduce-scatter", servers, n),
                            (0, "rs", "intra reduce-scatter", p_local, n / servers)],

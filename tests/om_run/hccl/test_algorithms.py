@@ -104,7 +104,7 @@ def test_across_servers_hccl_goes_by_its_hierarchy_and_picks_rhd_for_two_servers
 
 def test_rhd_on_a_non_power_of_two_adds_the_fold_steps():
     c = collective_cost("all_reduce", N, range(24), A2, environ={"HCCL_ALGO": "level0:NA;level1:H-D_R"})
-    q, k, qp = 3, 1, 2
+    k, qp = 1, 2          # 3 servers: k = floor(log2 3), p' = 2**k
     assert c.phases[1].algorithm == "rhd" and c.phases[1].steps == 2 * k + 2
     assert c.phases[1].link_bytes == pytest.approx((2 * (qp - 1) / qp + 2) * N / 8)
 

@@ -8,8 +8,7 @@ from atc_py.common.errors import AtcError
 from atc_py.platform import Figure, LinkParams, load_topology
 from om_run.hccl import hccl_test as ht
 from om_run.hccl.algorithms import collective_cost
-from om_run.hccl.calibration import (TOLERANCE, Row, calibrate, describe, load_link_calibration,
-                                    parse_hccl_test_output)
+from om_run.hccl.calibration import TOLERANCE, Row, calibrate, describe, load_link_calibration, parse_hccl_test_output
 from tests.helpers import DATA
 
 SYNTHETIC = DATA / "hccl" / "all_reduce_8p_synthetic.txt"
@@ -47,7 +46,8 @@ def test_the_published_docs_example_is_read_fitted_and_flagged():
 
 
 def test_a_ring_link_is_fitted_on_pcie(tmp_path):
-    link = DUO.intra_link.replace(latency_ns=Figure(20000.0, "assumed", "t"), bandwidth_gbps=Figure(12.0, "assumed", "t"))
+    link = DUO.intra_link.replace(latency_ns=Figure(20000.0, "assumed", "t"),
+                                  bandwidth_gbps=Figure(12.0, "assumed", "t"))
     truth = DUO.with_link_params(link)
     lines = ["mpirun -n 2 ./bin/reduce_scatter_test -b 64K -e 16M -f 4 -p 2", ht.header()]
     for size in ht.sweep("reduce_scatter", 2, 64 << 10, 16 << 20, 4.0, None).sizes:

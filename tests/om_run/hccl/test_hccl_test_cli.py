@@ -60,7 +60,8 @@ def test_check_0_prints_null_and_a_wrong_result_fails(monkeypatch):
     def off_by_one(xs, reduction="sum"):
         return [x + 1 for x in collective_math.reduce(xs, reduction)[None].repeat(len(xs), 0)]
     monkeypatch.setattr(collective_math, "all_reduce", off_by_one)
-    assert {r[3] for r in rows(run("all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-d", "int32").output)} == {"failed"}
+    res = run("all_reduce", "-b", "1K", "-e", "4K", "-f", "2", "-d", "int32")
+    assert {r[3] for r in rows(res.output)} == {"failed"}
 
 
 @pytest.mark.parametrize("binary", ["all_gather_test", "reduce_scatter_test", "alltoall_test", "broadcast"])
