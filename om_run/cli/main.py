@@ -33,6 +33,10 @@ class OmRunCommand(click.Command):
             from ..serve.command import expand_nargs, serve_main
             command, argv = serve_main, expand_nargs(argv[1:])
             prog_name = f"{prog_name or 'om-run'} serve"
+        elif argv[:1] == ["hccl-test"]:   # om-run hccl-test OP ...: hccl_test's command line on the simulated machine
+            from ..hccl.command import hccl_test_main
+            command, argv = hccl_test_main, argv[1:]
+            prog_name = f"{prog_name or 'om-run'} hccl-test"
         try:
             rv = command.main(argv, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
@@ -116,7 +120,8 @@ class OmRunCommand(click.Command):
                    "[1, P]); reports TTFT, TPOT and tokens/s, writes tokens.npy to --output.")
 def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags).
-    `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's)."""
+    `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's).
+    `om-run hccl-test all_reduce_test -b 8K -e 64M -f 2 -p 8`: hccl_test on the simulated machine."""
     probe = LoadProbe() if flags["threads"] is None else None   # the machine's load is judged while the model loads
     tool = click.get_current_context().obj    # what python -m om_run.ais_bench / om_run.msame hand over (tool_main)
     guarded(lambda: run(run_options(**flags, tool=tool), probe))

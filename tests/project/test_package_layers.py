@@ -25,6 +25,7 @@ LAYERS = {
     ],
     "om_run": [
         {"errors"},
+        {"hccl"},                # HCCL: rank tables, collective costs over a topology's links, hccl-test, calibration
         {"tasks"},               # one handler per task type: its checks, decoding and execution, handed their context
         {"load"},                # decode and check an .om
         {"sim"},                 # the simulated machine

@@ -13,6 +13,7 @@ from .checks import against_autocast, output_steps, rel_err, scale_tensors
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 NOT_MODELS = {"atc_replay": "ATC command lines replayed against CANN's recorded messages, not models",
+              "hccl": "hccl_test outputs for om-run's link calibration, not models",
               "serve": "Hugging Face folders (config.json + safetensors) om-run serve loads, with transformers' greedy "
                        "tokens; checked by tests/om_run/serve/test_serve_numerics.py"}
 SOC = {"ge.socVersion": "Ascend910B1"}
