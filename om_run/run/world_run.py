@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from atc_py.common.errors import AtcError
 
+from ..hccl.algorithms import collective_cost
 from ..sim.host import Simulation
 from ..sim.profile import RuntimeProfile
 from ..sim.warm import warm
@@ -25,6 +26,14 @@ class WorldRun:
     def e2e_ns(self) -> int:
         """The world's execution time: until its slowest rank has its outputs."""
         return max(s.e2e_ns for s in self.stats)
+
+
+def link_cost(topology, placement=None):
+    """The World's cost of one collective: what HCCL's algorithm for the group on this topology costs over its links
+    (om_run/hccl/algorithms.py), in whole ns."""
+    def cost(kind: str, nbytes: int, ranks: list, dtype: str) -> int:
+        return int(round(collective_cost(kind, nbytes, ranks, topology, dtype=dtype, placement=placement).ns))
+    return cost
 
 
 def world_simulations(models: list, prof: RuntimeProfile, compute: bool, **settings) -> list[Simulation]:

@@ -245,7 +245,7 @@ class World:
         first = arr[0]
         outs = self._compute(rz, arr)
         d = first.in_descs[0] if first.in_descs else first.out_descs[0]
-        nbytes = collective_bytes(rz.kind, d)
+        nbytes = collective_bytes(rz.kind, d, len(rz.ranks))
         start = max(a.time for a in arr)
         dur = int(self.cost(rz.kind, nbytes, rz.ranks, d.dtype))
         end = start + dur
@@ -283,9 +283,10 @@ class World:
                 for r, a, o in zip(rz.ranks, arr, res)}
 
 
-def collective_bytes(kind: str, desc: TensorDesc) -> int:
-    """hccl_test's data_size: the bytes of one rank's input (a receive: of the tensor it receives)."""
-    return int(desc.nbytes)
+def collective_bytes(kind: str, desc: TensorDesc, ranks: int) -> int:
+    """HCCL's n (hccl_test's data_size) from one rank's input: the tensor reduced, broadcast, sent or exchanged,
+    and for an all-gather the gathered output (ranks x the input)."""
+    return int(desc.nbytes) * (ranks if kind == "all_gather" else 1)
 
 
 def arrival_of(rank: int, op, time: int, inputs, in_descs=None, out_descs=None) -> Arrival:
@@ -412,7 +413,7 @@ class MirrorBinding(WorldBinding):
             raise OpError(f"{op.type} is not a collective")
         d = (in_descs or out_descs)[0]
         ranks = [0, 1] if kind in ("send", "receive") else list(range(self.size))
-        nbytes = collective_bytes(kind, d)
+        nbytes = collective_bytes(kind, d, len(ranks))
         end = t + int(self.cost(kind, nbytes, ranks, d.dtype))
         self.log.append(dict(op=op.name, op_type=op.type, kind=kind, ranks=ranks, bytes=nbytes, dtype=d.dtype,
                              arrive={0: t}, start=t, end=end))
