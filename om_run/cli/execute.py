@@ -111,6 +111,12 @@ def run(opts: RunOptions, probe: LoadProbe | None = None) -> None:
     load_plugins(opts.op_plugin)
     with StageProgress(f"loading {opts.model_path}") as progress:   # a large .om: on a terminal only
         model = load_model(opts.model_path, verify=opts.verify, progress=progress)
+    if opts.several_devices:
+        from .world import run_world_model
+        print_model(model)
+        run_world_model(opts, model)
+        click.echo("[INFO] om-run finished successfully")
+        return
     folder = opts.conventions.folder(opts.output_dir, opts.output_dirname, datetime.datetime.now())
     multi = len(opts.devices) > 1
     if multi:

@@ -118,6 +118,15 @@ class OmRunCommand(click.Command):
 @click.option("--generate", type=int, default=None, metavar="N",
               help="Greedy decoding of N new tokens with a KV-cache decoder (prompt: --input holding input_ids "
                    "[1, P]); reports TTFT, TPOT and tokens/s, writes tokens.npy to --output.")
+@click.option("--world-size", "world_size", type=click.IntRange(min=1, max=4096), default=None,
+              help="Run the model on N simulated devices at once (one rank each, the product of --topology or of "
+                   "the model's SoC), joined by its HCCL collectives; a {rank} in --input names each rank's files.")
+@click.option("--rank-table", "rank_table", help="HCCL's rank table (RANK_TABLE_FILE JSON): the ranks and the "
+                                                 "devices and servers they run on (RANK_TABLE_FILE is read too).")
+@click.option("--topology", help="The machine of several devices: atlas-800-a2, atlas-300i-duo, atlas-300i-pro "
+                                 "(default: the model's SoC's; docs/devices.md).")
+@click.option("--link-calibration", "link_calibration",
+              help="A real hccl_test output: its latency and bandwidth fitted and used for the links.")
 def main(**flags):
     """Run an .om compiled by atc-py on the simulated Ascend device: outputs and simulated time (msame's flags).
     `om-run compare -gm MODEL -om MODEL.om ...`: layer-by-layer comparison with the framework model (msit's).

@@ -5,6 +5,7 @@ syntax is checked here."""
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -86,6 +87,16 @@ class RunOptions:
     devices: tuple[int, ...] = (0,)    # --device 0,1 (ais_bench): the run once per device
     conventions: Conventions = OM_RUN  # whose folders, file names and lines (conventions.py)
     tool: ToolSettings = field(default_factory=ToolSettings)   # the tool's own settings (its entry point's)
+    # several devices (cli/world.py): --world-size N, HCCL's --rank-table, --topology, --link-calibration
+    world_size: int | None = None
+    rank_table: str | None = None
+    topology: str | None = None
+    link_calibration: str | None = None
+    input_template: str | None = None  # --input as given (a {rank} in it names each rank's files)
+
+    @property
+    def several_devices(self) -> bool:
+        return bool(self.world_size and self.world_size > 1 or self.rank_table or os.environ.get("RANK_TABLE_FILE"))
 
 
 def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, seed, expected, op_plugin, rtol, atol,
@@ -93,13 +104,15 @@ def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, s
                 max_loop_iterations, no_verify, device, output_size, dym_shape, dym_batch, dym_hw, dym_dims,
                 threads, generate=None, max_tasks=None, check_overflow=False, dump_dir=None,
                 acl_json=None, batchsize=None, warmup_count=0, output_dirname=None,
-                auto_set_dymdims_mode=0, tool: ToolSettings | None = None) -> RunOptions:
+                auto_set_dymdims_mode=0, tool: ToolSettings | None = None, world_size=None, rank_table=None,
+                topology=None, link_calibration=None) -> RunOptions:
     """RunOptions from click's values (which already hold click's types and ranges); `tool`: what the ais_bench or
     msame entry point adds (None: om-run's own conventions)."""
     tool = tool or ToolSettings()
     devices = parse_devices(str(device))
     return RunOptions(
-        model_path=model_path(model_arg, model_opt), inputs=parse_inputs(input_spec), output_dir=output_dir or None,
+        model_path=model_path(model_arg, model_opt),
+        inputs=parse_inputs(input_spec) if not (input_spec and "{rank}" in input_spec) else None, output_dir=output_dir or None,
         outfmt=outfmt.upper(), loop=loop, seed=seed, expected=expected or None, op_plugin=op_plugin or "",
         rtol=tolerance("--rtol", rtol), atol=tolerance("--atol", atol), profile=RuntimeProfile.load(sim_config),
         allow_hazards=allow_hazards, tiling_cache=tiling_cache == "on", host_threads=int(host_threads),
@@ -111,7 +124,9 @@ def run_options(*, model_arg, model_opt, input_spec, output_dir, outfmt, loop, s
         check_overflow=True if check_overflow else None, dump=dump_config(dump_dir, acl_json),
         batchsize=batchsize, warmup_count=warmup_count,
         output_dirname=check_output_dirname(output_dirname, output_dir), devices=devices,
-        conventions=tool.conventions, tool=tool)
+        conventions=tool.conventions, tool=tool, world_size=world_size, rank_table=rank_table or None,
+        topology=topology or None, link_calibration=link_calibration or None,
+        input_template=input_spec if input_spec and "{rank}" in input_spec else None)
 
 
 MAX_DEVICE_ID = 255      # msame's and ais_bench's range

@@ -52,7 +52,12 @@ def _rate(text: str) -> float:
 @click.option("--soc_version", "--soc-version", "soc_version", default="Ascend910B1", show_default=True,
               help="The SoC simulated (ATC's name).")
 @click.option("--tensor-parallel-size", "-tp", "tensor_parallel_size", type=int, default=1, show_default=True,
-              help="NPUs per model (1; several NPUs are not simulated yet).")
+              help="NPUs per model: the decoder split over that many ranks (heads, MLP, vocabulary) joined by HCCL "
+                   "all-reduces and an all-gather, on the machine of --topology.")
+@click.option("--topology", default=None, help="The machine of the tensor-parallel ranks: atlas-800-a2, "
+                                               "atlas-300i-duo, atlas-300i-pro (default: the SoC's product).")
+@click.option("--link-calibration", "link_calibration", default=None,
+              help="A real hccl_test output: its latency and bandwidth fitted and used for the links.")
 @click.option("--tiling_schedule_optimize", "--tiling-schedule-optimize", "tiling_sink", type=click.Choice(["0", "1"]),
               default="0", show_default=True,
               help="1: the attention's sequence-length-dependent tiling sinks to the AICPU (graph mode only).")

@@ -39,11 +39,13 @@ class EngineConfig:
     notes: list[str] = field(default_factory=list)
     num_cpu_blocks: int | None = None     # MindIE's swap space (cpuMemSize)
     tp: int = 1                           # tensor-parallel ranks (--tensor-parallel-size / worldSize)
+    topology: object = None               # their machine (atc_py/platform/topology.py), tp > 1
 
     def lines(self) -> list[str]:
         mode = f"graph mode ({len(self.capture_sizes)} captured decode batches up to {self.capture_sizes[-1]})" \
             if self.graph_mode and self.capture_sizes else "eager mode"
-        where = f"{self.tp} x {self.soc_version} (tensor parallel)" if self.tp > 1 else self.soc_version
+        where = f"{self.tp} x {self.soc_version} (tensor parallel on {self.topology.product}, " \
+                f"{self.topology.intra_link.name})" if self.tp > 1 else self.soc_version
         out = [f"{self.engine} on {where}: {mode}, tiling sink {'on' if self.tiling_sink else 'off'}, "
                f"max {self.max_num_seqs} sequences / {self.max_num_batched_tokens} tokens per step, max model len "
                f"{self.max_model_len}, block size {self.block_size}, prefix caching "
@@ -143,4 +145,26 @@ def engine_config(flags: dict, cfg: DecoderConfig) -> EngineConfig:
     if not device:
         raise AtcError("E10001", value=flags["soc_version"], parameter="--soc_version",
                        reason="the SoC's data has no memory size to size the KV cache from")
-    return _vllm(flags, cfg, device) if flags["engine"] == "vllm" else _mindie(flags, cfg, device)
+    eng = _vllm(flags, cfg, device) if flags["engine"] == "vllm" else _mindie(flags, cfg, device)
+    if eng.tp > 1:
+        eng.topology = tp_machine(flags, eng)
+    return eng
+
+
+def tp_machine(flags: dict, eng: EngineConfig):
+    """The machine the tp ranks run on: --topology, else the SoC's product (an Atlas 800 A2 for 910B, an Atlas 300I
+    Duo for 310P); all ranks in one server, as vLLM and MindIE place a tensor-parallel group."""
+    from atc_py.platform.topology import load_topology, topology_for_soc
+    flag = "--tensor-parallel-size" if eng.engine == "vllm" else "ModelConfig.worldSize"
+    topo = load_topology(flags["topology"]) if flags.get("topology") else topology_for_soc(eng.soc_version)
+    if topo.soc_version.rstrip("0123456789") != eng.soc_version.rstrip("0123456789"):
+        raise AtcError("E10001", value=flags.get("topology"), parameter="--topology",
+                       reason=f"its devices are {topo.soc_version}, the model runs on {eng.soc_version}")
+    if eng.tp > topo.chips_per_server:
+        raise AtcError("E10001", value=eng.tp, parameter=flag,
+                       reason=f"{topo.product} ({topo.name}) has {topo.chips_per_server} NPUs: a tensor-parallel "
+                              f"group of {eng.tp} does not fit it")
+    if flags.get("link_calibration"):
+        from ..hccl.calibration import load_link_calibration
+        topo = topo.with_link_params(load_link_calibration(flags["link_calibration"], topo))
+    return topo

@@ -28,10 +28,11 @@ def _lengths(plan: StepPlan) -> tuple[list[int], list[int]]:
 def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int], list[int], bool], tuple[float, float]],
              host_cost: Callable[[StepPlan], float], sample: Callable[[StepPlan], dict] | None = None,
              max_concurrency: int | None = None, progress: Callable[[float, int, int], None] | None = None,
-             max_steps: int = 50_000_000) -> LoopResult:
+             max_steps: int = 50_000_000, collectives: Callable[[list[int]], list] | None = None) -> LoopResult:
     """Run `requests` to completion. step_cost(q_lens, kv_lens, same_shape_as_last) -> (seconds, device seconds);
     host_cost(plan) -> the engine's own seconds around the model (scheduling, input preparation, sampling,
-    output processing); sample(plan) -> {Sequence: token id} (None: placeholder tokens, timing only)."""
+    output processing); sample(plan) -> {Sequence: token id} (None: placeholder tokens, timing only);
+    collectives(q_lens) -> the step's collectives (tensor parallel: StepPricer.collectives), kept on its record."""
     pending = deque(sorted(requests, key=lambda r: (r.arrival_s, int(r.request_id) if r.request_id.isdigit() else 0)))
     records: dict[str, RequestRecord] = {}
     seqs: dict[str, Sequence] = {}
@@ -95,9 +96,10 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
             done += 1
             if max_concurrency:
                 heapq.heappush(free_slots, end)
+        colls = tuple(collectives(q)) if collectives is not None else ()
         steps.append(StepRecord(len(steps), start, end, len(q), plan.num_prefill_tokens, plan.num_decode_tokens,
                                 plan.blocks_in_use, plan.num_blocks, len(plan.preempted),
-                                _waiting(scheduler), device_s, host_s))
+                                _waiting(scheduler), device_s, host_s, sum(c * s for _, c, _, s in colls), colls))
         now = end
         if progress is not None:
             progress(now, done, len(records) + len(pending))

@@ -47,8 +47,10 @@ class GridSpec:
 class ServedModel:
     """The compiled decoders of one (config, build) and the steps priced from them."""
 
-    def __init__(self, cfg: DecoderConfig, spec: BuildSpec, prof=None, static_seqs: int = 0):
+    def __init__(self, cfg: DecoderConfig, spec: BuildSpec, prof=None, static_seqs: int = 0, topology=None):
         self.cfg, self.spec, self.prof, self.static_seqs = cfg, spec, prof, static_seqs
+        # tensor parallel: the ranks' machine (its links price the collectives); None on one NPU
+        self.link = (spec.tp, topology) if spec.tp > 1 else None
         self.paths = (compile_decoder(cfg.with_layers(1), spec, static_seqs=static_seqs),
                       compile_decoder(cfg.with_layers(2), spec, static_seqs=static_seqs))
         self._layered: LayeredSteps | None = None
@@ -57,8 +59,8 @@ class ServedModel:
     def layered(self) -> LayeredSteps:
         if self._layered is None:
             mb, cap = self.spec.max_blocks, bool(self.static_seqs)
-            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb, self.prof, cap),
-                                         StepSimulator(self.paths[1], mb, self.prof, cap),
+            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb, self.prof, cap, self.link),
+                                         StepSimulator(self.paths[1], mb, self.prof, cap, self.link),
                                          self.cfg.num_layers, self.spec.max_model_len)
         return self._layered
 
@@ -71,7 +73,8 @@ class ServedModel:
         h = hashlib.sha256()
         for p in self.paths:
             h.update(os.path.basename(p).encode())
-        h.update(repr((self.cfg.num_layers, self.grid(), self.prof, self.static_seqs, TABLE_VERSION)).encode())
+        h.update(repr((self.cfg.num_layers, self.grid(), self.prof, self.static_seqs, TABLE_VERSION,
+                       self.link)).encode())
         return os.path.join(cache_dir(), f"table-{h.hexdigest()[:32]}.json")
 
     def table(self, workers: int = 1, progress=None, use_cache: bool = True) -> StepTable:
@@ -117,8 +120,8 @@ def _building(path: str):
 
 
 def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, float, float]]]:
-    paths, mb, layers, grid, points, prof, captured = args
-    one, two = StepSimulator(paths[0], mb, prof, captured), StepSimulator(paths[1], mb, prof, captured)
+    paths, mb, layers, grid, points, prof, captured, link = args
+    one, two = StepSimulator(paths[0], mb, prof, captured, link), StepSimulator(paths[1], mb, prof, captured, link)
     steps = LayeredSteps(one, two, layers, grid.max_len)
     tokens, seqs, contexts = grid.axes()
     out = []
@@ -139,14 +142,14 @@ def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTabl
     # finer pieces than workers, so progress moves and the slow (large) steps spread out
     pieces = [c[k:k + 16] for c in chunks for k in range(0, len(c), 16)]
     jobs = [(model.paths, model.spec.max_blocks, model.cfg.num_layers, grid, piece, model.prof,
-             bool(model.static_seqs)) for piece in pieces]
+             bool(model.static_seqs), model.link) for piece in pieces]
     shape = (len(tokens), len(seqs), len(contexts))
     miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     done = 0
 
     def take(results):
         nonlocal done
-        for (i, j, k), (m, h, d) in results:
+        for (i, j, k), (m, h, d, _) in results:
             miss[i, j, k], hit[i, j, k], dev[i, j, k] = m, h, d
         done += len(results)
         if progress:

@@ -144,3 +144,5 @@ class StepRecord:
     waiting: int
     device_s: float
     host_s: float
+    comm_s: float = 0.0              # tensor parallel: its collectives' seconds (within device_s)
+    collectives: tuple = ()          # (op type, calls, bytes per call, seconds per call) of each collective

@@ -123,7 +123,8 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     show = _progress(lambda now_s, done, total: f"requests done {done}/{total}, simulated time {now_s:.2f} s")
     res = run_loop(requests, scheduler, prep.pricer.step, host_seconds,
                    sample=prep.runner.sample if prep.runner is not None else None,
-                   max_concurrency=max_concurrency, progress=show if progress else None)
+                   max_concurrency=max_concurrency, progress=show if progress else None,
+                   collectives=prep.pricer.collectives if eng.tp > 1 else None)
     if progress:
         sys.stderr.write("\n")
     return res

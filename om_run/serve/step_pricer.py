@@ -10,6 +10,7 @@ from ..sim.profile import RuntimeProfile
 from .host_costs import EAGER_DISPATCH_NS
 from .pricing import ServedModel
 from .step_table import StepTable, step_shape
+from .tensor_parallel import shard
 
 
 class StepPricer:
@@ -18,12 +19,16 @@ class StepPricer:
     def __init__(self, cfg, engine, mode: str = "table", workers: int = 1, progress=None, echo=None):
         self.mode = mode
         spec = engine.build_spec()
+        self.topology = engine.topology
+        self.shard = shard(cfg, engine.tp)
         # a framework dispatches each op of an eager step (vLLM: PyTorch through torch_npu); MindIE's ATB
         # operations are called directly, so its executor's own costs are the whole host side
         dispatch = EAGER_DISPATCH_NS if engine.engine == "vllm" else 0
-        self.eager = ServedModel(cfg, spec, replace(RuntimeProfile(), framework_dispatch_ns=dispatch))
+        self.eager = ServedModel(cfg, spec, replace(RuntimeProfile(), framework_dispatch_ns=dispatch),
+                                 topology=engine.topology)
         self.capture_sizes = list(engine.capture_sizes)
-        self.graphs = {n: ServedModel(cfg, spec, None, static_seqs=n) for n in self.capture_sizes}
+        self.graphs = {n: ServedModel(cfg, spec, None, static_seqs=n, topology=engine.topology)
+                       for n in self.capture_sizes}
         self.tables: dict[int, StepTable] = {}
         self.eager_table: StepTable | None = None
         if mode == "table":
@@ -41,6 +46,19 @@ class StepPricer:
             return None
         k = bisect.bisect_left(self.capture_sizes, len(q_lens))
         return self.capture_sizes[k] if k < len(self.capture_sizes) else None
+
+    def collectives(self, q_lens) -> list[tuple[str, int, int, float]]:
+        """(op type, calls, bytes per call, seconds per call) of each collective a step runs (tensor parallel): the
+        link model's price for the step's tokens and sequences (a captured graph's padded batch)."""
+        if self.topology is None:
+            return []
+        from ..hccl.algorithms import collective_cost
+        size = self.graph_size(q_lens)
+        seqs = size if size is not None else len(q_lens)
+        tokens = size if size is not None else sum(q_lens)
+        ranks = list(range(self.shard.tp))
+        return [(op, calls, n, collective_cost(op, n, ranks, self.topology, dtype=self.shard.cfg.dtype).ns * 1e-9)
+                for op, calls, n in self.shard.collectives(tokens, seqs)]
 
     def step(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float]:
         size = self.graph_size(q_lens)

@@ -41,7 +41,7 @@ def step_shape(q_lens, kv_lens) -> StepShape:
 class StepSimulator:
     """One compiled decoder (.om) priced per step by direct timing-only simulation."""
 
-    def __init__(self, om_path: str, max_blocks: int, prof=None, captured: bool = False):
+    def __init__(self, om_path: str, max_blocks: int, prof=None, captured: bool = False, link=None):
         from ..load.loader import load_model
         from ..sim.host import Simulation
         from ..sim.warm import warm
@@ -55,6 +55,12 @@ class StepSimulator:
         self.captured = captured
         if captured:   # a captured graph reads its step inputs from its own device buffers
             self.sim.device_inputs = set(STEP_INPUTS)
+        self.mirror = None
+        if link is not None:   # tensor parallel: (ranks, topology) — every rank runs this step as this one does
+            from ..run.world_run import link_cost
+            from ..sim.world import MirrorBinding
+            tp, topology = link
+            self.mirror = self.sim.world = MirrorBinding(tp, link_cost(topology))
         warm(self.sim)
         # the engine's warm-up (vLLM's profile run) has created every operation's runner before the first request
         first = [1] * self.static_seqs() if captured else [1]
@@ -71,16 +77,20 @@ class StepSimulator:
         self.sim.atb.local.clear()
         self.sim.atb.shared.clear()
 
-    def run(self, q_lens, kv_lens) -> tuple[float, float, float]:
-        """(end-to-end, device busy, host busy) seconds of one step of these per-sequence query / context lengths."""
+    def run(self, q_lens, kv_lens) -> tuple[float, float, float, float]:
+        """(end-to-end, device busy, host busy, collectives) seconds of one step of these per-sequence query /
+        context lengths (collectives: the time the ranks' HCCL tasks took, tensor parallel only)."""
         q = np.asarray(q_lens, np.int64)
         kv = np.asarray(kv_lens, np.int64)
         t, s = int(q.sum()), len(q)
         dims = {"T": (t,), "S": (s,), "SB": (s, self.max_blocks)}
         shapes = [dims[STEP_SHAPES[io.name]] if io.name in STEP_SHAPES else io.desc.shape for io in self.model.inputs]
         self.sim.known_values = {"actual_seq_lengths": np.cumsum(q), "actual_seq_lengths_kv": kv}
+        if self.mirror is not None:
+            self.mirror.log.clear()
         _, st = self.sim.run(None, shapes if self.dynamic else None)
-        return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9
+        comm = sum(c["end"] - c["start"] for c in self.mirror.log) if self.mirror is not None else 0
+        return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9, comm * 1e-9
 
 
 def representative(t: int, s: int, c: float, max_len: int) -> tuple[list[int], list[int]]:
@@ -136,20 +146,24 @@ class StepTable:
         w = (x - axis[i]) / (axis[i + 1] - axis[i]) if axis[i + 1] > axis[i] else 0.0
         return i, i + 1, min(1.0, max(0.0, w))
 
-    def lookup(self, shape: StepShape, same_shape_as_last: bool) -> tuple[float, float]:
-        """(end-to-end seconds, device seconds) of a step, trilinear between the grid's corners."""
+    def _corners(self, shape: StepShape):
         ct = self._coord(self.tokens, shape.tokens)
         cs = self._coord(self.seqs, shape.seqs)
         cc = self._coord(self.contexts, shape.mean_before)
-        arr = self.hit if same_shape_as_last else self.miss
-        total = dev = 0.0
         for it, wt in ((ct[0], 1 - ct[2]), (ct[1], ct[2])):
             for js, ws in ((cs[0], 1 - cs[2]), (cs[1], cs[2])):
                 for kc, wc in ((cc[0], 1 - cc[2]), (cc[1], cc[2])):
                     w = wt * ws * wc
                     if w:
-                        total += w * arr[it, js, kc]
-                        dev += w * self.device[it, js, kc]
+                        yield (it, js, kc), w
+
+    def lookup(self, shape: StepShape, same_shape_as_last: bool) -> tuple[float, float]:
+        """(end-to-end seconds, device seconds) of a step, trilinear between the grid's corners."""
+        arr = self.hit if same_shape_as_last else self.miss
+        total = dev = 0.0
+        for at, w in self._corners(shape):
+            total += w * arr[at]
+            dev += w * self.device[at]
         return total, dev
 
     def to_json(self) -> dict:
@@ -170,19 +184,19 @@ class LayeredSteps:
 
     def direct(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float]:
         """(seconds, device seconds) of one step by direct simulation (what the table is checked against)."""
-        miss, hit, dev = self.run_pair(q_lens, kv_lens)
+        miss, hit, dev, _ = self.run_pair(q_lens, kv_lens)
         return (hit if same_shape_as_last else miss), dev
 
-    def run_pair(self, q_lens, kv_lens, warm_kv=None) -> tuple[float, float, float]:
-        """(miss, hit, device) seconds: the step run after a step of other shapes, then after one of its shapes
-        (warm_kv: the lengths that earlier step had; default one fewer position each)."""
+    def run_pair(self, q_lens, kv_lens, warm_kv=None) -> tuple[float, float, float, float]:
+        """(miss, hit, device, collectives) seconds: the step run after a step of other shapes, then after one of
+        its shapes (warm_kv: the lengths that earlier step had; default one fewer position each)."""
         prev = warm_kv if warm_kv is not None else [max(q, k - 1) for q, k in zip(q_lens, kv_lens)]
         out = []
         for sim in (self.one, self.two):
             sim.forget()          # ATB's caches empty: the first run misses as a step after other shapes does
             miss = sim.run(q_lens, prev)
             hit = sim.run(q_lens, kv_lens)
-            out.append((miss[0], hit[0], hit[1]))
-        (m1, h1, d1), (m2, h2, d2) = out
+            out.append((miss[0], hit[0], hit[1], hit[3]))
+        (m1, h1, d1, c1), (m2, h2, d2, c2) = out
         k = self.layers - 1
-        return m1 + k * (m2 - m1), h1 + k * (h2 - h1), d1 + k * (d2 - d1)
+        return m1 + k * (m2 - m1), h1 + k * (h2 - h1), d1 + k * (d2 - d1), c1 + k * (c2 - c1)

@@ -86,6 +86,15 @@ class Shard:
         """Key and value of one token over every layer, on one rank."""
         return 2 * self.cfg.num_layers * self.kv_size * np.dtype(self.cfg.dtype).itemsize
 
+    def collectives(self, tokens: int, seqs: int) -> list[tuple[str, int, int]]:
+        """(GE op type, calls, HCCL's n in bytes per call) of one step of `tokens` tokens over `seqs` sequences:
+        the embedding's, each layer's two all-reduces of [tokens, hidden], the logits' all-gather."""
+        if self.tp == 1:
+            return []
+        item = np.dtype(self.cfg.dtype).itemsize
+        return [("HcomAllReduce", 2 * self.cfg.num_layers + 1, tokens * self.cfg.hidden_size * item),
+                ("HcomAllGather", 1, seqs * self.vocab * item * self.tp)]
+
     def vocab_range(self, rank: int) -> np.ndarray:
         """[start, end) of the rank's vocabulary ids (an input of the graph: the graph is every rank's)."""
         start = rank * self.vocab

@@ -12,7 +12,7 @@ from ..request import RequestRecord, StepRecord
 REQUEST_COLUMNS = ["request_id", "arrival_ms", "queued_ms", "first_token_ms", "finish_ms", "prompt_tokens",
                    "output_tokens", "ttft_ms", "tpot_ms", "e2el_ms", "preemptions", "error"]
 STEP_COLUMNS = ["step", "start_ms", "end_ms", "duration_ms", "num_seqs", "num_prefill_tokens", "num_decode_tokens",
-                "kv_blocks_in_use", "num_blocks", "preempted", "waiting", "device_ms", "host_ms"]
+                "kv_blocks_in_use", "num_blocks", "preempted", "waiting", "device_ms", "host_ms", "collectives_ms"]
 
 
 def _ms(seconds: float | None) -> str:
@@ -41,5 +41,5 @@ def steps_csv(steps: Sequence[StepRecord]) -> str:
     for s in steps:
         w.writerow([s.index, _ms(s.start_s), _ms(s.end_s), _ms(s.end_s - s.start_s), s.num_seqs,
                     s.num_prefill_tokens, s.num_decode_tokens, s.kv_blocks_in_use, s.num_blocks, s.preempted,
-                    s.waiting, _ms(s.device_s), _ms(s.host_s)])
+                    s.waiting, _ms(s.device_s), _ms(s.host_s), _ms(s.comm_s)])
     return buf.getvalue()

@@ -4,7 +4,8 @@ moment a TTFT went bad can be found and the step that caused it seen.
 
 Conventions as om_run/sim/report.py's chrome_trace: process_name / thread_name metadata events name the tracks,
 "ts" and "dur" are microseconds. Tracks: pid 0 "Engine" (tid 0 "steps": one complete event per step named by its
-batch, "P:<prefill tokens> D:<decode tokens>"; counters "KV blocks" and "Sequences"; "preempted" instants), pid 1
+batch, "P:<prefill tokens> D:<decode tokens>"; tid 1 "collectives": a tensor-parallel step's collectives, one
+event per kind — "HcomAllReduce x57" — their summed time laid from the step's start; counters "KV blocks" and "Sequences"; "preempted" instants), pid 1
 "Requests" (per request an async span "<id>" from the client's queueing to its last token, nesting "client
 queue", "to first token" and "decode")."""
 from __future__ import annotations
@@ -35,6 +36,12 @@ def _step_events(steps: Sequence[StepRecord]) -> list[dict]:
                    "args": {"in use": s.kv_blocks_in_use, "free": max(s.num_blocks - s.kv_blocks_in_use, 0)}})
         ev.append({"name": "Sequences", "ph": "C", "pid": ENGINE, "tid": 0, "ts": _us(s.start_s),
                    "args": {"running": s.num_seqs, "waiting": s.waiting}})
+        at = s.start_s
+        for op, calls, nbytes, each in s.collectives:   # tensor parallel: each collective of the step, by kind
+            ev.append({"name": f"{op} x{calls}", "cat": "collective", "ph": "X", "pid": ENGINE, "tid": 1,
+                       "ts": _us(at), "dur": _us(calls * each),
+                       "args": {"step": s.index, "calls": calls, "bytes_per_call": nbytes, "us_per_call": each * 1e6}})
+            at += calls * each
         if s.preempted:
             ev.append({"name": "preempted", "cat": "preemption", "ph": "i", "s": "t", "pid": ENGINE, "tid": 0,
                        "ts": _us(s.start_s), "args": {"sequences": s.preempted}})
@@ -67,6 +74,7 @@ def chrome_trace(records: Sequence[RequestRecord], steps: Sequence[StepRecord]) 
     """The trace as a dict: {"traceEvents": [...], "displayTimeUnit": "ms"}."""
     ev = [{"name": "process_name", "ph": "M", "pid": ENGINE, "tid": 0, "args": {"name": "Engine"}},
           {"name": "thread_name", "ph": "M", "pid": ENGINE, "tid": 0, "args": {"name": "steps"}},
+          {"name": "thread_name", "ph": "M", "pid": ENGINE, "tid": 1, "args": {"name": "collectives"}},
           {"name": "process_name", "ph": "M", "pid": REQUESTS, "tid": 0, "args": {"name": "Requests"}}]
     return {"traceEvents": ev + _step_events(steps) + _request_events(records), "displayTimeUnit": "ms"}
 

@@ -33,19 +33,19 @@ def test_step_table():
     text = steps_csv(steps())
     assert text.splitlines()[0].split(",") == STEP_COLUMNS == [
         "step", "start_ms", "end_ms", "duration_ms", "num_seqs", "num_prefill_tokens", "num_decode_tokens",
-        "kv_blocks_in_use", "num_blocks", "preempted", "waiting", "device_ms", "host_ms"]
+        "kv_blocks_in_use", "num_blocks", "preempted", "waiting", "device_ms", "host_ms", "collectives_ms"]
     rows = _rows(text)
     assert rows[1] == {"step": "1", "start_ms": "100.000", "end_ms": "300.000", "duration_ms": "200.000",
                        "num_seqs": "2", "num_prefill_tokens": "20", "num_decode_tokens": "1",
                        "kv_blocks_in_use": "3", "num_blocks": "64", "preempted": "1", "waiting": "1",
-                       "device_ms": "180.000", "host_ms": "20.000"}
+                       "device_ms": "180.000", "host_ms": "20.000", "collectives_ms": "0.000"}
 
 
 def test_trace_events():
     trace = json.loads(json.dumps(chrome_trace(records(), steps())))
     ev = trace["traceEvents"]
     kinds = Counter(e["ph"] for e in ev)
-    assert kinds["X"] == 3 and kinds["C"] == 6 and kinds["i"] == 1 and kinds["M"] == 3
+    assert kinds["X"] == 3 and kinds["C"] == 6 and kinds["i"] == 1 and kinds["M"] == 4
     assert kinds["b"] == kinds["e"] == 4 + 4 + 2          # 4 requests, 4 first tokens (D failed after one), 2 decodes
     names = [e["name"] for e in ev if e["ph"] == "X"]
     assert names == ["P:10 D:0", "P:20 D:1", "P:70 D:2"]
@@ -60,6 +60,17 @@ def test_trace_events():
         ("e", "decode", 250000.0), ("e", "to first token", 100000.0), ("e", "A", 250000.0)]
     d = next(e for e in ev if e.get("cat") == "request" and e["ph"] == "b" and e["name"] == "D")
     assert d["args"]["error"] == "boom"
+
+
+def test_a_tensor_parallel_steps_collectives_are_in_the_csv_and_on_their_track():
+    import dataclasses
+    step = dataclasses.replace(steps()[1], collectives=(("HcomAllReduce", 9, 4096, 20e-6), ("HcomAllGather", 1, 512, 30e-6)),
+                               comm_s=9 * 20e-6 + 30e-6)
+    assert _rows(steps_csv([step]))[0]["collectives_ms"] == "0.210"
+    ev = [e for e in chrome_trace([], [step])["traceEvents"] if e.get("cat") == "collective"]
+    assert [(e["name"], e["tid"], e["ts"], e["dur"]) for e in ev] == [
+        ("HcomAllReduce x9", 1, 100000.0, 180.0), ("HcomAllGather x1", 1, 100180.0, 30.0)]
+    assert ev[0]["args"]["bytes_per_call"] == 4096
 
 
 def test_client_queue_span():
