@@ -11,6 +11,11 @@
   parameters (none fitted to either row), so both rows are set against the same simulation.
 * LLaMA2-7B at batch 1 on one Ascend310P3 and one Ascend910B1: the simulated TPOT next to the weight-streaming
   floor (weight bytes / the SoC's DRAM bandwidth), a sanity line.
+* LLaMA2-7B on an Atlas 300I Duo, tensor parallel over its two 310P3 (MindIE / ATB, worldSize 2), batch 1,
+  averaged over input x output lengths in {32, 64, 128, 256, 512, 1024}: Ascend ModelZoo's figures (CANN 7.0.RC1,
+  ATB) first-token latency 188 ms and per-token decode latency 65.32 ms.
+* LLaMA2-7B on an Atlas 800 A2 at TP 1 / 2 / 4 / 8 (910B, full HCCS mesh), batch 1: TPOT and the share of a decode
+  step its collectives take (no published figure: the scaling the link model gives).
 Writes the table to docs/serving-fidelity.md with --docs (between its markers)."""
 from __future__ import annotations
 
@@ -34,6 +39,8 @@ QWEN = ROOT / "models" / "serve" / "qwen2.5-7b-instruct"
 LLAMA = ROOT / "models" / "serve" / "llama-2-7b"
 DOC = ROOT / "docs" / "serving-fidelity.md"
 BEGIN, END = "<!-- serving-fidelity:begin -->", "<!-- serving-fidelity:end -->"
+DUO_LENGTHS = (32, 64, 128, 256, 512, 1024)
+DUO_PUBLISHED = (188.0, 65.32)      # Ascend ModelZoo LLaMA2-7B, Atlas 300I Duo (2 x 310P3, TP 2), CANN 7.0.RC1, ATB
 PUBLISHED = [("vllm-ascend v0.7.3, group A (stock host)", 86.58, 32.57),
              ("vllm-ascend v0.7.3, group H (tuned host: MindIE Turbo, BiSheng, tcmalloc, TASK_QUEUE_ENABLE=2)",
               49.95, 16.96)]
@@ -78,6 +85,63 @@ def floor_rows() -> list[tuple]:
     return rows
 
 
+def mindie_config(tmp: pathlib.Path, world: int, max_seq_len: int) -> pathlib.Path:
+    """MindIE's config.json for a batch-1 run on `world` NPUs (the sample's, resized)."""
+    d = json.loads((ROOT / "models" / "serve" / "mindie" / "config.json").read_text())
+    b = d["BackendConfig"]
+    b["npuDeviceIds"] = [list(range(world))]
+    m = b["ModelDeployConfig"]
+    m["maxSeqLen"], m["maxInputTokenLen"] = max_seq_len, max_seq_len
+    m["ModelConfig"][0].update(worldSize=world, modelName="llama-2-7b")
+    b["ScheduleConfig"].update(maxBatchSize=1, maxPrefillBatchSize=1, maxPrefillTokens=max_seq_len)
+    path = tmp / f"mindie-{world}.json"
+    path.write_text(json.dumps(d))
+    return path
+
+
+def duo_rows(quick: bool) -> list[tuple]:
+    """LLaMA2-7B TP 2 on an Atlas 300I Duo, batch 1, the mean over the length grid."""
+    lengths = DUO_LENGTHS[::2] if quick else DUO_LENGTHS
+    ttft, tpot = [], []
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = mindie_config(pathlib.Path(tmp), 2, 2 * max(DUO_LENGTHS))
+        for n_in in lengths:
+            for n_out in lengths:
+                r = run(LLAMA, "--soc_version", "Ascend310P3", "--engine", "mindie", "--mindie-config", cfg,
+                        "--dataset-name", "random", "--random-input-len", str(n_in), "--random-output-len",
+                        str(n_out), "--num-prompts", "1", "--max-concurrency", "1")
+                ttft.append(r["mean_ttft_ms"])
+                tpot.append(r["mean_tpot_ms"])
+    print(f"[duo rows] {len(ttft)} runs in {time.perf_counter() - t0:.1f} s")
+    name = "LLaMA2-7B, Atlas 300I Duo, TP 2 (MindIE/ATB), batch 1, mean over lengths 32..1024"
+    return [(name, "first-token latency (ms)", sum(ttft) / len(ttft), DUO_PUBLISHED[0]),
+            (name, "per-token latency (ms)", sum(tpot) / len(tpot), DUO_PUBLISHED[1])]
+
+
+def a2_scaling() -> list[str]:
+    """LLaMA2-7B batch-1 TPOT on an Atlas 800 A2 at TP 1, 2, 4, 8 and the collectives' share of a decode step."""
+    from atc_py.platform.topology import topology_for_soc
+    from om_run.hccl.algorithms import collective_cost
+    from om_run.serve.tensor_parallel import shard
+    cfg = read_config(str(LLAMA))
+    topo = topology_for_soc("Ascend910B1")
+    out = ["| TP | TPOT (ms) | collectives per decode step | collectives (ms) | share of the step |",
+           "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        for tp in (1, 2, 4, 8):
+            r = run(LLAMA, "--soc_version", "Ascend910B1", "--engine", "mindie", "--mindie-config",
+                    mindie_config(pathlib.Path(tmp), tp, 2048), "--dataset-name", "random", "--random-input-len",
+                    "128", "--random-output-len", "128", "--num-prompts", "1", "--max-concurrency", "1")
+            colls = shard(cfg, tp).collectives(1, 1)
+            comm = sum(calls * collective_cost(op, n, list(range(tp)), topo, dtype=cfg.dtype).ns
+                       for op, calls, n in colls) * 1e-6
+            calls = sum(c for _, c, _ in colls)
+            tpot = r["mean_tpot_ms"]
+            out.append(f"| {tp} | {tpot:.2f} | {calls} | {comm:.2f} | {comm / tpot:.0%} |")
+    return out
+
+
 def table(rows: list[tuple]) -> str:
     out = ["| run | figure | simulated | published / floor | simulated / published |", "|---|---|---|---|---|"]
     for name, what, sim, ref in rows:
@@ -97,8 +161,9 @@ def main(argv=None) -> None:
     ap.add_argument("--quick", action="store_true", help="40 prompts instead of 200 (iterating)")
     args = ap.parse_args(argv)
     os.environ.setdefault("OM_RUN_SERVE_CACHE", str(ROOT / "out" / "serve-cache"))
-    rows = vllm_rows(args.quick) + floor_rows()
-    text = table(rows)
+    rows = vllm_rows(args.quick) + floor_rows() + duo_rows(args.quick)
+    text = table(rows) + "\n\nLLaMA2-7B on an Atlas 800 A2 (910B1, HCCS full mesh), MindIE / ATB, batch 1, 128 in / 128 " \
+                         "out:\n\n" + "\n".join(a2_scaling())
     print(text)
     if args.docs:
         write_doc(text)
