@@ -35,6 +35,7 @@ from .om import OmModel, write_om
 from .om import partitions as pt
 from .om.container import OmImage
 from .om.inout_info import IoDesc, build_inout, gear_blocks
+from .om.task_types import ENGINE_LIB_NAME
 from .ops import get_op
 from .ops.core.impl_modes import IMPL_ATTR, flag_mode
 from .options.build_options import FRAMEWORK_ONNX, FRAMEWORK_TF, BuildOptions
@@ -284,8 +285,8 @@ def dynamic_partitions(graph: Graph, name: str, record: ModelRecord) -> dict[int
     plan = plan_weights_only(graph)
     tasks = task_pb2.ModelTaskDef(version="2.0", weight_size=plan.weight_size, weight_addr=WEIGHT_BASE)
     task_bytes = tasks.SerializeToString(deterministic=True)
-    node_attrs = {n.name: {"_ge_attr_op_kernel_lib_name": "AIcoreEngine" if n.meta.get("engine") == "AICORE"
-                           else "aicpu_ascend_kernel", "_cube_vector_core_type": n.meta["core_type"]}
+    node_attrs = {n.name: {"_ge_attr_op_kernel_lib_name": ENGINE_LIB_NAME.get(n.meta["engine"], "aicpu_ascend_kernel"),
+                           **({"_cube_vector_core_type": n.meta["core_type"]} if n.meta["core_type"] != "NONE" else {})}
                   for n in graph.nodes if n.meta.get("engine") not in (None, "NONE")}
     attrs = _model_attrs(record, 0, 0)
     attrs["om_info_list"] = [plan.weight_size, 0, 0, len(task_bytes), 0]
@@ -388,7 +389,8 @@ def _build(model, options, online: bool, device, log: Callable[[str, str], None]
     from .om.task_types import TASK_TYPE_NAMES
     summary = {
         "soc_version": soc.soc_version,
-        "ops": sum(1 for n in all_nodes(graph) if not get_op(n.op_type).no_task and get_op(n.op_type).task_kind == "kernel"),
+        "ops": sum(1 for n in all_nodes(graph) if not get_op(n.op_type).no_task
+                   and get_op(n.op_type).task_kind in ("kernel", "hccl")),
         "labels": sum(sm.label_num for sm in statics),
         "ops_by_engine": engines, "tasks": len(tasks),
         "tasks_by_type": dict(sorted(Counter(TASK_TYPE_NAMES.get(t.type, str(t.type)) for t in tasks).items())),

@@ -56,7 +56,9 @@ BUILDERS = {"LabelSet": _label_set, "LabelGotoEx": _label_goto, "LabelSwitchByIn
             "StreamActive": _stream_active, "StreamSwitch": _stream_switch, "MemcpyAsync": _memcpy}
 
 
-def rts_tasks(node: Node, op_id: int, plan: MemoryPlan, stream: int) -> list[task_pb2.TaskDef]:
+def rts_tasks(node: Node, op_id: int, plan: MemoryPlan, stream: int, attrs: dict | None = None
+              ) -> list[task_pb2.TaskDef]:
+    """The runtime node's tasks (`attrs`, the op's task-generation attributes: none for these)."""
     build = BUILDERS.get(node.op_type)
     if build is None:
         raise ValueError(f"{node.name}: {node.op_type} is not a runtime task")

@@ -24,6 +24,7 @@ from ..version import __version__
 from . import sink, superkernel
 from .aicore import KernelInfo, kernel_name, kernel_task
 from .control_tasks import rts_tasks
+from .hccl import hccl_tasks
 from .labels import (
     LABEL_OWNER,
     SWITCH_STREAMS,
@@ -34,6 +35,10 @@ from .labels import (
     lower_labels,
     region_nodes,
 )
+
+# the tasks of the nodes that run no AI Core / AICPU kernel, by their op's task kind (OpSpec.task_kind): one row
+# per kind. Each builder takes (node, op id, memory plan, stream, the op's task-generation attributes to fill).
+TASK_BUILDERS = {"rts": rts_tasks, "hccl": hccl_tasks}
 
 
 @dataclass
@@ -186,11 +191,12 @@ def compile_static(graph: Graph, ids: dict[str, int] | None, soc: SocSpec, singl
             node.meta["stream_id"] = stream
             continue
         node.meta["stream_id"] = stream
-        if spec.task_kind == "rts":
+        if spec.task_kind in TASK_BUILDERS:
             flush_super_kernel()
             tasks.extend(sink.event_task(tt.EVENT_WAIT, stream, e, ids[node.name])
                          for e in streams.waits.get(node.name, []))
-            tasks.extend(rts_tasks(node, ids[node.name], plan, stream))
+            tasks.extend(TASK_BUILDERS[spec.task_kind](node, ids[node.name], plan, stream,
+                                                       node_attrs.setdefault(node.name, {})))
             tasks.extend(sink.event_task(tt.EVENT_RECORD, stream, e, ids[node.name])
                          for e in streams.records.get(node.name, []))
             continue

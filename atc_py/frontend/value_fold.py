@@ -39,6 +39,8 @@ def fold_at_import(graph: Graph, node, soc: SocSpec) -> list[Value] | None:
     if node.op_type in NEVER or not node.outputs or graph.nodes[-1] is not node:
         return None
     spec = get_op(node.op_type)
+    if not spec.pure:     # a collective: its values are the group's, known only when the ranks run it
+        return None
     shape_only = node.op_type in SHAPE_ONLY and node.inputs and node.inputs[0] is not None \
         and node.inputs[0].desc.known
     if not shape_only and not all(v is None or v.is_const for v in node.inputs):

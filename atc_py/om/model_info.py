@@ -11,7 +11,7 @@ from ..proto import task_pb2
 from . import partitions as pt
 from .attrs import from_attr
 from .container import OmFile
-from .task_types import TASK_TYPE_NAMES
+from .task_types import HCCL, TASK_TYPE_NAMES
 
 
 def _parse(m):
@@ -82,6 +82,45 @@ def _formats_line(g) -> list[str]:
                                                                   for k, v in sorted(layouts.items())])]
 
 
+def _engine(op) -> str:
+    """An op's kernel library and core type ("AIcoreEngine/AIC"); a library on no core (HCCL's) alone."""
+    lib = from_attr(op.attr["_ge_attr_op_kernel_lib_name"])
+    core = from_attr(op.attr["_cube_vector_core_type"]) if "_cube_vector_core_type" in op.attr else None
+    return f"{lib}/{core}" if core else f"{lib}"
+
+
+HCCL_SHOWN = 16           # HCCL tasks listed one a line; the rest counted
+HCCL_ATTRS = ("rank_size", "rank_ids", "reduction", "root_rank", "sr_tag", "dest_rank", "src_rank")
+
+
+def _group(op) -> str:
+    """The group a collective communicates in: its attribute, else the one task generation recorded."""
+    if "group" in op.attr:
+        return str(from_attr(op.attr["group"]))
+    groups = from_attr(op.attr["_hccl_group_id_list"]) if "_hccl_group_id_list" in op.attr else None
+    return str(groups[0]) if isinstance(groups, list) and groups else "?"
+
+
+def _hccl_lines(md, mtd) -> list[str]:
+    """The collectives: each HCCL task's kernel_hccl (op_index, hccl_type), its stream and its op's group."""
+    hccl = [t for t in mtd.task if t.type == HCCL]
+    if not hccl:
+        return []
+    ops = {op.id: op for sub in md.graph for op in sub.op}
+    lines = [f"  hccl     : {len(hccl)} task(s)"]
+    for t in hccl[:HCCL_SHOWN]:
+        d = t.kernel_hccl
+        op = ops.get(d.op_index)
+        what = ", ".join([f"group {_group(op)}"] + [f"{k} {from_attr(op.attr[k])}" for k in HCCL_ATTRS if k in op.attr]) \
+            if op is not None else ""
+        lines.append(f"    task {t.id} stream {t.stream_id}: {d.hccl_type} op_index {d.op_index} "
+                     f"({op.name if op is not None else 'no such op'}{'; ' + what if what else ''}), "
+                     f"aiv_block_dim {d.aiv_block_dim}")
+    if len(hccl) > HCCL_SHOWN:
+        lines.append(f"    ... {len(hccl) - HCCL_SHOWN} more")
+    return lines
+
+
 def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     g = md.graph[0] if md.graph else ge.GraphDef()
     lines = [f"[{label}] {md.name}"]
@@ -107,10 +146,10 @@ def _model_lines(label: str, m, md, mtd, a) -> list[str]:
     lines.append("  tasks    : " + ", ".join(f"{k}[{v}]" for k, v in sorted(tasks.items())) + f", total[{len(mtd.task)}]")
     per_stream = Counter(t.stream_id for t in mtd.task)
     lines.append("  per stream: " + ", ".join(f"stream {s}: {n}" for s, n in sorted(per_stream.items())))
-    engines = Counter(f"{from_attr(op.attr['_ge_attr_op_kernel_lib_name'])}/{from_attr(op.attr['_cube_vector_core_type'])}"
-                      for sub in md.graph for op in sub.op if "_ge_attr_op_kernel_lib_name" in op.attr)  # subgraphs too
+    engines = Counter(_engine(op) for sub in md.graph for op in sub.op
+                      if "_ge_attr_op_kernel_lib_name" in op.attr)  # subgraphs too
     lines.append("  ops      : " + ", ".join(f"{k}[{v}]" for k, v in sorted(engines.items())))
-    return lines + _formats_line(g) + _autofuse_line(g)
+    return lines + _hccl_lines(md, mtd) + _formats_line(g) + _autofuse_line(g)
 
 
 def model_info(om: OmFile) -> str:

@@ -5,6 +5,7 @@ which the engines write and om/model_info and om-run read."""
 KERNEL = 0
 EVENT_RECORD = 1
 EVENT_WAIT = 2
+HCCL = 6                        # RT_MODEL_TASK_HCCL: a collective (TaskDef.kernel_hccl)
 STREAM_SWITCH = 7
 STREAM_ACTIVE = 8
 LABEL_SET = 9
@@ -23,7 +24,7 @@ TASK_TYPE_NAMES = {KERNEL: "KERNEL", EVENT_RECORD: "EVENT_RECORD", EVENT_WAIT: "
                    PREPROCESS_KERNEL: "PREPROCESS_KERNEL", SUPER_KERNEL: "SUPER_KERNEL",
                    STREAM_SWITCH: "STREAM_SWITCH", STREAM_ACTIVE: "STREAM_ACTIVE", LABEL_SET: "LABEL_SET",
                    MEMCPY_ASYNC: "MEMCPY_ASYNC", LABEL_SWITCH_BY_INDEX: "LABEL_SWITCH_BY_INDEX",
-                   LABEL_GOTO_EX: "LABEL_GOTO_EX"}
+                   LABEL_GOTO_EX: "LABEL_GOTO_EX", HCCL: "HCCL"}
 RT_MEMCPY_DEVICE_TO_DEVICE = 3   # rtMemcpyKind_t
 
 # ccKernelType
@@ -31,4 +32,4 @@ TE = 2
 AI_CPU = 6
 CUST_AI_CPU = 7
 
-ENGINE_LIB_NAME = {"AICORE": "AIcoreEngine", "AICPU": "aicpu_ascend_kernel"}
+ENGINE_LIB_NAME = {"AICORE": "AIcoreEngine", "AICPU": "aicpu_ascend_kernel", "HCCL": "ops_kernel_info_hccl"}

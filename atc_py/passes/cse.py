@@ -13,6 +13,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from ..ir.graph import ASC_ORIGINS, ORIGIN_NAMES, Graph, Node
+from ..ops import get_op
 
 KEEP_TYPES = {"Data", "NetOutput", "PartitionedCall"}
 SAMPLE = 64   # bytes from each end of a constant used to group candidates before comparing them in full
@@ -34,11 +35,18 @@ def attr_key(value: Any) -> Hashable:
 
 
 def _pinned(graph: Graph) -> set[int]:
-    """Nodes CSE must leave alone: control edges either way, or an output the model returns."""
-    ids = {id(c) for n in graph.nodes for c in n.control_inputs}
+    """Nodes CSE must leave alone: control edges either way, an output the model returns, or an op that is not a
+    pure function of its inputs (a collective: two alike are two exchanges with the other ranks)."""
+    ids = {id(n) for n in graph.nodes if not _pure(n.op_type)}
+    ids |= {id(c) for n in graph.nodes for c in n.control_inputs}
     ids |= {id(n) for n in graph.nodes if n.control_inputs}
     ids |= {id(v.producer) for v in graph.net_output.inputs if v is not None and v.producer is not None}
     return ids
+
+
+def _pure(op_type: str) -> bool:
+    spec = get_op(op_type)
+    return spec is None or spec.pure
 
 
 def _merge(graph: Graph, dup: Node, keep: Node, gone: list[Node]) -> None:

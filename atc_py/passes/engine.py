@@ -7,10 +7,11 @@ from ..ops import AICPU, get_op
 
 
 def assign_engines(graph: Graph) -> dict[str, int]:
-    """Every node of the graph and of its subgraphs; control flow and runtime (RTS) nodes run no kernel."""
+    """Every node of the graph and of its subgraphs; control flow and runtime (RTS) nodes run no kernel; a
+    collective's engine is HCCL (its ops kernel library, not AI Core or AICPU)."""
     for node in all_nodes(graph):
         spec = get_op(node.op_type)
-        if spec.no_task or spec.task_kind != "kernel":
+        if spec.no_task or spec.task_kind not in ("kernel", "hccl"):
             node.meta["engine"] = "NONE"
             continue
         dtypes = {v.desc.dtype for v in node.inputs if v is not None} | {v.desc.dtype for v in node.outputs}
@@ -47,10 +48,12 @@ def fallbacks(graph: Graph) -> list[dict]:
 
 
 def engine_counts(graph: Graph) -> dict[str, int]:
-    """Ops per "engine/core type" (the build summary), from the engines assigned."""
+    """Ops per "engine/core type" (the build summary), from the engines assigned; an engine on no core (HCCL) by
+    its name alone."""
     counts: dict[str, int] = {}
     for node in all_nodes(graph):
         if node.meta.get("engine", "NONE") != "NONE":
-            key = f"{node.meta['engine']}/{node.meta['core_type']}"
+            core = node.meta["core_type"]
+            key = node.meta["engine"] if core == "NONE" else f"{node.meta['engine']}/{core}"
             counts[key] = counts.get(key, 0) + 1
     return counts

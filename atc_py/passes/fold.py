@@ -83,8 +83,8 @@ def fold_constants(graph: Graph, soc: SocSpec, jobs: ConstJobs | None = None,
     own = jobs is None
     jobs = ConstJobs(graph) if own else jobs
     for node in list(graph.nodes):
-        if node.op_type in NEVER_FOLD or not node.inputs:
-            continue
+        if node.op_type in NEVER_FOLD or not node.inputs or not get_op(node.op_type).pure:
+            continue   # (a collective's result is its group's, not its inputs')
         infer_node(node)
         if node.op_type in SHAPE_OF and node.inputs[0] is not None and node.inputs[0].desc.known:
             x = node.inputs[0]

@@ -188,7 +188,8 @@ def compute_in(graph: Graph, low: dict[str, str], reason: str) -> int:
         if dtype is None or not node.outputs or node.outputs[0].desc.dtype != "float32":
             continue
         spec = get_op(node.op_type)
-        if spec is None or dtype not in spec.dtypes or {"dtype", "dst_type"} & set(node.attrs):
+        if spec is None or spec.task_kind != "kernel" or dtype not in spec.dtypes or \
+                {"dtype", "dst_type"} & set(node.attrs):
             continue
         for i, v in enumerate(node.inputs):
             if v is not None and v.desc.dtype == "float32":
@@ -235,8 +236,10 @@ def _back_cast(v: Value | None) -> bool:
 
 def _fp16_capable(node: Node) -> bool:
     spec = get_op(node.op_type)
-    # ops with side outputs nobody reads (LayerNorm's mean and variance) count by their first output
-    return (spec is not None and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and node.outputs
+    # ops with side outputs nobody reads (LayerNorm's mean and variance) count by their first output; the precision
+    # mode is the AI Core / AICPU kernels': a runtime or HCCL task (a collective) keeps the dtype the model gave it
+    return (spec is not None and spec.task_kind == "kernel"
+            and node.op_type not in ("Cast", "Data", "Const", "NetOutput") and node.outputs
             and not any(v.consumers for v in node.outputs[1:])
             and node.outputs[0].desc.dtype == "float32" and _LOW[0] in spec.dtypes
             and not {"dtype", "dst_type"} & set(node.attrs))

@@ -2,6 +2,12 @@
 from __future__ import annotations
 
 from ..ir.graph import Graph
+from ..ops import get_op
+
+
+def _pure(op_type: str) -> bool:
+    spec = get_op(op_type)
+    return spec is None or spec.pure
 
 
 def remove_identities(graph: Graph) -> int:
@@ -22,9 +28,11 @@ def remove_identities(graph: Graph) -> int:
 
 
 def remove_dead_nodes(graph: Graph) -> int:
-    """Remove nodes nothing reaches NetOutput through (graph inputs stay: they are the model's interface)."""
+    """Remove nodes nothing reaches NetOutput through (graph inputs stay: they are the model's interface; so do
+    ops that are not pure functions of their inputs, and what they read: a collective, an HcomSend with no output,
+    must run on every rank of its group)."""
     live = set()
-    stack = [graph.net_output]
+    stack = [graph.net_output] + [n for n in graph.nodes if not _pure(n.op_type)]
     while stack:
         n = stack.pop()
         if id(n) in live:

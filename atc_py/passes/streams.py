@@ -4,7 +4,10 @@ EVENT_WAIT only where data flows across streams and the order is not already imp
 A task node continues the stream of a task predecessor whose stream it would extend (the predecessor is
 that stream's tail; the graph inputs count as the first tail of stream 0, so the first source node takes
 stream 0 and other sources branch); otherwise it opens a new stream (up to MAX_STREAMS, then the stream that was idle
-longest). Each node gets a vector clock (one entry per stream): x happens before y iff
+longest). Collectives (the HCCL engine) run on a stream of their own that no other task continues, as GE's
+IndependentStreamPass gives an independent engine one (compiler/graph/build/stream/logical_stream_allocator.cc):
+events join it to the compute streams where data crosses, so compute that does not need a collective's result
+overlaps it. Each node gets a vector clock (one entry per stream): x happens before y iff
 clock[x][stream x] <= clock[y][stream x]. The memory planner uses that to decide which tensors may share
 bytes; the task generator uses the event plan.
 """
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 
 from ..ir.graph import Graph, Node
 from ..ops import get_op
+from ..ops.core.base import HCCL
 
 MAX_STREAMS = 8   # compute streams per model (assumed limit; GE caps parallelism well below normal_stream_num)
 
@@ -61,8 +65,10 @@ INPUTS = "<graph inputs>"   # a virtual predecessor of the source nodes, at the 
 
 def assign_streams(graph: Graph, single_stream: bool = False, forced: dict[str, int] | None = None) -> StreamPlan:
     """Members of one `_super_kernel_scope` (consecutive task nodes) share the stream of the first member.
-    `forced` (tests) pins nodes to streams; the events and clocks follow from it the same way."""
+    `forced` (tests) pins nodes to streams; the events and clocks follow from it the same way. With one stream
+    (--enable_single_stream) the collectives share it too."""
     plan = StreamPlan()
+    hccl_stream: int | None = None       # the collectives' stream, opened at the first one
     # a control node is one task here (its subgraphs' tasks run on its stream); the switch it owns too
     tasks = [n for n in graph.nodes if not get_op(n.op_type).no_task and "_label_owner" not in n.attrs]
     prev_scope, prev_name = None, None
@@ -73,17 +79,22 @@ def assign_streams(graph: Graph, single_stream: bool = False, forced: dict[str, 
     for k, n in enumerate(tasks):
         preds = task_producers(n)
         chosen = 0 if single_stream else (forced or {}).get(n.name)
+        collective = get_op(n.op_type).engine == HCCL
+        if chosen is None and collective:
+            if hccl_stream is None and len(tail) < MAX_STREAMS:
+                hccl_stream = len(tail)
+            chosen = hccl_stream
         scope = n.attrs.get(SUPER_KERNEL_SCOPE)
-        if chosen is None and scope and scope == prev_scope:
+        if chosen is None and scope and scope == prev_scope and plan.stream_of[prev_name] != hccl_stream:
             chosen = plan.stream_of[prev_name]
         prev_scope, prev_name = scope, n.name
         if chosen is None:
             for p in preds:
                 s = plan.stream_of[p.name]
-                if tail.get(s) == p.name:
+                if tail.get(s) == p.name and s != hccl_stream:
                     chosen = s
                     break
-        if chosen is None and not preds and tail.get(0, INPUTS) == INPUTS:
+        if chosen is None and not preds and tail.get(0, INPUTS) == INPUTS and hccl_stream != 0:
             chosen = 0       # the first source continues the graph inputs on stream 0; later ones branch
         if chosen is None:
             if not tail:
@@ -91,7 +102,7 @@ def assign_streams(graph: Graph, single_stream: bool = False, forced: dict[str, 
             elif len(tail) < MAX_STREAMS:
                 chosen = len(tail)
             else:
-                chosen = min(tail, key=lambda s: last_used[s])
+                chosen = min((s for s in tail if s != hccl_stream), key=lambda s: last_used[s])
         width = max(len(tail) + 1, chosen + 1, max(tail, default=0) + 1)
         vc = list(view.get(chosen, []))
         vc += [0] * max(0, width - len(vc))

@@ -44,7 +44,7 @@ def check_inferred(op, descs_in: list, descs_out: list) -> str | None:
     """None when the op's outputs are what its inference gives from its inputs, else the reason (one line).
     descs_in: the present inputs' TensorDescs (validated), in input order; descs_out: the output descs."""
     spec = get_op(op.type)
-    if spec is None or spec.no_task or op.type in SKIP or spec.task_kind != "kernel":
+    if spec is None or spec.no_task or op.type in SKIP or spec.task_kind not in ("kernel", "hccl"):
         return None
     attrs = op_attrs(op)
     node = Node(op.name, op.type, attrs)

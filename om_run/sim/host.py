@@ -14,8 +14,9 @@ from atc_py.common.errors import AtcError
 from atc_py.ir.graph import Node, TensorDesc, Value
 from atc_py.om.attrs import from_attr
 from atc_py.ops import get_op
-from atc_py.ops.core.base import OpError
+from atc_py.ops.core.base import HCCL, OpError
 from atc_py.ops.core.execute import launch, tiling_context
+from atc_py.ops.hccl import collective_bytes, local_refusal
 from atc_py.platform import load_soc
 
 from ..load.limits import DEFAULT_DEVICE_MEMORY, DEFAULT_MAX_LOOP_ITERATIONS
@@ -487,6 +488,29 @@ class Simulation:
             self._on_host[op.input[i]] = True
         return ready
 
+    def collective(self, op, spec, tiling, node: Node, args, out_descs, arrive: int, start: int):
+        """A collective the host executor launched, from `start` on the device: the world's rendezvous when om-run
+        runs several devices (world.host_collective(self, op, args, out_descs, start) -> (its outputs, its end)),
+        else a group of one rank (the op's own kernel, HCCL's local copy's time: hccl_local_ns + the bytes at
+        memcpy_gbps). Returns (its record, its outputs)."""
+        world = getattr(self, "world", None)
+        if world is not None:
+            outs, end = self.world.host_collective(self, op, args, out_descs, start)
+        else:
+            refusal = local_refusal(op.type, op.name, node.attrs)
+            if refusal:
+                raise OpError(refusal)
+            in_descs = [v.desc if v is not None else None for v in node.inputs]
+            end = start + self.prof.hccl_local_ns + int(collective_bytes(op.type, node.attrs, in_descs)
+                                                        / self.prof.memcpy_gbps)
+            outs = launch(spec, tiling, node.attrs, out_descs, args, in_descs=in_descs) if self.compute \
+                else [None] * len(out_descs)
+        self.device_free = max(self.device_free, end)
+        rec = TaskRecord(len(self.stats.records), 0, "HCCL (host launched)", op.name, op.type, arrive, start, end, 1,
+                         "HCCL")
+        self.stats.records.append(rec)
+        return rec, outs
+
     def dynamic_node(self, op, values, descs, on_host, consts, handoff: int) -> None:
         spec = get_op(op.type)
         prof = self.prof
@@ -565,20 +589,25 @@ class Simulation:
         # the kernel on the device
         arrive = c_end + prof.kernel_launch_latency_ns
         start = max(arrive, self.device_free) + prof.sqe_dispatch_ns + prof.kernel_start_ns
-        cost, work = context_cost(spec, ctx, tiling.block_dim, prof)
-        # its buffers come from the host executor's allocator, not the device model's plan: the L2 is not
-        # consulted (every byte from DRAM)
-        job = self.machine.run_alone(start, Job(spec.core_type, tiling.block_dim, cost, moved=work.bytes, work=work))
-        s, e = job.start, job.end
-        self.device_free = e
-        if not atb.settings.launch_with_tiling:
-            atb.tiling_block_used(s, e)
-        rec = TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type, arrive, s, e,
-                         tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
-        self.stats.records.append(rec)
-        outs = launch(spec, tiling, node.attrs, out_descs, args,
-                      in_descs=[v.desc if v is not None else None for v in node.inputs]) \
-            if self.compute else [None] * len(out_descs)
+        if spec.engine == HCCL:
+            rec, outs = self.collective(op, spec, tiling, node, args, out_descs, arrive, start)
+            s = rec.start
+        else:
+            cost, work = context_cost(spec, ctx, tiling.block_dim, prof)
+            # its buffers come from the host executor's allocator, not the device model's plan: the L2 is not
+            # consulted (every byte from DRAM)
+            job = self.machine.run_alone(start, Job(spec.core_type, tiling.block_dim, cost, moved=work.bytes,
+                                                    work=work))
+            s, e = job.start, job.end
+            self.device_free = e
+            if not atb.settings.launch_with_tiling:
+                atb.tiling_block_used(s, e)
+            rec = TaskRecord(len(self.stats.records), 0, "KERNEL (host launched)", op.name, op.type, arrive, s, e,
+                             tiling.block_dim, spec.core_type, self.soc, [work], [job.traffic])
+            self.stats.records.append(rec)
+            outs = launch(spec, tiling, node.attrs, out_descs, args,
+                          in_descs=[v.desc if v is not None else None for v in node.inputs]) \
+                if self.compute else [None] * len(out_descs)
         if self.overflow is not None:
             self.overflow.check(rec.task, op.name, op.type, original_names(op), args, outs)
         if self.dumper is not None and self.dumper.wants(op.name, original_names(op)):

@@ -68,6 +68,10 @@ class RuntimeProfile:
     stream_active_ns: int = 500            # STREAM_ACTIVE / STREAM_SWITCH: (re)start another stream's SQ
     memcpy_latency_ns: int = 1500          # MEMCPY_ASYNC (device to device) start
     memcpy_gbps: float = 100.0             # its bandwidth, GB/s (HBM to HBM through the SDMA engine)
+    # -- HCCL (ns): a collective run as a group of one rank (no --world-size): HCCL copies its input to its output
+    # on the device, so it costs this start plus its bytes at memcpy_gbps; a bigger group's time is the link model's
+    hccl_local_ns: int = 2000              # ASSUMED: an HCCL task's start (its SQE, the local copy's setup); no public
+    #                                        measurement of a one-rank collective exists
     # -- AICPU (ns) --
     aicpu_launch_ns: int = 5000            # AICPU kernel start
     aicpu_tiling_ns: int = 20000           # a device tiling function (RunAicpuRpcSrvLaunch) on the AICPU

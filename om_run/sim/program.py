@@ -176,7 +176,7 @@ class SimTask:
     label: int = -1            # LABEL_SET / LABEL_GOTO_EX: its label
     labels: list[int] = field(default_factory=list)   # LABEL_SWITCH_BY_INDEX: label per index
     addrs: list[int] = field(default_factory=list)    # index / compared values / memcpy [src, dst]
-    count: int = 0             # MEMCPY_ASYNC bytes; STREAM_SWITCH data width
+    count: int = 0             # MEMCPY_ASYNC bytes; STREAM_SWITCH data width; HCCL: the collective's bytes per rank
     target: int = -1           # STREAM_ACTIVE / STREAM_SWITCH: the stream it starts
     cond: int = 0              # STREAM_SWITCH: rtCondition_t
 
@@ -240,6 +240,12 @@ class Decoder:
         key = int(from_attr(op.attr["_tiling_key"])) if "_tiling_key" in op.attr else 0
         cost, work = kernel_cost(op, get_op(op.type), bd, self.soc, self.prof) if not sink else (None, None)
         return Call(op, addrs, tiling, sink, bd, key, 0, cost, work)
+
+    @staticmethod
+    def unpriced_call(op, addrs: dict[str, int]) -> Call:
+        """A call of op's own kernel whose task prices itself (an HCCL collective: its time is HCCL's, not an AI
+        Core's): no tiling, one block."""
+        return Call(op, addrs, b"", False)
 
     call_ranges = staticmethod(call_ranges)
 

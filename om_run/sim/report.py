@@ -17,6 +17,7 @@ OP_SUMMARY_COLUMNS = ["Device_id", "Model Name", "Model ID", "Task ID", "Stream 
                       "Vector Ops", "Memory Bytes", "DRAM Bytes"]
 TASK_TYPE_BY_UNIT = {"AIC": "AI_CORE", "AIV": "AI_VECTOR_CORE", "MIX": "MIX_AIC", "AICPU": "AI_CPU"}
 COMPUTE = ("KERNEL", "ALL_KERNEL", "FFTS_PLUS_TASK", "SUPER_KERNEL", "PREPROCESS_KERNEL", "KERNEL (host launched)")
+COLLECTIVES = ("HCCL", "HCCL (host launched)")    # device time of its own (om_run/tasks/hccl.py), on no AI Core
 
 
 def us(ns: int | float) -> float:
@@ -54,7 +55,7 @@ def where_time_goes(s: LoopStats) -> tuple[dict, dict]:
     for r in s.records:
         if r.type == "PREPROCESS_KERNEL":
             dev[f"AICPU tiling of {r.op_type}"] += r.end - r.start
-        elif r.type in COMPUTE:
+        elif r.type in COMPUTE or r.type in COLLECTIVES:
             dev[r.op_type or r.type] += r.end - r.start
     return dict(host), dict(dev)
 

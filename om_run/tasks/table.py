@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .base import TaskHandler
 from .events import EventRecord, EventWait
+from .hccl import Hccl
 from .kernels import AllKernel, FftsPlusTask, Kernel, SuperKernel
 from .labels import LabelGotoEx, LabelSet, LabelSwitchByIndex
 from .memcpy import MemcpyAsync
@@ -19,6 +20,7 @@ HANDLERS: dict[int, TaskHandler] = {h.type: h for h in (
     LabelSet(), LabelGotoEx(), LabelSwitchByIndex(),
     StreamActive(), StreamSwitch(),
     MemcpyAsync(),
+    Hccl(),
     PreprocessKernel(), Update(), Nop(),
 )}
 

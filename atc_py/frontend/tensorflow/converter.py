@@ -30,16 +30,18 @@ NO_OUTPUT_OPS = {"NoOp"}
 SINK_OPS = {"TensorArrayCloseV3"}
 # the AttrValue kind of each attribute the adapters read (TensorFlow's op registry declares them so)
 ATTR_KINDS = {**{k: "i" for k in ("num_split", "axis", "begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask",
-                                  "shrink_axis_mask", "N")},
+                                  "shrink_axis_mask", "N", "rank_size", "root_rank", "sr_tag", "dest_rank",
+                                  "src_rank", "fusion", "fusion_id")},
               **{k: "f" for k in ("alpha", "epsilon")},
               **{k: "b" for k in ("keep_dims", "is_training", "transpose_a", "transpose_b", "adj_x", "adj_y",
                                   "exclusive", "reverse", "align_corners", "half_pixel_centers", "sorted")},
-              **{k: "s" for k in ("mode", "data_format", "padding", "equation")},
+              **{k: "s" for k in ("mode", "data_format", "padding", "equation", "group", "reduction")},
+              "shape": "shape",
               **{k: "type" for k in ("out_type", "output_type", "DstT", "SrcT", "T", "dtype", "Tidx",
                                      "index_type")},
               **{k: "list_i" for k in ("squeeze_dims", "explicit_paddings", "strides", "dilations", "ksize")}}
 ATTR_NAMES = {"i": "an int", "f": "a float", "b": "a bool", "s": "a string", "type": "a dtype",
-              "list_i": "a list of ints"}
+              "list_i": "a list of ints", "shape": "a shape"}
 
 
 def split_input(name: str) -> tuple[str, int, bool]:

@@ -17,6 +17,8 @@ from ...platform.soc import SocSpec
 from .impl_modes import upcast_inside
 
 AICORE, AICPU = "AICORE", "AICPU"
+# neither AI Core nor AICPU: GE's HCCL ops kernel library (ops_kernel_info_hccl, engine DNN_HCCL) runs the collectives
+HCCL = "HCCL"
 AIC, AIV, MIX = "AIC", "AIV", "MIX"            # cube, vector, both
 HOST, ON_AICPU = "HOST", "AICPU"               # tiling placements (TILING_ON_AICPU)
 
@@ -166,7 +168,11 @@ class OpSpec:
     tiling_keys: ClassVar[tuple[int, ...]] = (0,)  # entries of the kernel binary; >1 → ALL_KERNEL task
     tiling_struct: ClassVar[TilingStruct | None] = None
     no_task: ClassVar[bool] = False                # view ops: output aliases input memory, no kernel
-    task_kind: ClassVar[str] = "kernel"            # "control" (If/While/Case: owns subgraphs), "rts" (runtime task)
+    task_kind: ClassVar[str] = "kernel"            # "control" (If/While/Case: owns subgraphs), "rts" (runtime task),
+    #                                                "hccl" (a collective: HCCL's task, engines/hccl.py)
+    # its outputs are a function of its inputs alone: folding may compute it at compile time, CSE merge two alike,
+    # dead-node removal drop it unread. A collective is not: its result is the group's, and every rank must run it
+    pure: ClassVar[bool] = True
     is_custom: ClassVar[bool] = False
     # the vector instructions its kernel is built on where SoCs differ (the transcendental ones): an fp32 op whose
     # instruction the SoC has in fp16 only computes in fp16 inside (passes/soc_kernels.py)

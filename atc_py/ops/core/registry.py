@@ -72,7 +72,7 @@ BUILTIN_MODULES = (
     "conv_pool", "elementwise", "graph_ops", "index_ops", "map_index", "math_unary", "matmul", "channel_norm", "layer_norm", "reduce",
     "resize", "scan_mask", "shape_layout", "strings", "value_params",
     "detection", "layout_ops", "losses", "quant", "rnn", "sampling", "signal", "window_ops",
-    "attention", "bitwise", "gather_scatter", "linear_algebra", "axes_norm", "recurrent_state",
+    "attention", "bitwise", "gather_scatter", "linear_algebra", "axes_norm", "recurrent_state", "hccl",
     "trig", "value_dependent", "transdata", "confusion_transpose", "qlinear", "qlinear_pool")
 
 

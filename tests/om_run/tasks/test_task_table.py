@@ -65,10 +65,11 @@ def test_the_type_sets_derive_from_the_handlers():
         "labels": {tt.LABEL_SET, tt.LABEL_GOTO_EX, tt.LABEL_SWITCH_BY_INDEX},
         "streams": {tt.STREAM_ACTIVE, tt.STREAM_SWITCH},
         "memcpy": {tt.MEMCPY_ASYNC},
+        "hccl": {tt.HCCL},
         "tiling sink": {tt.PREPROCESS_KERNEL, tt.UPDATE, tt.NOP}}
     assert table.KERNEL_KINDS == {tt.KERNEL, tt.ALL_KERNEL, tt.FFTS_PLUS_TASK}
     assert table.KERNEL_KINDS < table.GROUPS["kernels"]
-    assert table.BLOCKING_KINDS == {tt.EVENT_WAIT, tt.SUPER_KERNEL}
+    assert table.BLOCKING_KINDS == {tt.EVENT_WAIT, tt.SUPER_KERNEL, tt.HCCL}
     assert table.VALUE_BRANCH_KINDS == {tt.LABEL_SWITCH_BY_INDEX, tt.STREAM_SWITCH}
     assert table.MEMORY_READ_KINDS == table.VALUE_BRANCH_KINDS | {tt.MEMCPY_ASYNC}
     assert table.STREAM_START_KINDS == table.GROUPS["streams"]

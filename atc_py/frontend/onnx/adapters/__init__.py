@@ -4,7 +4,7 @@ every one in this order (plugins, which may replace builtin adapters, load after
 import importlib
 
 MODULES = ("math", "activation", "nn", "tensor", "index", "reduce", "sequence", "training",
-           "ascend", "scan", "strings", "ml",
+           "ascend", "hccl", "scan", "strings", "ml",
            "losses", "quant", "recurrent", "signal", "vision",
            "gather_scatter", "bitwise", "linear_algebra", "norm", "transformer",
            "control", "optional", "sequence_map", "quant_ms")

@@ -18,4 +18,4 @@ def tf_op(*names: str):
     return deco
 
 
-from . import array, conv_more, index, math, nn, rnn  # noqa: E402,F401  (registers the adapters)
+from . import array, conv_more, hccl, index, math, nn, rnn  # noqa: E402,F401  (registers the adapters)

@@ -1,0 +1,1 @@
+"""Task generation: the tasks each engine writes into the .om."""
