@@ -133,13 +133,13 @@ class DeviceRun:
     inline_kernels = True   # kick's inline path (off: every kernel through the event queue, as tests compare)
     use_lane = True         # numerics on the compute lane with two host threads (off: inline, as tests compare)
     shadow_outputs = True   # device-format outputs kept in the framework's layout (DeviceMemory.shadow); off: bytes now
+    world = None            # a rank of several devices: its WorldBinding (world.py); None: one device
 
     def __init__(self, prog: Program, machine: Machine, prof: RuntimeProfile, mem: DeviceMemory | None,
                  allow_hazards: bool = False, id_offset: int = 0, max_loop_iterations: int | None = None,
                  budget: TaskBudget | None = None, overflow: OverflowCheck | None = None, dumper=None):
         self.p, self.machine, self.prof, self.mem = prog, machine, prof, mem
         self.known_values: dict = {}     # timing only: model input name -> its values (Simulation.known_values)
-        self.world = None                # a rank of several devices: its WorldBinding (world.py); None: one device
         self.soc = machine.soc
         self.allow = allow_hazards
         self.heap: list = []

@@ -105,6 +105,7 @@ def buffer_optimize(model: ModelBase) -> str:
 
 class Simulation:
     """Runs a loaded model (static or multi-model) once per call, in simulated time, with or without numerics."""
+    world = None    # one rank of several devices: its WorldBinding (world.py, set by world_run.py); None: one device
 
     def __init__(self, model: ModelBase, prof: RuntimeProfile | None = None, compute: bool = True,
                  allow_hazards: bool = False, tiling_cache: bool = True, host_threads: int = 1,
@@ -143,8 +144,6 @@ class Simulation:
         # inputs held in device buffers only (the static input buffers of a captured graph, refilled before each
         # replay): a host tiling that reads one waits for the device and copies it back
         self.device_inputs: set[str] = set()
-        # one rank of several devices: its WorldBinding (world.py, set by run/world_run.py); None: one device
-        self.world = None
         self.max_loops = max_loop_iterations or DEFAULT_MAX_LOOP_ITERATIONS
         # executed tasks per execution (budget.py): the file's own tasks and ops set the default
         subs = list(getattr(model, "subs", {}).values())
@@ -300,7 +299,8 @@ class Simulation:
                         max_loop_iterations=self.max_loops, budget=self.budget, overflow=self.overflow,
                         dumper=self.dumper)
         run.known_values = self.known_values
-        run.world = self.world
+        if self.world is not None:
+            run.world = self.world
         res = run.run(max(launch_done, self.device_free) + self.prof.model_activate_ns)
         self.device_free = res.end
         self.stats.records += res.records
@@ -490,12 +490,15 @@ class Simulation:
 
     def collective(self, op, spec, tiling, node: Node, args, out_descs, arrive: int, start: int):
         """A collective the host executor launched, from `start` on the device: the world's rendezvous when om-run
-        runs several devices (world.host_collective(self, op, args, out_descs, start) -> (its outputs, its end)),
+        runs several devices (world.host_collective(self, op, args, in_descs, out_descs, start) -> (start, end, outputs)),
         else a group of one rank (the op's own kernel, HCCL's local copy's time: hccl_local_ns + the bytes at
         memcpy_gbps). Returns (its record, its outputs)."""
         world = getattr(self, "world", None)
-        if world is not None:
-            outs, end = self.world.host_collective(self, op, args, out_descs, start)
+        if world is not None:   # (start, end, outputs): it starts when the last rank of its group launched it
+            start, end, outs = world.host_collective(self, op, args, [v.desc if v is not None else None
+                                                                      for v in node.inputs], out_descs, start)
+            if outs is None:
+                outs = [None] * len(out_descs)
         else:
             refusal = local_refusal(op.type, op.name, node.attrs)
             if refusal:

@@ -60,7 +60,7 @@ class Arrival:
     in_descs: list[TensorDesc]
     out_descs: list[TensorDesc]
     reduction: str = "sum"
-    root: int = 0                   # broadcast: the root's rank id
+    root: int = 0                   # broadcast: the root's rank in the group
     done: Callable | None = None    # called with (start, end, outputs) when the collective completes
 
 
@@ -163,7 +163,7 @@ class World:
         return Deadlock("E30004", task="-", reason=f"deadlock: {what}")
 
     # -- the rendezvous -----------------------------------------------------------------------------------
-    def group_of(self, op, rank: int) -> list[int]:
+    def group_of(self, op, rank: int, p2p: bool = False) -> list[int]:
         """The ranks of an op's group in order: `rank_ids`, else every rank of the world for the world group."""
         ids = op_attr(op, "rank_ids")
         if ids:
@@ -182,7 +182,7 @@ class World:
             raise OpError(f"{op.type} '{op.name}': group '{group}' is not defined (give its ranks as the op's "
                           f"rank_ids, or use {WORLD_GROUP})")
         size = op_attr(op, "rank_size")
-        if size not in (None, 0, self.size) and KINDS[op.type] not in ("send", "receive"):
+        if size not in (None, 0, self.size) and not p2p:
             raise OpError(f"{op.type} '{op.name}' has rank_size {size} but runs in a world of {self.size} ranks")
         return list(range(self.size))
 
@@ -192,10 +192,12 @@ class World:
         if kind is None:
             raise OpError(f"{op.type} is not a collective")
         if kind in ("send", "receive"):
-            peer = op_attr(op, "dest_rank" if kind == "send" else "src_rank", -1)
-            if not 0 <= peer < self.size or peer == rank:
-                raise OpError(f"{op.type} '{op.name}' on rank {rank} names peer rank {peer}; the world has ranks "
-                              f"0..{self.size - 1}")
+            group = self.group_of(op, rank, p2p=True)
+            at = op_attr(op, "dest_rank" if kind == "send" else "src_rank", -1)    # a rank of the group
+            peer = group[at] if 0 <= at < len(group) else -1
+            if peer < 0 or peer == rank:
+                raise OpError(f"{op.type} '{op.name}' on rank {rank} names peer rank {at} of a group of "
+                              f"{len(group)}{' (itself)' if peer == rank else ''}")
             pair = (rank, peer) if kind == "send" else (peer, rank)
             gkey = ("p2p", pair, op_attr(op, "sr_tag", 0))
             ranks = list(pair)
@@ -272,11 +274,8 @@ class World:
                 res = cm.all_gather(xs)
             elif rz.kind == "all_to_all":
                 res = cm.all_to_all(xs)
-            else:
-                root = arr[0].root
-                if root not in rz.ranks:
-                    raise cm.CollectiveError(f"root rank {root} is not in the group {rz.ranks}")
-                res = cm.broadcast(xs, rz.ranks.index(root))
+            else:   # root_rank: a rank of the group, as HCCL's root is
+                res = cm.broadcast(xs, arr[0].root)
         except cm.CollectiveError as exc:
             raise OpError(f"{arr[0].op_type} '{arr[0].op_name}' on ranks {rz.ranks}: {exc}") from None
         return {r: [o.reshape(a.out_descs[0].shape) if a.out_descs and a.out_descs[0].known else o]

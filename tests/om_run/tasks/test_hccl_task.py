@@ -119,9 +119,15 @@ class StubWorld:
         self.calls.append(("execute", task.op_type))
         ran(run, task, t, start, start + 123)
 
-    def host_collective(self, sim, op, args, out_descs, start):
+    def turn(self, t):
+        return None
+
+    def idle_if_held(self, run):
+        return False
+
+    def host_collective(self, sim, op, args, in_descs, out_descs, start):
         self.calls.append(("host", op.type))
-        return [np.full(d.shape, 7, d.dtype) for d in out_descs], start + 456
+        return start, start + 456, [np.full(d.shape, 7, d.dtype) for d in out_descs]
 
 
 def test_with_a_world_the_task_is_the_worlds(tmp_path, monkeypatch):
