@@ -85,7 +85,11 @@ def prepare(flags: dict, out=None) -> Prepared:
     if auto:
         from .numerics import ModelRunner
         from .weights import decoder_weights
-        runner = ModelRunner(cfg, engine.build_spec(engine.num_blocks), decoder_weights(cfg, model_dir))
+        cost = None
+        if engine.tp > 1:   # the ranks' collectives cost what the machine's links give
+            from ..run.world_run import link_cost
+            cost = link_cost(engine.topology)
+        runner = ModelRunner(cfg, engine.build_spec(engine.num_blocks), decoder_weights(cfg, model_dir), cost)
     model_id = flags["served_model_name"] or os.path.basename(os.path.normpath(model_dir))
     return Prepared(cfg, engine, requests, pricer, runner, model_id)
 

@@ -16,8 +16,9 @@ from tests.helpers import ROOT
 DATA = ROOT / "tests" / "data" / "serve"
 
 
-def run_expected(name: str, *args: str):
+def run_expected(name: str, *args: str, prompts: int | None = None):
     expected = json.loads((DATA / name / "expected.json").read_text())
+    expected = {k: v[:prompts] for k, v in expected.items()} if prompts else expected
     flags = parse_flags([DATA / name, "--load-format", "auto", "--max-model-len", "40", "--no-progress",
                          "--step-time", "direct", *args])
     prep = prepare(flags, out=lambda line: None)
@@ -68,3 +69,15 @@ def test_v0_prefill_steps_and_decode_steps_give_transformers_tokens():
     assert all(not (s.num_prefill_tokens and s.num_decode_tokens) for s in res.steps)   # V0: never mixed
     for k, want in enumerate(expected["tokens"]):
         assert seen[str(k)] == want
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("tp", [2, 4])
+def test_tensor_parallel_ranks_give_the_tp1_tokens(tp):
+    """Each rank its heads (TP 4: the two key/value heads copied to two ranks each), MLP and vocabulary slices, the
+    all-reduces and the logits' all-gather computed over the world of ranks: the same greedy tokens."""
+    expected, seen, res = run_expected("qwen2", "--scheduler-version", "v0", "--block-size", "4",
+                                       "--max-num-seqs", "2", "--tensor-parallel-size", str(tp), prompts=2)
+    for k, want in enumerate(expected["tokens"]):
+        assert seen[str(k)] == want
+    assert res.steps and all(s.collectives for s in res.steps)
