@@ -132,6 +132,24 @@ def _plugins(model: dict, path: str) -> set[str]:
     return {name.strip() for name in str(params.get("plugin_type", "")).split(",") if name.strip()}
 
 
+def _check_devices(ids: object, world: int | None, path: str) -> None:
+    """BackendConfig.npuDeviceIds: one list of distinct device ids per model instance, as many as worldSize (MindIE
+    runs one rank on each)."""
+    if ids is None:
+        return
+    if not isinstance(ids, list) or not all(isinstance(g, list) and g and all(isinstance(d, int) and
+                                                                              not isinstance(d, bool) and 0 <= d < 256
+                                                                              for d in g) for g in ids):
+        raise _bad(path, "BackendConfig.npuDeviceIds", ids, "must be a list of lists of device ids 0..255, e.g. "
+                                                           "[[0, 1]]")
+    for g in ids:
+        if len(set(g)) != len(g):
+            raise _bad(path, "BackendConfig.npuDeviceIds", ids, f"names a device twice in {g}")
+        if world is not None and len(g) != world:
+            raise _bad(path, "BackendConfig.npuDeviceIds", ids,
+                       f"{g} has {len(g)} device(s), ModelConfig.worldSize is {world}: one device per rank")
+
+
 def mindie_config_from_dict(data: object, path: str = "") -> MindieConfig:
     """Check a parsed config.json; errors name the key (and `path`)."""
     backend = _section(data, "BackendConfig", path)
@@ -155,6 +173,8 @@ def mindie_config_from_dict(data: object, path: str = "") -> MindieConfig:
         if key in model and not isinstance(model[key], str):
             raise _bad(path, f"{MODEL}.{key}", model[key], "must be a string")
     plugins = _plugins(model, path)
+    world = _uint(model, MODEL, "worldSize", path) if "worldSize" in model else None
+    _check_devices(backend.get("npuDeviceIds"), world, path)
     return MindieConfig(
         max_batch_size=_uint(sched, SCHEDULE, "maxBatchSize", path),
         max_prefill_batch_size=_uint(sched, SCHEDULE, "maxPrefillBatchSize", path),
@@ -173,7 +193,7 @@ def mindie_config_from_dict(data: object, path: str = "") -> MindieConfig:
         truncation=truncation,
         npu_mem_size_gb=_uint(model, MODEL, "npuMemSize", path, default=-1, signed=True),
         cpu_mem_size_gb=_uint(model, MODEL, "cpuMemSize", path, default=5),
-        world_size=_uint(model, MODEL, "worldSize", path) if "worldSize" in model else None,
+        world_size=world,
         model_name=model.get("modelName", ""),
         model_weight_path=model.get("modelWeightPath", ""),
         prefix_cache="prefix_cache" in plugins,

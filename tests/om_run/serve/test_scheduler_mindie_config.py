@@ -134,6 +134,20 @@ def test_invalid_values(section, key, value, text):
         mindie_config_from_dict(edited(section, key, value), "/x/config.json")
 
 
+@pytest.mark.parametrize("ids, text", [
+    ([[0]], r"\[0\] has 1 device\(s\), ModelConfig.worldSize is 2"),
+    ([[0, 0]], "names a device twice"),
+    ([0, 1], "must be a list of lists of device ids"),
+])
+def test_npu_device_ids_are_one_per_rank(ids, text):
+    data = edited("ModelConfig", "worldSize", 2)
+    data["BackendConfig"]["npuDeviceIds"] = ids
+    with pytest.raises(AtcError, match=text):
+        mindie_config_from_dict(data, "/x/config.json")
+    data["BackendConfig"]["npuDeviceIds"] = [[4, 5]]
+    assert mindie_config_from_dict(data).world_size == 2
+
+
 def test_swap_needs_host_memory():
     data = edited("ScheduleConfig", "maxPreemptCount", 4)
     data["BackendConfig"]["ModelDeployConfig"]["ModelConfig"][0]["cpuMemSize"] = 0
