@@ -18,7 +18,7 @@ from om_run.hccl.algorithms import collective_cost
 from om_run.load.loader import load_model
 from om_run.run.world_run import link_cost, run_world, world_simulations
 from om_run.sim.profile import RuntimeProfile
-from tests.helpers import ROOT, compile_om
+from tests.helpers import compile_om
 from tests.helpers.hccl_models import hcom_input, hcom_model
 
 A2 = load_topology("atlas-800-a2")
