@@ -45,7 +45,7 @@ def test_interpolated_steps_are_within_3_percent_of_direct_simulation(model):
     table = build_table(served, workers=1)
     rng = np.random.default_rng(7)
     errors = []
-    for _ in range(40):
+    for _ in range(24):
         q, kv = random_step(rng)
         miss, hit, _, _ = served.layered.run_pair(q, kv)
         shape = step_shape(q, kv)
