@@ -29,8 +29,8 @@ def test_fuzz_campaign_finds_nothing(tmp_path):
     assert s["cases"] >= 560
     om, onnx_ = s["by_category"]["om"], s["by_category"]["onnx"]
     # the mutants exercise both sides: files that still run and files that are refused
-    assert om.get("ok", 0) > 40 and om.get("error", 0) > 100, om
-    assert onnx_.get("ok", 0) > 20 and onnx_.get("error", 0) > 100, onnx_
+    assert om.get("ok", 0) > 30 and om.get("error", 0) > 60, om
+    assert onnx_.get("ok", 0) > 20 and onnx_.get("error", 0) > 50, onnx_
     assert "E30001" in s["codes"]["om"] and "E14001" in s["codes"]["onnx"]
 
 
