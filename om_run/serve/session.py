@@ -78,18 +78,21 @@ def prepare(flags: dict, out=None) -> Prepared:
          f"({cfg.num_kv_heads} KV), {cfg.weight_bytes() / (1 << 30):.2f} GiB of {cfg.dtype} weights")
     for line in engine.lines():
         echo(f"[INFO] {line}")
+    weights = None
+    if auto:   # the weights read (and a folder without them refused) before any step is simulated
+        from .weights import decoder_weights
+        weights = decoder_weights(cfg, model_dir)
     from .step_pricer import StepPricer
     pricer = StepPricer(cfg, engine, flags["step_time"], flags["workers"] or os.cpu_count() or 1,
                         progress=None if flags["no_progress"] else _bar("step table"), echo=echo)
     runner = None
     if auto:
         from .numerics import ModelRunner
-        from .weights import decoder_weights
         cost = None
         if engine.tp > 1:   # the ranks' collectives cost what the machine's links give
             from ..run.world_run import link_cost
             cost = link_cost(engine.topology)
-        runner = ModelRunner(cfg, engine.build_spec(engine.num_blocks), decoder_weights(cfg, model_dir), cost)
+        runner = ModelRunner(cfg, engine.build_spec(engine.num_blocks), weights, cost)
     model_id = flags["served_model_name"] or os.path.basename(os.path.normpath(model_dir))
     return Prepared(cfg, engine, requests, pricer, runner, model_id)
 

@@ -20,17 +20,17 @@ def test_fuzz_campaign_finds_nothing(tmp_path):
     summary = tmp_path / "summary.json"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     env.pop("ATC_PY_DEBUG", None)
-    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--om", "200", "--models", "160", "--flags",
+    proc = subprocess.run([sys.executable, "-m", "tools.fuzz", "--om", "150", "--models", "120", "--flags",
                            "--seed", "11", "--timeout", "60", "--work", str(tmp_path / "work"), "--json", str(summary),
                            "--keep", "5"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert summary.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     s = json.loads(summary.read_text())
     assert s["bad"] == 0, json.dumps(s["failures"][:5], indent=1)
-    assert s["cases"] >= 560
+    assert s["cases"] >= 500
     om, onnx_ = s["by_category"]["om"], s["by_category"]["onnx"]
     # the mutants exercise both sides: files that still run and files that are refused
-    assert om.get("ok", 0) > 30 and om.get("error", 0) > 60, om
-    assert onnx_.get("ok", 0) > 20 and onnx_.get("error", 0) > 50, onnx_
+    assert om.get("ok", 0) > 15 and om.get("error", 0) > 35, om
+    assert onnx_.get("ok", 0) > 15 and onnx_.get("error", 0) > 35, onnx_
     assert "E30001" in s["codes"]["om"] and "E14001" in s["codes"]["onnx"]
 
 
