@@ -4,13 +4,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SOC ?= Ascend910B1
 
+# Python writes its bytecode caches (an environment with PYTHONDONTWRITEBYTECODE set would make every subprocess
+# the tests start compile numpy, onnx and our packages from source again: ~1.3 s a process on this machine)
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: venv lint test demo docs bench fidelity golden proto clean fuzz conformance llm-scale llm-decode serving-fidelity
 
 # uv (from the package index, into the venv) installs the test extra's ~55 packages in parallel: ~20 s against pip's
 # ~50 s on this machine; if uv cannot be had, pip does the same install
 $(VENV)/.stamp: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	($(PY) -m pip install -q uv && $(PY) -m uv pip install -q --python $(PY) -e '.[test]') || \
+	($(PY) -m pip install -q uv && $(PY) -m uv pip install -q --compile-bytecode --python $(PY) -e '.[test]') || \
 		($(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e '.[test]')
 	touch $@
 
