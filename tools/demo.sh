@@ -90,5 +90,8 @@ step "LLM serving: a tiny Qwen2-shaped config (dummy weights), 50 requests throu
   --max-num-seqs 32 --num-prompts 50 --random-input-len 128 --random-output-len 32 --request-rate 8 --no-progress \
   --save-result --result-filename out/serve/tiny-qwen2.json --report out/serve/tiny-qwen2.html
 
+step "Several NPUs: hccl_test's all-reduce table on an Atlas 800 A2 (8 x 910B, HCCS mesh), simulated"
+"$BIN/om-run" hccl-test all_reduce_test -b 8K -e 8M -f 4 -p 8
+
 step "om-sweep: every sample x 2 SoCs x tiling sink x precision (sweep.yaml) -> table + report"
 "$BIN/om-sweep" run sweep.yaml -o out/sweep
