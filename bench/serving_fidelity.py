@@ -11,9 +11,9 @@
   parameters (none fitted to either row), so both rows are set against the same simulation.
 * LLaMA2-7B at batch 1 on one Ascend310P3 and one Ascend910B1: the simulated TPOT next to the weight-streaming
   floor (weight bytes / the SoC's DRAM bandwidth), a sanity line.
-* LLaMA2-7B on an Atlas 300I Duo, tensor parallel over its two 310P3 (MindIE / ATB, worldSize 2), batch 1,
-  averaged over input x output lengths in {32, 64, 128, 256, 512, 1024}: Ascend ModelZoo's figures (CANN 7.0.RC1,
-  ATB) first-token latency 188 ms and per-token decode latency 65.32 ms.
+* LLaMA2-7B and LLaMA2-13B on an Atlas 300I Duo, tensor parallel over its two 310P3 (MindIE / ATB, worldSize 2),
+  batch 1, averaged over input x output lengths in {32, 64, 128, 256, 512, 1024}: Ascend ModelZoo's dual-chip guide
+  (CANN 7.0.RC1, ATB 7.0.T10): first-token / per-token latency 188 / 65.32 ms (7B) and 326 / 110.19 ms (13B).
 * LLaMA2-7B on an Atlas 800 A2 at TP 1 / 2 / 4 / 8 (910B, full HCCS mesh), batch 1: TPOT and the share of a decode
   step its collectives take (no published figure: the scaling the link model gives).
 Writes the table to docs/serving-fidelity.md with --docs (between its markers)."""
@@ -40,7 +40,9 @@ LLAMA = ROOT / "models" / "serve" / "llama-2-7b"
 DOC = ROOT / "docs" / "serving-fidelity.md"
 BEGIN, END = "<!-- serving-fidelity:begin -->", "<!-- serving-fidelity:end -->"
 DUO_LENGTHS = (32, 64, 128, 256, 512, 1024)
-DUO_PUBLISHED = (188.0, 65.32)      # Ascend ModelZoo LLaMA2-7B, Atlas 300I Duo (2 x 310P3, TP 2), CANN 7.0.RC1, ATB
+# Ascend ModelZoo's LLaMA2-7B & LLaMA2-13B dual-chip guide, Atlas 300I Duo (2 x 310P3, TP 2), CANN 7.0.RC1, ATB
+# 7.0.T10, batch 1, the mean of 36 input x output lengths: first token / later tokens (ms)
+DUO_PUBLISHED = {"LLaMA2-7B": ("llama-2-7b", 188.0, 65.32), "LLaMA2-13B": ("llama-2-13b", 326.0, 110.19)}
 PUBLISHED = [("vllm-ascend v0.7.3, group A (stock host)", 86.58, 32.57),
              ("vllm-ascend v0.7.3, group H (tuned host: MindIE Turbo, BiSheng, tcmalloc, TASK_QUEUE_ENABLE=2)",
               49.95, 16.96)]
@@ -100,23 +102,26 @@ def mindie_config(tmp: pathlib.Path, world: int, max_seq_len: int) -> pathlib.Pa
 
 
 def duo_rows(quick: bool) -> list[tuple]:
-    """LLaMA2-7B TP 2 on an Atlas 300I Duo, batch 1, the mean over the length grid."""
+    """LLaMA2-7B and -13B at TP 2 on an Atlas 300I Duo, batch 1, the mean over the ModelZoo's length grid."""
     lengths = DUO_LENGTHS[::2] if quick else DUO_LENGTHS
-    ttft, tpot = [], []
-    t0 = time.perf_counter()
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg = mindie_config(pathlib.Path(tmp), 2, 2 * max(DUO_LENGTHS))
-        for n_in in lengths:
-            for n_out in lengths:
-                r = run(LLAMA, "--soc_version", "Ascend310P3", "--engine", "mindie", "--mindie-config", cfg,
-                        "--dataset-name", "random", "--random-input-len", str(n_in), "--random-output-len",
-                        str(n_out), "--num-prompts", "1", "--max-concurrency", "1")
-                ttft.append(r["mean_ttft_ms"])
-                tpot.append(r["mean_tpot_ms"])
-    print(f"[duo rows] {len(ttft)} runs in {time.perf_counter() - t0:.1f} s")
-    name = "LLaMA2-7B, Atlas 300I Duo, TP 2 (MindIE/ATB), batch 1, mean over lengths 32..1024"
-    return [(name, "first-token latency (ms)", sum(ttft) / len(ttft), DUO_PUBLISHED[0]),
-            (name, "per-token latency (ms)", sum(tpot) / len(tpot), DUO_PUBLISHED[1])]
+        for name, (folder, ttft_pub, tpot_pub) in DUO_PUBLISHED.items():
+            ttft, tpot = [], []
+            t0 = time.perf_counter()
+            for n_in in lengths:
+                for n_out in lengths:
+                    r = run(ROOT / "models" / "serve" / folder, "--soc_version", "Ascend310P3", "--engine", "mindie",
+                            "--mindie-config", cfg, "--dataset-name", "random", "--random-input-len", str(n_in),
+                            "--random-output-len", str(n_out), "--num-prompts", "1", "--max-concurrency", "1")
+                    ttft.append(r["mean_ttft_ms"])
+                    tpot.append(r["mean_tpot_ms"])
+            print(f"[duo rows] {name}: {len(ttft)} runs in {time.perf_counter() - t0:.1f} s")
+            label = f"{name}, Atlas 300I Duo, TP 2 (MindIE/ATB), batch 1, mean over lengths 32..1024"
+            rows += [(label, "first-token latency (ms)", sum(ttft) / len(ttft), ttft_pub),
+                     (label, "per-token latency (ms)", sum(tpot) / len(tpot), tpot_pub)]
+    return rows
 
 
 def a2_scaling() -> list[str]:
