@@ -118,3 +118,27 @@ def test_bad_world_flags_are_one_error(tmp_path, args, message):
     (tmp_path / "ar.om").write_bytes(compile_om(hcom_model("HcomAllReduce", (4, 8), reduction="sum")))
     p = _om_run("ar.om", *args, cwd=tmp_path)
     assert p.returncode != 0 and message in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_dynamic_shape_models_collective_meets_in_the_host_executor(tmp_path):
+    """A dynamic-shape model runs op by op on the host executor: its HcomAllReduce meets the other rank's there."""
+    import atc_py
+    from tests.helpers.hccl_models import hcom_graph_model, hcom_node
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), hcom_node("HcomAllReduce", ["r"], ["y"], name="ar",
+                                                                reduction="sum", rank_size=2)]
+    model = hcom_graph_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    om = atc_py.build(model, {"ge.socVersion": "Ascend910B1", "om_name": "m", "input_shape": "x:1~4,8",
+                              "ge.exec.precision_mode": "must_keep_origin_dtype",
+                              "optimization_switch": "autofuse:off"}).om
+    (tmp_path / "dyn.om").write_bytes(om)
+    loaded = load_model(str(tmp_path / "dyn.om"))
+    xs = [np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 8) * (r + 1) for r in range(2)]
+    res = run_world(world_simulations([loaded] * 2, RuntimeProfile(), True), link_cost(A2), [[x] for x in xs])
+    want = np.maximum(xs[0], 0) + np.maximum(xs[1], 0)
+    for r in range(2):
+        np.testing.assert_allclose(res.outputs[r][0], want, rtol=1e-6)
+    (row,) = res.collectives
+    assert row["op"] == "ar" and row["bytes"] == xs[0].nbytes
+    rec = next(x for x in res.stats[0].records if x.op_type == "HcomAllReduce")
+    assert (rec.start, rec.end) == (row["start"], row["end"])
