@@ -4,11 +4,13 @@ Each rank's inputs are --input's (a `{rank}` in the paths names each rank's own 
 its outputs go to <--output>/rank_<r>/; the collectives print as they ran."""
 from __future__ import annotations
 
+import json
 import os
 
 import click
 import numpy as np
 
+from atc_py.common.atomic_write import make_output_dir, write_atomic, write_in_folder
 from atc_py.common.errors import AtcError
 from atc_py.platform.topology import load_topology, topology_for_soc
 
@@ -19,6 +21,7 @@ from ..run.options import RunOptions, parse_inputs
 from ..run.output_files import write_outputs
 from ..run.world_run import link_cost, run_world, world_simulations
 from ..sim.execute import check_inputs
+from ..sim.report import summary_json, write_profile
 
 RANK_TABLE_ENV = "RANK_TABLE_FILE"     # HCCL's variable naming the rank table
 
@@ -68,6 +71,21 @@ def _rank_inputs(opts: RunOptions, model, rank: int):
     return arrays
 
 
+def write_reports(opts: RunOptions, model, res) -> None:
+    """--summary-json: one summary per rank and the collectives; --profile: each rank's op_summary.csv and trace
+    under <dir>/rank_<r>/ (as a profile is collected per device)."""
+    if opts.summary_path:
+        doc = {"world_size": len(res.stats), "e2e_us": res.e2e_ns / 1000, "collectives": res.collectives,
+               "ranks": [summary_json([st], model.name, model.soc_version) for st in res.stats]}
+        write_atomic(opts.summary_path, (json.dumps(doc, indent=1, default=str) + "\n").encode())
+        click.echo(f"[INFO] wrote {opts.summary_path}")
+    if opts.profile_dir:
+        for r, st in enumerate(res.stats):
+            folder = make_output_dir(os.path.join(opts.profile_dir, f"rank_{r}"), "--profile")
+            for p in write_profile(folder, st, model.name, write_in_folder):
+                click.echo(f"[INFO] wrote {p}")
+
+
 def run_world_model(opts: RunOptions, model) -> None:
     for flag, on in (("--generate", opts.generate is not None), ("--dump / --acl_json", opts.dump is not None),
                      ("--expected", bool(opts.expected)), ("ais_bench's --device list", len(opts.devices) > 1)):
@@ -96,6 +114,7 @@ def run_world_model(opts: RunOptions, model) -> None:
     for r, st in enumerate(res.stats):
         click.echo(f"[INFO] rank {r}: end-to-end {st.e2e_ns / 1000:.3f} us, device {st.device_ns / 1000:.3f} us")
     click.echo(f"[INFO] world: end-to-end {res.e2e_ns / 1000:.3f} us (the slowest rank)")
+    write_reports(opts, model, res)
     if res.outputs[0] is None:
         return
     for r, outs in enumerate(res.outputs):

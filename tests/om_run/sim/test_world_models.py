@@ -4,6 +4,7 @@ per dtype and reduction, its time from the link model, a rank that never reaches
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 import sys
 
@@ -100,8 +101,15 @@ def test_om_run_world_size_writes_every_ranks_outputs(tmp_path):
     (tmp_path / "ar.om").write_bytes(compile_om(hcom_model("HcomAllReduce", (4, 8), reduction="sum")))
     for r in range(2):
         np.save(tmp_path / f"x_{r}.npy", np.full((4, 8), r + 1, np.float32))
-    p = _om_run("ar.om", "--world-size", "2", "--input", "x_{rank}.npy", "--output", "out", cwd=tmp_path)
+    p = _om_run("ar.om", "--world-size", "2", "--input", "x_{rank}.npy", "--output", "out", "--summary-json", "s.json",
+                "--profile", "prof", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["world_size"] == 2 and len(summary["ranks"]) == 2
+    assert summary["collectives"][0]["op_type"] == "HcomAllReduce"
+    for r in range(2):
+        trace = json.loads((tmp_path / "prof" / f"rank_{r}" / "trace.json").read_text())
+        assert any(e.get("cat") == "task" and e["name"].startswith("HCCL ") for e in trace["traceEvents"])
     assert "world of 2 rank(s) on Atlas 800" in p.stdout and "collective HcomAllReduce" in p.stdout
     for r in range(2):
         np.testing.assert_array_equal(np.load(tmp_path / "out" / f"rank_{r}" / "output_0.npy"),
