@@ -88,7 +88,9 @@ def write_reports(opts: RunOptions, model, res) -> None:
 
 def run_world_model(opts: RunOptions, model) -> None:
     for flag, on in (("--generate", opts.generate is not None), ("--dump / --acl_json", opts.dump is not None),
-                     ("--expected", bool(opts.expected)), ("ais_bench's --device list", len(opts.devices) > 1)):
+                     ("--expected", bool(opts.expected)), ("ais_bench's --device list", len(opts.devices) > 1),
+                     ("--check-overflow", bool(opts.check_overflow)), ("--dymShape / gears", bool(opts.dym_shape)
+                                                                       or opts.gear is not None)):
         if on:
             raise AtcError("E30002", reason=f"{flag} runs on one device: not with --world-size / --rank-table")
     topo, placement = machine(opts, model.soc_version)

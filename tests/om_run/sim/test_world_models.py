@@ -121,6 +121,7 @@ def test_om_run_world_size_writes_every_ranks_outputs(tmp_path):
     (["--world-size", "2", "--topology", "atlas-300i-duo"], "its devices are Ascend310P3"),
     (["--world-size", "2", "--topology", "nope"], "no such topology preset"),
     (["--world-size", "3", "--expected", "e.npz"], "--expected runs on one device"),
+    (["--world-size", "2", "--check-overflow"], "--check-overflow runs on one device"),
 ])
 def test_bad_world_flags_are_one_error(tmp_path, args, message):
     (tmp_path / "ar.om").write_bytes(compile_om(hcom_model("HcomAllReduce", (4, 8), reduction="sum")))
