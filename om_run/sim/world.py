@@ -21,14 +21,15 @@ import numpy as np
 
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import TensorDesc
+from atc_py.om import task_types as tt
 from atc_py.ops import collective_math as cm
 from atc_py.ops.core.base import OpError
+from atc_py.ops.hccl import WORLD_GROUP
 
 from ..load.model import desc_from_proto
 from ..tasks.base import ran
 
 INF = math.inf
-WORLD_GROUP = "hccl_world_group"
 
 # GE op type -> (the collective's kind, the attribute naming its root / peer)
 KINDS = {"HcomAllReduce": "all_reduce", "HcomAllGather": "all_gather", "HcomReduceScatter": "reduce_scatter",
@@ -70,7 +71,6 @@ class Rendezvous:
     ranks: list[int]                # the group, in its rank order
     kind: str
     arrivals: dict[int, Arrival] = field(default_factory=dict)
-    result: tuple | None = None     # (start, end, {rank: outputs}) once complete
 
 
 class Deadlock(AtcError):
@@ -251,7 +251,6 @@ class World:
         start = max(a.time for a in arr)
         dur = int(self.cost(rz.kind, nbytes, rz.ranks, d.dtype))
         end = start + dur
-        rz.result = (start, end, outs)
         self.log.append(dict(op=first.op_name, op_type=first.op_type, kind=rz.kind, ranks=list(rz.ranks),
                              bytes=nbytes, dtype=d.dtype, arrive={a.rank: a.time for a in arr}, start=start, end=end))
         for a in arr:
@@ -264,23 +263,27 @@ class World:
         try:
             if rz.kind == "send/receive":
                 return {rz.ranks[0]: [], rz.ranks[1]: [np.array(arr[0].inputs[0], copy=True)]}
-            xs = [np.asarray(a.inputs[0]) for a in arr]
             red = arr[0].reduction
-            if rz.kind == "all_reduce":
-                res = cm.all_reduce(xs, red)
-            elif rz.kind == "reduce_scatter":
-                res = cm.reduce_scatter(xs, red)
-            elif rz.kind == "all_gather":
-                res = cm.all_gather(xs)
-            elif rz.kind == "all_to_all":
-                res = cm.all_to_all(xs)
-            else:   # root_rank: a rank of the group, as HCCL's root is
-                res = cm.broadcast(xs, arr[0].root)
+            per_tensor = []      # a broadcast moves each of its tensors; the other collectives have one
+            for k in range(len(arr[0].inputs)):
+                xs = [np.asarray(a.inputs[k]) for a in arr]
+                if rz.kind == "all_reduce":
+                    per_tensor.append(cm.all_reduce(xs, red))
+                elif rz.kind == "reduce_scatter":
+                    per_tensor.append(cm.reduce_scatter(xs, red))
+                elif rz.kind == "all_gather":
+                    per_tensor.append(cm.all_gather(xs))
+                elif rz.kind == "all_to_all":
+                    per_tensor.append(cm.all_to_all(xs))
+                else:   # root_rank: a rank of the group, as HCCL's root is
+                    per_tensor.append(cm.broadcast(xs, arr[0].root))
         except cm.CollectiveError as exc:
             raise OpError(f"{arr[0].op_type} '{arr[0].op_name}' on ranks {rz.ranks}: {exc}") from None
-        return {r: [o.reshape(a.out_descs[0].shape) if a.out_descs and a.out_descs[0].known else o]
-                for r, a, o in zip(rz.ranks, arr, res)}
 
+        def shaped(o, d):
+            return o.reshape(d.shape) if d is not None and d.known else o
+        return {r: [shaped(res[i], d) for res, d in zip(per_tensor, list(a.out_descs) + [None] * len(per_tensor))]
+                for i, (r, a) in enumerate(zip(rz.ranks, arr))}
 
 def collective_bytes(kind: str, desc: TensorDesc, ranks: int) -> int:
     """HCCL's n (hccl_test's data_size) from one rank's input: the tensor reduced, broadcast, sent or exchanged,
@@ -296,7 +299,6 @@ def arrival_of(rank: int, op, time: int, inputs, in_descs=None, out_descs=None) 
                    op_attr(op, "root_rank", 0))
 
 
-HCCL_TASK = 6   # RT_MODEL_TASK_HCCL (atc_py/om/task_types.py)
 
 
 class RankTasks:
@@ -310,9 +312,9 @@ class RankTasks:
 
 
 def _tasks(run) -> RankTasks:
-    rt = run.task_state.get(HCCL_TASK)
+    rt = run.task_state.get(tt.HCCL)
     if rt is None:
-        rt = run.task_state[HCCL_TASK] = RankTasks()
+        rt = run.task_state[tt.HCCL] = RankTasks()
     return rt
 
 
@@ -336,7 +338,7 @@ class WorldBinding:
 
     def idle_if_held(self, run) -> bool:
         """The run's heap is empty: if a collective holds a stream, wait for it (True: events were posted)."""
-        rt = run.task_state.get(HCCL_TASK)
+        rt = run.task_state.get(tt.HCCL)
         if rt is None or not rt.pending():
             return False
         self.world.idle(self.rank)

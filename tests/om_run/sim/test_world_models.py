@@ -151,3 +151,14 @@ def test_a_dynamic_shape_models_collective_meets_in_the_host_executor(tmp_path):
     assert row["op"] == "ar" and row["bytes"] == xs[0].nbytes
     rec = next(x for x in res.stats[0].records if x.op_type == "HcomAllReduce")
     assert (rec.start, rec.end) == (row["start"], row["end"])
+
+
+def test_a_broadcast_of_two_tensors_moves_both(tmp_path):
+    path = tmp_path / "bc.om"
+    path.write_bytes(compile_om(hcom_model("HcomBroadcast", (4, 8), n_tensors=2, root_rank=1)))
+    model = load_model(str(path))
+    xs = [[hcom_input((4, 8), seed=2 * r + k) for k in range(2)] for r in range(2)]
+    res = run_world(world_simulations([model] * 2, RuntimeProfile(), True), link_cost(A2), xs)
+    for r in range(2):
+        for k in range(2):
+            np.testing.assert_array_equal(res.outputs[r][k], xs[1][k])
