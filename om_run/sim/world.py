@@ -21,7 +21,6 @@ import numpy as np
 
 from atc_py.common.errors import AtcError
 from atc_py.ir.graph import TensorDesc
-from atc_py.om import task_types as tt
 from atc_py.ops import collective_math as cm
 from atc_py.ops.core.base import OpError
 from atc_py.ops.hccl import WORLD_GROUP
@@ -301,6 +300,9 @@ def arrival_of(rank: int, op, time: int, inputs, in_descs=None, out_descs=None) 
 
 
 
+RANK_TASKS = "world"   # the key of a device run's task_state under which its collectives wait (RankTasks)
+
+
 class RankTasks:
     """What one rank's device run keeps for its HCCL tasks between arriving and running: task id -> state."""
 
@@ -312,9 +314,9 @@ class RankTasks:
 
 
 def _tasks(run) -> RankTasks:
-    rt = run.task_state.get(tt.HCCL)
+    rt = run.task_state.get(RANK_TASKS)
     if rt is None:
-        rt = run.task_state[tt.HCCL] = RankTasks()
+        rt = run.task_state[RANK_TASKS] = RankTasks()
     return rt
 
 
@@ -338,7 +340,7 @@ class WorldBinding:
 
     def idle_if_held(self, run) -> bool:
         """The run's heap is empty: if a collective holds a stream, wait for it (True: events were posted)."""
-        rt = run.task_state.get(tt.HCCL)
+        rt = run.task_state.get(RANK_TASKS)
         if rt is None or not rt.pending():
             return False
         self.world.idle(self.rank)
