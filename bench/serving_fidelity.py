@@ -49,7 +49,8 @@ PUBLISHED = [("vllm-ascend v0.7.3, group A (stock host)", 86.58, 32.57),
 
 
 def run(model: pathlib.Path, *args: str) -> dict:
-    """One om-run serve run in this process; its vllm result JSON."""
+    """One om-run serve run in this process; its vllm result JSON. A request that failed (an engine cap cut it,
+    the engine rejected it) stops the bench: its latencies are 0 in the result and would be averaged as such."""
     from om_run.serve.session import run_serve
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "r.json"
@@ -57,7 +58,11 @@ def run(model: pathlib.Path, *args: str) -> dict:
                              out, *args])
         with contextlib.redirect_stdout(io.StringIO()):
             run_serve(flags)
-        return json.loads(out.read_text())
+        r = json.loads(out.read_text())
+    if r["failed"]:
+        raise RuntimeError(f"{model.name} {' '.join(map(str, args))}: {r['failed']} of {r['num_prompts']} requests "
+                           "failed; a failed request's latencies are 0 and would be averaged into the figure")
+    return r
 
 
 def vllm_rows(quick: bool) -> list[tuple]:
@@ -95,7 +100,10 @@ def mindie_config(tmp: pathlib.Path, world: int, max_seq_len: int) -> pathlib.Pa
     m = b["ModelDeployConfig"]
     m["maxSeqLen"], m["maxInputTokenLen"] = max_seq_len, max_seq_len
     m["ModelConfig"][0].update(worldSize=world, modelName="llama-2-7b")
-    b["ScheduleConfig"].update(maxBatchSize=1, maxPrefillBatchSize=1, maxPrefillTokens=max_seq_len)
+    # maxIterTimes (MindIE's output cap, 512 in the sample) at the sequence length: the ModelZoo's script generates
+    # every output length its grid asks for (up to 1024), which the cap would cut (a failed request)
+    b["ScheduleConfig"].update(maxBatchSize=1, maxPrefillBatchSize=1, maxPrefillTokens=max_seq_len,
+                               maxIterTimes=max_seq_len)
     path = tmp / f"mindie-{world}.json"
     path.write_text(json.dumps(d))
     return path
