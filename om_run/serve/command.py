@@ -76,6 +76,11 @@ def _rate(text: str) -> float:
               help="vLLM's: this many KV blocks instead of what the memory gives (testing preemption).")
 @click.option("--max-model-len", type=int, default=None, help="Default: the config's max_position_embeddings.")
 @click.option("--enforce-eager", is_flag=True, help="Op-by-op execution (vllm-ascend's eager mode).")
+@click.option("--mindie-turbo", is_flag=True,
+              help="vLLM: the host runs vllm-ascend with MindIE Turbo installed (its own per-op dispatch cost).")
+@click.option("--host-dispatch-us", type=float, default=None,
+              help="vLLM: your host's PyTorch / torch_npu dispatch per eager op, in us (measured), instead of the "
+                   "preset's.")
 @click.option("--mindie-config", type=click.Path(dir_okay=False), default=None,
               help="MindIE's config.json (BackendConfig) for --engine mindie.")
 # -- the workload (vllm bench serve's flags)

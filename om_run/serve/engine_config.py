@@ -40,6 +40,13 @@ class EngineConfig:
     num_cpu_blocks: int | None = None     # MindIE's swap space (cpuMemSize)
     tp: int = 1                           # tensor-parallel ranks (--tensor-parallel-size / worldSize)
     topology: object = None               # their machine (atc_py/platform/topology.py), tp > 1
+    host: object = None                   # vLLM: the host software its eager steps dispatch through (HostSoftware)
+
+    @property
+    def async_output(self) -> bool:
+        """vLLM's V0 engine processes a step's output while the next step runs (its async output processor);
+        V1 hands outputs to its front-end process at the step's end, MindIE at the step's end."""
+        return self.engine == "vllm" and getattr(self.scheduler_settings, "scheduler", "") == "v0"
 
     def lines(self) -> list[str]:
         mode = f"graph mode ({len(self.capture_sizes)} captured decode batches up to {self.capture_sizes[-1]})" \
@@ -50,6 +57,9 @@ class EngineConfig:
                f"max {self.max_num_seqs} sequences / {self.max_num_batched_tokens} tokens per step, max model len "
                f"{self.max_model_len}, block size {self.block_size}, prefix caching "
                f"{'on' if self.prefix_caching else 'off'}"]
+        if self.host is not None and not (self.graph_mode and self.capture_sizes):
+            out.append(f"host: {self.host.name}, {self.host.dispatch_ns / 1000:g} us to dispatch each eager op, "
+                       f"TASK_QUEUE_ENABLE={self.host.task_queue}")
         if self.budget is not None:
             out += self.budget.lines()
         else:
@@ -65,7 +75,9 @@ class EngineConfig:
         s = self.scheduler_settings
         base = asdict(s) if is_dataclass(s) else {}
         return {**base, "soc_version": self.soc_version, "tiling_schedule_optimize": int(self.tiling_sink),
-                "num_kv_blocks": self.num_blocks, "graph_mode": self.graph_mode, "tensor_parallel_size": self.tp}
+                "num_kv_blocks": self.num_blocks, "graph_mode": self.graph_mode, "tensor_parallel_size": self.tp,
+                **({"host": self.host.name, "host_dispatch_us": self.host.dispatch_ns / 1000,
+                    "task_queue_enable": self.host.task_queue} if self.host else {})}
 
 
 def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
@@ -109,7 +121,16 @@ def _vllm(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:
         notes.append("--tiling_schedule_optimize=1 acts on captured graphs only: eager steps tile on the host")
     return EngineConfig("vllm", s, flags["soc_version"], sink, s.block_size, s.max_model_len, s.max_num_batched_tokens,
                         s.max_num_seqs, blocks, s.enable_prefix_caching, graph, budget,
-                        capture_sizes(s.max_num_seqs) if graph else [], notes, tp=tp)
+                        capture_sizes(s.max_num_seqs) if graph else [], notes, tp=tp, host=_host(flags))
+
+
+def _host(flags: dict):
+    from .host_costs import MAX_DISPATCH_US, host_software
+    us = flags.get("host_dispatch_us")
+    if us is not None and not 0 <= us <= MAX_DISPATCH_US:
+        raise AtcError("E10001", value=us, parameter="--host-dispatch-us",
+                       reason=f"must be a time in microseconds in [0, {MAX_DISPATCH_US:g}]")
+    return host_software(bool(flags.get("mindie_turbo")), us)
 
 
 def _mindie(flags: dict, cfg: DecoderConfig, device_bytes: int) -> EngineConfig:

@@ -4,14 +4,68 @@ figures were measured on GPU hosts unless the source says Ascend (no Ascend-host
 session notes list what is still open). None is fitted to the serving-fidelity rows."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from atc_py.common.errors import AtcError
 
 from .request import StepPlan
 
-# PyTorch eager through torch_npu: the framework's own dispatch of one op before it reaches the runtime. 20 us:
-# MindSpore's vLLM graph-capture guide ("it takes 20 us to deliver an operator", www.mindspore.cn, vllm_mindspore
-# graph_capture), in the 10-35 us range GPU eager-dispatch measurements give
-EAGER_DISPATCH_NS = 20_000
+
+@dataclass(frozen=True)
+class HostSoftware:
+    """The host software a vLLM engine's eager steps go through: PyTorch and torch_npu dispatching each op before it
+    reaches the runtime (what om-run's host executor prices as the runtime's InferShape, tiling and launch comes
+    on top). `dispatch_ns` is per op; `source` says where it comes from."""
+    name: str
+    dispatch_ns: int
+    source: str
+    task_queue: int = 1          # torch_npu's TASK_QUEUE_ENABLE
+
+    @property
+    def thread_layout(self) -> tuple[int, int, int]:
+        """The host thread of each stage of an eager op (InferShape+Tiling, Alloc, Launch): TASK_QUEUE_ENABLE=0 runs
+        all on the Python thread; 1 (torch_npu's default) moves the aclnn calls that launch kernels to a second
+        pipeline thread; 2 moves the workspace allocation there too (torch_npu's environment-variable reference,
+        hiascend.com Pytorch apiref Envir_019)."""
+        return TASK_QUEUE_LAYOUTS[self.task_queue]
+
+
+# vllm-ascend v0.7.3 as its container image installs it (the stock Python, torch and torch_npu, TASK_QUEUE_ENABLE=1):
+# DERIVED from that release's benchmark (github.com/vllm-project/vllm-ascend/issues/776, Atlas 800I A2): its two
+# offline latency rows (8 x 32 tokens in, 128 out: 4274.96 and 4128.36 ms) give 44.3 and 42.1 us an op on the
+# simulated step (`python -m bench.host_calibration`); their mean. Checked against the same release's online rows
+# (docs/serving-fidelity.md). Was 20 us, MindSpore's vLLM graph-capture guide's generic figure
+VLLM_ASCEND = HostSoftware("vllm-ascend", 43_000, "derived: vllm-ascend v0.7.3's release benchmark, its two offline "
+                           "latency rows (github.com/vllm-project/vllm-ascend/issues/776; bench/host_calibration.py)")
+# the same with MindIE Turbo installed (its patched vLLM modules and fused ops): DERIVED from the same release's
+# online rows with MindIE Turbo (median TPOT and ITL at 1 and 4 requests/s: 22.9, 23.3, 21.7, 25.0 us an op)
+VLLM_ASCEND_TURBO = HostSoftware("vllm-ascend + MindIE Turbo", 23_000, "derived: vllm-ascend v0.7.3's release "
+                                 "benchmark with MindIE Turbo, its four online median rows (issues/776)")
+MAX_DISPATCH_US = 10_000.0      # --host-dispatch-us above 10 ms an op is no host a deployer runs
+
+
+TASK_QUEUE_LAYOUTS = {0: (0, 0, 0), 1: (0, 0, 1), 2: (0, 1, 1)}
+
+
+def task_queue_level(environ=None) -> int:
+    """TASK_QUEUE_ENABLE as torch_npu reads it (0, 1 or 2; unset: 1)."""
+    import os
+    raw = (os.environ if environ is None else environ).get("TASK_QUEUE_ENABLE", "").strip()
+    if not raw:
+        return 1
+    if raw not in ("0", "1", "2"):
+        raise AtcError("E10001", value=raw, parameter="TASK_QUEUE_ENABLE", reason="torch_npu takes 0, 1 or 2")
+    return int(raw)
+
+
+def host_software(turbo: bool, dispatch_us: float | None, environ=None) -> HostSoftware:
+    """The vLLM host: the preset (MindIE Turbo or not) or the user's own measured dispatch per op, with the task
+    queue TASK_QUEUE_ENABLE sets."""
+    base = VLLM_ASCEND_TURBO if turbo else VLLM_ASCEND
+    level = task_queue_level(environ)
+    if dispatch_us is not None:
+        base = HostSoftware(f"{base.name} (--host-dispatch-us)", int(round(dispatch_us * 1000)), "--host-dispatch-us")
+    return replace(base, task_queue=level)
 
 
 @dataclass(frozen=True)
@@ -33,13 +87,35 @@ class EngineHostCosts:
     output_per_seq_us: float = 20.0
     detokenize_per_token_us: float = 20.0
 
-    def step_seconds(self, plan: StepPlan) -> float:
-        seqs = len(plan.scheduled)
+    def before_forward_s(self, plan: StepPlan) -> float:
+        """Scheduling and input preparation: the host's work before the step's forward is called."""
+        return (self.schedule_base_us + self.schedule_per_seq_us * len(plan.scheduled) + self.prepare_base_us
+                + self.prepare_per_token_us * plan.num_tokens) * 1e-6
+
+    def output_s(self, plan: StepPlan) -> float:
+        """Processing the step's sampled tokens: stop checks, detokenising, the response chunks."""
         sampled = sum(1 for s in plan.scheduled if s.samples)
-        us = (self.schedule_base_us + self.schedule_per_seq_us * seqs + self.prepare_base_us
-              + self.prepare_per_token_us * plan.num_tokens + self.sample_base_us
-              + (self.output_per_seq_us + self.detokenize_per_token_us) * sampled)
-        return us * 1e-6
+        return (self.output_per_seq_us + self.detokenize_per_token_us) * sampled * 1e-6
+
+    def step_seconds(self, plan: StepPlan) -> float:
+        return self.before_forward_s(plan) + self.sample_base_us * 1e-6 + self.output_s(plan)
+
+
+@dataclass(frozen=True)
+class V0AsyncOutput:
+    """vLLM V0's asynchronous output processor (on wherever the platform allows it; vllm-ascend's NPUPlatform
+    returns True from is_async_output_supported, eager or not): the engine appends step N's tokens to their
+    sequences, schedules and prepares step N + 1, and its model runner calls the processor back once step N + 1's
+    forward and logits are issued, before sampling waits on the device (vllm-ascend v0.7.3,
+    vllm_ascend/worker/model_runner.py execute_model: async_callback after compute_logits). Step N's tokens reach
+    the client then; with nothing scheduled after step N, the engine drains them at once."""
+    host: EngineHostCosts
+
+    def lag_s(self, next_plan: StepPlan, next_issued_s: float, plan: StepPlan) -> float:
+        return self.host.before_forward_s(next_plan) + next_issued_s + self.host.output_s(plan)
+
+    def drain_s(self, plan: StepPlan) -> float:
+        return self.host.output_s(plan)
 
 
 def host_costs_for(engine: str) -> EngineHostCosts:

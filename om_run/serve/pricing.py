@@ -3,7 +3,7 @@
 decides it, so a second run with the same model, SoC and limits starts at once.
 
 Eager mode (op by op, vllm-ascend's --enforce-eager and v0.7.3's only mode for these models) runs the dynamic-shape
-.om on the host executor with the framework's per-op dispatch (host_costs.EAGER_DISPATCH_NS); graph mode
+.om on the host executor with the framework's per-op dispatch (host_costs.HostSoftware); graph mode
 (vllm-ascend's ACLGraph) replays a captured static graph for a decode-only step of up to the largest capture size,
 padded to the next captured batch size, its step inputs in the graph's device buffers (so the attention's tiling
 either syncs to the host each step or, with --tiling_schedule_optimize=1, sinks to the AICPU); prefill and mixed
@@ -24,7 +24,7 @@ from .build import BuildSpec, cache_dir, compile_decoder
 from .hf_config import DecoderConfig
 from .step_table import LayeredSteps, StepSimulator, StepTable, context_axis, grid_axis, representative
 
-TABLE_VERSION = 1
+TABLE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,10 @@ class GridSpec:
 class ServedModel:
     """The compiled decoders of one (config, build) and the steps priced from them."""
 
-    def __init__(self, cfg: DecoderConfig, spec: BuildSpec, prof=None, static_seqs: int = 0, topology=None):
+    def __init__(self, cfg: DecoderConfig, spec: BuildSpec, prof=None, static_seqs: int = 0, topology=None,
+                 host_threads=1):
         self.cfg, self.spec, self.prof, self.static_seqs = cfg, spec, prof, static_seqs
+        self.host_threads = host_threads      # the host executor's threads (an eager framework's task queue)
         # tensor parallel: the ranks' machine (its links price the collectives); None on one NPU
         self.link = (spec.tp, topology) if spec.tp > 1 else None
         self.paths = (compile_decoder(cfg.with_layers(1), spec, static_seqs=static_seqs),
@@ -59,8 +61,8 @@ class ServedModel:
     def layered(self) -> LayeredSteps:
         if self._layered is None:
             mb, cap = self.spec.max_blocks, bool(self.static_seqs)
-            self._layered = LayeredSteps(StepSimulator(self.paths[0], mb, self.prof, cap, self.link),
-                                         StepSimulator(self.paths[1], mb, self.prof, cap, self.link),
+            one, two = (StepSimulator(p, mb, self.prof, cap, self.link, self.host_threads) for p in self.paths)
+            self._layered = LayeredSteps(one, two,
                                          self.cfg.num_layers, self.spec.max_model_len)
         return self._layered
 
@@ -74,7 +76,7 @@ class ServedModel:
         for p in self.paths:
             h.update(os.path.basename(p).encode())
         h.update(repr((self.cfg.num_layers, self.grid(), self.prof, self.static_seqs, TABLE_VERSION,
-                       self.link)).encode())
+                       self.link, self.host_threads)).encode())
         return os.path.join(cache_dir(), f"table-{h.hexdigest()[:32]}.json")
 
     def table(self, workers: int = 1, progress=None, use_cache: bool = True) -> StepTable:
@@ -119,9 +121,10 @@ def _building(path: str):
         yield
 
 
-def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, float, float]]]:
-    paths, mb, layers, grid, points, prof, captured, link = args
-    one, two = StepSimulator(paths[0], mb, prof, captured, link), StepSimulator(paths[1], mb, prof, captured, link)
+def _price_points(args) -> list[tuple[tuple[int, int, int], tuple[float, ...]]]:
+    paths, mb, layers, grid, points, prof, captured, link, threads = args
+    one = StepSimulator(paths[0], mb, prof, captured, link, threads)
+    two = StepSimulator(paths[1], mb, prof, captured, link, threads)
     steps = LayeredSteps(one, two, layers, grid.max_len)
     tokens, seqs, contexts = grid.axes()
     out = []
@@ -142,15 +145,15 @@ def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTabl
     # finer pieces than workers, so progress moves and the slow (large) steps spread out
     pieces = [c[k:k + 16] for c in chunks for k in range(0, len(c), 16)]
     jobs = [(model.paths, model.spec.max_blocks, model.cfg.num_layers, grid, piece, model.prof,
-             bool(model.static_seqs), model.link) for piece in pieces]
+             bool(model.static_seqs), model.link, model.host_threads) for piece in pieces]
     shape = (len(tokens), len(seqs), len(contexts))
-    miss, hit, dev = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    miss, hit, dev, imiss, ihit = (np.zeros(shape) for _ in range(5))
     done = 0
 
     def take(results):
         nonlocal done
-        for (i, j, k), (m, h, d, _) in results:
-            miss[i, j, k], hit[i, j, k], dev[i, j, k] = m, h, d
+        for (i, j, k), (m, h, d, _, im, ih) in results:
+            miss[i, j, k], hit[i, j, k], dev[i, j, k], imiss[i, j, k], ihit[i, j, k] = m, h, d, im, ih
         done += len(results)
         if progress:
             progress(done, len(points))
@@ -164,5 +167,6 @@ def build_table(model: ServedModel, workers: int = 1, progress=None) -> StepTabl
     for i in range(shape[0] if not grid.fixed else 0):   # more sequences than tokens: S = T's times (the largest S <= T)
         for j in range(1, shape[1]):
             if seqs[j] > tokens[i]:
-                miss[i, j], hit[i, j], dev[i, j] = miss[i, j - 1], hit[i, j - 1], dev[i, j - 1]
-    return StepTable(tokens, seqs, contexts, miss, hit, dev)
+                for arr in (miss, hit, dev, imiss, ihit):
+                    arr[i, j] = arr[i, j - 1]
+    return StepTable(tokens, seqs, contexts, miss, hit, dev, imiss, ihit)

@@ -16,7 +16,7 @@ from atc_py.common.errors import AtcError
 from ..sim.profile import RuntimeProfile
 from .engine_config import EngineConfig, engine_config
 from .hf_config import DecoderConfig, read_config
-from .host_costs import host_costs_for, swap_seconds
+from .host_costs import V0AsyncOutput, host_costs_for, swap_seconds
 from .loop import LoopResult, run_loop
 from .request import Request
 from .tensor_parallel import shard
@@ -131,7 +131,8 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     res = run_loop(requests, scheduler, prep.pricer.step, host_seconds,
                    sample=prep.runner.sample if prep.runner is not None else None,
                    max_concurrency=max_concurrency, progress=show if progress else None,
-                   collectives=prep.pricer.collectives if eng.tp > 1 else None)
+                   collectives=prep.pricer.collectives if eng.tp > 1 else None,
+                   async_output=V0AsyncOutput(host) if eng.async_output else None)
     if progress:
         sys.stderr.write("\n")
     return res

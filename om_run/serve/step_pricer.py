@@ -7,14 +7,14 @@ import bisect
 from dataclasses import replace
 
 from ..sim.profile import RuntimeProfile
-from .host_costs import EAGER_DISPATCH_NS
 from .pricing import ServedModel
 from .step_table import StepTable, step_shape
 from .tensor_parallel import shard
 
 
 class StepPricer:
-    """step(q_lens, kv_lens, same_shape_as_last) -> (seconds, device seconds) of one engine step."""
+    """step(q_lens, kv_lens, same_shape_as_last) -> (seconds, device seconds, issued seconds) of one engine step
+    (issued: when the host had launched its last kernel)."""
 
     def __init__(self, cfg, engine, mode: str = "table", workers: int = 1, progress=None, echo=None):
         self.mode = mode
@@ -23,9 +23,10 @@ class StepPricer:
         self.shard = shard(cfg, engine.tp)
         # a framework dispatches each op of an eager step (vLLM: PyTorch through torch_npu); MindIE's ATB
         # operations are called directly, so its executor's own costs are the whole host side
-        dispatch = EAGER_DISPATCH_NS if engine.engine == "vllm" else 0
+        dispatch = engine.host.dispatch_ns if engine.host is not None else 0
+        layout = engine.host.thread_layout if engine.host is not None else 1
         self.eager = ServedModel(cfg, spec, replace(RuntimeProfile(), framework_dispatch_ns=dispatch),
-                                 topology=engine.topology)
+                                 topology=engine.topology, host_threads=layout)
         self.capture_sizes = list(engine.capture_sizes)
         self.graphs = {n: ServedModel(cfg, spec, None, static_seqs=n, topology=engine.topology)
                        for n in self.capture_sizes}
@@ -60,7 +61,7 @@ class StepPricer:
         return [(op, calls, n, collective_cost(op, n, ranks, self.topology, dtype=self.shard.cfg.dtype).ns * 1e-9)
                 for op, calls, n in self.shard.collectives(tokens, seqs)]
 
-    def step(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float]:
+    def step(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float, float]:
         size = self.graph_size(q_lens)
         if size is not None:
             pad = size - len(q_lens)

@@ -41,7 +41,7 @@ def step_shape(q_lens, kv_lens) -> StepShape:
 class StepSimulator:
     """One compiled decoder (.om) priced per step by direct timing-only simulation."""
 
-    def __init__(self, om_path: str, max_blocks: int, prof=None, captured: bool = False, link=None):
+    def __init__(self, om_path: str, max_blocks: int, prof=None, captured: bool = False, link=None, host_threads=1):
         from ..load.loader import load_model
         from ..sim.host import Simulation
         from ..sim.warm import warm
@@ -49,7 +49,7 @@ class StepSimulator:
         self.max_blocks = max_blocks
         self.dynamic = any(d < 0 for io in self.model.inputs for d in io.desc.shape)   # shapes given each step
         names = [io.name for io in self.model.inputs]
-        self.sim = Simulation(self.model, prof, compute=False)
+        self.sim = Simulation(self.model, prof, compute=False, host_threads=host_threads)
         # weights and caches live on the device; logits stay there for the sampler
         self.sim.resident = ({n for n in names if n not in STEP_INPUTS}, {io.name for io in self.model.outputs})
         self.captured = captured
@@ -77,9 +77,10 @@ class StepSimulator:
         self.sim.atb.local.clear()
         self.sim.atb.shared.clear()
 
-    def run(self, q_lens, kv_lens) -> tuple[float, float, float, float]:
-        """(end-to-end, device busy, host busy, collectives) seconds of one step of these per-sequence query /
-        context lengths (collectives: the time the ranks' HCCL tasks took, tensor parallel only)."""
+    def run(self, q_lens, kv_lens) -> tuple[float, float, float, float, float]:
+        """(end-to-end, device busy, host busy, collectives, issued) seconds of one step of these per-sequence query /
+        context lengths (collectives: the time the ranks' HCCL tasks took, tensor parallel only; issued: when the
+        host had launched the step's last kernel, where an eager framework's forward call returns)."""
         q = np.asarray(q_lens, np.int64)
         kv = np.asarray(kv_lens, np.int64)
         t, s = int(q.sum()), len(q)
@@ -90,7 +91,7 @@ class StepSimulator:
             self.mirror.log.clear()
         _, st = self.sim.run(None, shapes if self.dynamic else None)
         comm = sum(c["end"] - c["start"] for c in self.mirror.log) if self.mirror is not None else 0
-        return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9, comm * 1e-9
+        return st.e2e_ns * 1e-9, st.device_ns * 1e-9, st.host_ns * 1e-9, comm * 1e-9, st.issued_ns * 1e-9
 
 
 def representative(t: int, s: int, c: float, max_len: int) -> tuple[list[int], list[int]]:
@@ -127,13 +128,16 @@ def context_axis(max_len: int) -> list[int]:
 
 @dataclass
 class StepTable:
-    """Step times on the grid tokens x seqs x contexts: miss[i, j, k] (first step of a shape), hit[i, j, k]."""
+    """Step times on the grid tokens x seqs x contexts: miss[i, j, k] (first step of a shape), hit[i, j, k], the
+    device's busy time, and when the host had issued the step's last kernel (issued_miss / issued_hit)."""
     tokens: list[int]
     seqs: list[int]
     contexts: list[int]
     miss: np.ndarray
     hit: np.ndarray
     device: np.ndarray
+    issued_miss: np.ndarray
+    issued_hit: np.ndarray
 
     @staticmethod
     def _coord(axis: list[int], v: float):
@@ -157,23 +161,26 @@ class StepTable:
                     if w:
                         yield (it, js, kc), w
 
-    def lookup(self, shape: StepShape, same_shape_as_last: bool) -> tuple[float, float]:
-        """(end-to-end seconds, device seconds) of a step, trilinear between the grid's corners."""
-        arr = self.hit if same_shape_as_last else self.miss
-        total = dev = 0.0
+    def lookup(self, shape: StepShape, same_shape_as_last: bool) -> tuple[float, float, float]:
+        """(end-to-end, device, issued) seconds of a step, trilinear between the grid's corners."""
+        arr, issued = (self.hit, self.issued_hit) if same_shape_as_last else (self.miss, self.issued_miss)
+        total = dev = iss = 0.0
         for at, w in self._corners(shape):
             total += w * arr[at]
             dev += w * self.device[at]
-        return total, dev
+            iss += w * issued[at]
+        return total, dev, iss
 
     def to_json(self) -> dict:
         return {"tokens": self.tokens, "seqs": self.seqs, "contexts": self.contexts, "miss": self.miss.tolist(),
-                "hit": self.hit.tolist(), "device": self.device.tolist()}
+                "hit": self.hit.tolist(), "device": self.device.tolist(), "issued_miss": self.issued_miss.tolist(),
+                "issued_hit": self.issued_hit.tolist()}
 
     @classmethod
     def from_json(cls, d: dict) -> "StepTable":
         return cls(list(d["tokens"]), list(d["seqs"]), list(d["contexts"]), np.asarray(d["miss"], float),
-                   np.asarray(d["hit"], float), np.asarray(d["device"], float))
+                   np.asarray(d["hit"], float), np.asarray(d["device"], float), np.asarray(d["issued_miss"], float),
+                   np.asarray(d["issued_hit"], float))
 
 
 class LayeredSteps:
@@ -182,21 +189,21 @@ class LayeredSteps:
     def __init__(self, one: StepSimulator, two: StepSimulator, layers: int, max_len: int):
         self.one, self.two, self.layers, self.max_len = one, two, layers, max_len
 
-    def direct(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float]:
-        """(seconds, device seconds) of one step by direct simulation (what the table is checked against)."""
-        miss, hit, dev, _ = self.run_pair(q_lens, kv_lens)
-        return (hit if same_shape_as_last else miss), dev
+    def direct(self, q_lens, kv_lens, same_shape_as_last: bool) -> tuple[float, float, float]:
+        """(seconds, device, issued) seconds of one step by direct simulation (what the table is checked against)."""
+        miss, hit, dev, _, imiss, ihit = self.run_pair(q_lens, kv_lens)
+        return (hit, dev, ihit) if same_shape_as_last else (miss, dev, imiss)
 
-    def run_pair(self, q_lens, kv_lens, warm_kv=None) -> tuple[float, float, float, float]:
-        """(miss, hit, device, collectives) seconds: the step run after a step of other shapes, then after one of
-        its shapes (warm_kv: the lengths that earlier step had; default one fewer position each)."""
+    def run_pair(self, q_lens, kv_lens, warm_kv=None) -> tuple[float, float, float, float, float, float]:
+        """(miss, hit, device, collectives, issued after a miss, issued after a hit) seconds: the step run after a
+        step of other shapes, then after one of its shapes (warm_kv: the lengths that earlier step had; default one
+        fewer position each)."""
         prev = warm_kv if warm_kv is not None else [max(q, k - 1) for q, k in zip(q_lens, kv_lens)]
         out = []
         for sim in (self.one, self.two):
             sim.forget()          # ATB's caches empty: the first run misses as a step after other shapes does
             miss = sim.run(q_lens, prev)
             hit = sim.run(q_lens, kv_lens)
-            out.append((miss[0], hit[0], hit[1], hit[3]))
-        (m1, h1, d1, c1), (m2, h2, d2, c2) = out
+            out.append((miss[0], hit[0], hit[1], hit[3], miss[4], hit[4]))
         k = self.layers - 1
-        return m1 + k * (m2 - m1), h1 + k * (h2 - h1), d1 + k * (d2 - d1), c1 + k * (c2 - c1)
+        return tuple(a + k * (b - a) for a, b in zip(*out))

@@ -34,6 +34,9 @@ from .profile import RuntimeProfile
 from .program import Program, build_program, context_cost, plan_call
 
 STAGES = ("InferShape+Tiling", "Alloc", "Launch")
+# the host thread each stage runs on: one thread, om-run --host-threads 3's pipeline, and torch_npu's task queue
+# (TASK_QUEUE_ENABLE=1: the launches on a second thread; 2: the workspace allocations too)
+THREAD_LAYOUTS = {1: (0, 0, 0), 3: (0, 1, 2)}
 HOST_CONTROL = ("If", "Case", "While")
 
 
@@ -49,6 +52,7 @@ class HostEvent:
 class LoopStats:
     e2e_ns: int = 0
     host_ns: int = 0
+    issued_ns: int = 0    # the host's last launch: a framework's forward call returns here while the device may run on
     device_ns: int = 0
     h2d_ns: int = 0
     d2h_ns: int = 0
@@ -116,7 +120,7 @@ class Simulation:
         kernel plans (fp16 weights of cube kernels widened, misaligned ones copied, within widen_cache_bytes:
         device_memory.WIDEN_CACHE_BYTES), so that the first execution costs what the later ones do. `atb`: ATB's
         host mechanisms (atb.py; None: as ATB's environment variables set them)."""
-        if host_threads not in (1, 3):
+        if host_threads not in THREAD_LAYOUTS and not (isinstance(host_threads, tuple) and len(host_threads) == 3):
             raise AtcError("E30002", reason=f"--host-threads must be 1 or 3, got {host_threads}")
         self.model = model
         self.prof = prof or RuntimeProfile()
@@ -124,6 +128,10 @@ class Simulation:
         self.allow = allow_hazards
         self.use_cache = tiling_cache
         self.threads = host_threads
+        # stage k runs on thread layout[k]; a thread is named by its stages (one thread: "host thread")
+        self.layout = THREAD_LAYOUTS[host_threads] if host_threads in THREAD_LAYOUTS else tuple(host_threads)
+        self.thread_names = {th: "host thread" if len(set(self.layout)) == 1 else
+                             " / ".join(STAGES[k] for k in range(3) if self.layout[k] == th) for th in self.layout}
         self.soc = load_soc(model.soc_version)
         self.programs: dict[str, Program] = {}
         self.weights: dict[str, np.ndarray] = {}   # per device model, loaded once (--loop reuses them)
@@ -232,6 +240,7 @@ class Simulation:
             self.out_descs = self.last_out_descs
         else:
             outs = self.run_root(m, inputs, t)
+        self.stats.issued_ns = max(self.stage_free + [t])
         t = max(self.stage_free + [self.device_free, t])
         t = self.host("main", "StreamSync", t, self.prof.stream_sync_ns, wait_from=max(self.stage_free + [0]))
         sizes = self.transfer_bytes[1] if self.transfer_bytes else [d.nbytes for d in self.out_descs]
@@ -342,25 +351,23 @@ class Simulation:
         raise AtcError("E30004", task="root", reason="the root graph has no NetOutput")
 
     def stage(self, k: int, name: str, ready: int, dur: int) -> int:
-        """Run a host kernel on pipeline stage k (one thread: every stage is the same thread)."""
-        if self.threads == 1:
-            start = max(ready, max(self.stage_free))
-            end = self.host("host thread", name, start, dur)
-            self.stage_free = [end, end, end]
-            return end
-        start = max(ready, self.stage_free[k])
-        end = self.host(STAGES[k], name, start, dur)
-        self.stage_free[k] = end
+        """Run a host kernel on pipeline stage k, on its thread (stages sharing a thread run one after another)."""
+        th = self.layout[k]
+        mine = [j for j in range(3) if self.layout[j] == th]
+        start = max([ready] + [self.stage_free[j] for j in mine])
+        end = self.host(self.thread_names[th], name, start, dur)
+        for j in mine:
+            self.stage_free[j] = end
         return end
 
     def sync(self, reason: str, ready: int, nbytes: int) -> int:
         """Host waits for everything launched so far, then copies the value it needs."""
         issued = max(self.stage_free[2], ready)
         t = max(issued, self.device_free)
-        t = self.host("host thread" if self.threads == 1 else STAGES[0], f"StreamSync ({reason})", t,
+        t = self.host(self.thread_names[self.layout[0]], f"StreamSync ({reason})", t,
                       self.prof.stream_sync_ns, wait_from=issued)
         dur = _copy_ns(nbytes, self.prof.d2h_latency_ns, self.prof.d2h_gbps)
-        t = self.host("host thread" if self.threads == 1 else STAGES[0], f"D2H {reason}", t, dur)
+        t = self.host(self.thread_names[self.layout[0]], f"D2H {reason}", t, dur)
         self.stats.d2h_ns += dur
         self.stats.syncs += 1
         return t
@@ -370,7 +377,7 @@ class Simulation:
         the arrays' shapes), so a dynamic-shape model runs at whatever shape it is given."""
         self._descs, self._on_host = {}, {}
         self._values, self._consts = {}, set()
-        self._handoff = self.prof.host_pipeline_handoff_ns if self.threads == 3 else 0
+        self._handoff = self.prof.host_pipeline_handoff_ns if len(set(self.layout)) > 1 else 0
         if not self.compute and any(op.type in HOST_CONTROL for op in m.ops.values()):
             raise AtcError("E30002", reason="--no-compute cannot run a model whose dynamic control flow decides "
                                             "its work from computed values (If / While in the host executor)")

@@ -1,8 +1,19 @@
-"""The engine's host work per step: its named parts add up as their sources give them, and MindIE's swapped KV
-blocks cost their bytes over PCIe."""
+"""The engine's host work per step: its named parts add up as their sources give them, MindIE's swapped KV
+blocks cost their bytes over PCIe, V0's async output processor's lag, and the vLLM host's presets and task queue."""
 from __future__ import annotations
 
-from om_run.serve.host_costs import EngineHostCosts, swap_seconds
+import pytest
+
+from atc_py.common.errors import AtcError
+from om_run.serve.host_costs import (
+    VLLM_ASCEND,
+    VLLM_ASCEND_TURBO,
+    EngineHostCosts,
+    V0AsyncOutput,
+    host_software,
+    swap_seconds,
+    task_queue_level,
+)
 from om_run.serve.request import Request, Scheduled, Sequence, StepPlan
 from om_run.sim.profile import RuntimeProfile
 
@@ -34,3 +45,48 @@ def test_swapped_blocks_cost_their_bytes_over_pcie():
     assert swap_seconds(plan(1), block, prof) == 0
     out_in = swap_seconds(plan(1, blocks_swapped_out=3, blocks_swapped_in=2), block, prof)
     assert abs(out_in - (3 * block / (prof.d2h_gbps * 1e9) + 2 * block / (prof.h2d_gbps * 1e9))) < 1e-12
+
+
+def test_the_step_splits_into_the_work_before_its_forward_the_sampling_and_the_output():
+    c = EngineHostCosts()
+    p = plan(3, prefill=100)
+    assert abs(c.before_forward_s(p) + c.sample_base_us * 1e-6 + c.output_s(p) - c.step_seconds(p)) < 1e-15
+    assert abs(c.output_s(p) - 4 * (c.output_per_seq_us + c.detokenize_per_token_us) * 1e-6) < 1e-15
+
+
+def test_v0s_async_output_hands_a_steps_tokens_over_after_the_next_step_is_prepared_and_issued():
+    c = EngineHostCosts()
+    out = V0AsyncOutput(c)
+    nxt, cur = plan(2), plan(3)
+    assert abs(out.lag_s(nxt, 0.012, cur) - (c.before_forward_s(nxt) + 0.012 + c.output_s(cur))) < 1e-15
+    assert out.drain_s(cur) == c.output_s(cur)
+
+
+def test_task_queue_enable_is_read_as_torch_npu_reads_it():
+    assert task_queue_level({}) == 1
+    assert [task_queue_level({"TASK_QUEUE_ENABLE": v}) for v in ("0", "1", "2")] == [0, 1, 2]
+    for bad in ("3", "yes", "-1"):
+        with pytest.raises(AtcError, match="TASK_QUEUE_ENABLE"):
+            task_queue_level({"TASK_QUEUE_ENABLE": bad})
+    assert host_software(False, None, {"TASK_QUEUE_ENABLE": "2"}).thread_layout == (0, 1, 1)
+    assert host_software(False, None, {"TASK_QUEUE_ENABLE": "0"}).thread_layout == (0, 0, 0)
+
+
+def test_the_host_presets_and_a_measured_dispatch():
+    stock, turbo = host_software(False, None, {}), host_software(True, None, {})
+    assert stock.dispatch_ns == VLLM_ASCEND.dispatch_ns and turbo.dispatch_ns == VLLM_ASCEND_TURBO.dispatch_ns
+    assert turbo.dispatch_ns < stock.dispatch_ns          # MindIE Turbo's patched modules dispatch less per op
+    own = host_software(True, 12.5, {})
+    assert own.dispatch_ns == 12_500 and "--host-dispatch-us" in own.source
+
+
+def test_only_vllms_v0_engine_processes_its_output_asynchronously():
+    from om_run.serve.engine_config import EngineConfig
+    from om_run.serve.scheduler.vllm_settings import VllmSettings
+
+    def engine(name, scheduler):
+        s = VllmSettings(scheduler=scheduler, max_model_len=256, block_size=16).resolved()
+        return EngineConfig(name, s, "Ascend910B1", False, 16, 256, 256, 8, 64, False, False)
+    assert engine("vllm", "v0").async_output
+    assert not engine("vllm", "v1").async_output
+    assert not engine("mindie", "v0").async_output

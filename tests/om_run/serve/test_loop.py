@@ -18,7 +18,7 @@ def scheduler(seqs=8):
 
 
 def run(requests, max_concurrency=None, seqs=8):
-    return run_loop(requests, scheduler(seqs), lambda q, kv, same: (STEP, STEP), lambda plan: 0.0,
+    return run_loop(requests, scheduler(seqs), lambda q, kv, same: (STEP, STEP, STEP), lambda plan: 0.0,
                     max_concurrency=max_concurrency)
 
 
@@ -46,3 +46,38 @@ def test_the_step_record_counts_the_waiting_queue():
     assert res.steps[0].waiting == 2
     assert res.steps[-1].waiting == 0
     assert all(r.success for r in res.records)
+
+
+class FixedLag:
+    """An async output processor whose next step issues its forward ISSUED after it starts, and whose output
+    processing takes OUT."""
+    OUT = 0.001
+
+    def lag_s(self, next_plan, next_issued_s, plan):
+        return next_issued_s + self.OUT
+
+    def drain_s(self, plan):
+        return self.OUT
+
+
+ISSUED = 0.004
+
+
+def run_async(requests, max_concurrency=None):
+    return run_loop(requests, scheduler(), lambda q, kv, same: (STEP, STEP, ISSUED), lambda plan: 0.0,
+                    max_concurrency=max_concurrency, async_output=FixedLag())
+
+
+def test_an_async_output_processor_hands_tokens_over_once_the_next_step_is_issued():
+    # prefill 0-10 ms, decodes 10-20 and 20-30 ms: token 1 leaves when step 2 has issued its forward (10 + 4) and
+    # processed it (+1): 15 ms; token 2 at 25 ms; token 3 has no step after it: drained at 30 + 1 ms
+    res = run_async([Request("0", 0.0, 4, 3)])
+    assert [round(t, 9) for t in res.records[0].token_s] == [0.015, 0.025, 0.031]
+    assert abs(res.records[0].ttft_s - 0.015) < 1e-12
+    assert [round(s.end_s, 9) for s in res.steps] == [0.010, 0.020, 0.030]     # the steps themselves are unchanged
+
+
+def test_a_client_slot_frees_when_the_last_token_reaches_the_client():
+    # one slot: the second request is sent when the first one's last token arrives (31 ms), not at its step's end
+    res = run_async([Request("0", 0.0, 4, 3), Request("1", 0.0, 4, 2)], max_concurrency=1)
+    assert abs(res.records[1].arrival_s - 0.031) < 1e-12

@@ -47,7 +47,7 @@ def test_interpolated_steps_are_within_3_percent_of_direct_simulation(model):
     errors = []
     for _ in range(24):
         q, kv = random_step(rng)
-        miss, hit, _, _ = served.layered.run_pair(q, kv)
+        miss, hit, *_ = served.layered.run_pair(q, kv)
         shape = step_shape(q, kv)
         errors += [abs(table.lookup(shape, False)[0] / miss - 1), abs(table.lookup(shape, True)[0] / hit - 1)]
     assert max(errors) <= 0.03, f"worst {max(errors):.4f}, mean {np.mean(errors):.4f}"
@@ -58,13 +58,14 @@ def test_layers_priced_from_one_and_two_equal_all_of_them(model):
     cfg, spec, served = model
     full = StepSimulator(compile_decoder(cfg, spec), spec.max_blocks)
     for q, kv in (([1] * 8, [300] * 8), ([1, 1, 64], [40, 400, 100]), ([200], [200])):
-        miss, hit, dev, _ = served.layered.run_pair(q, kv)
+        miss, hit, dev, *_ = served.layered.run_pair(q, kv)
         full.forget()
         direct_miss = full.run(q, [k - 1 if k > qq else k for qq, k in zip(q, kv)])[0]
-        direct_hit, direct_dev, _, _ = full.run(q, kv)
+        direct_hit, direct_dev, _, _, direct_issued = full.run(q, kv)
         assert hit == pytest.approx(direct_hit, rel=0.02)
         assert miss == pytest.approx(direct_miss, rel=0.02)
         assert dev == pytest.approx(direct_dev, rel=0.02)
+        assert 0 < direct_issued <= direct_hit
 
 
 def test_a_price_does_not_depend_on_the_order_of_pricing(model):

@@ -413,3 +413,17 @@ def test_fp16_weights_of_cube_kernels_are_widened_once_with_the_same_bits(monkey
     monkeypatch.setattr(program.Call, "widens_fp16_weights", property(lambda self: False))
     plain, _ = Simulation(model).run(x)
     assert first[0].tobytes() == second[0].tobytes() == plain[0].tobytes()
+
+
+def test_a_task_queue_thread_takes_the_launches_off_the_first_thread(tmp_path):
+    # torch_npu's TASK_QUEUE_ENABLE=1: InferShape/tiling and allocation on one thread, launches on a second; 2: the
+    # allocations move to the second thread too. Each split shortens the first thread's work per op
+    m0, _ = decoder(tmp_path, "Ascend910B1", "0")
+    one = sim_run(m0, None, compute=False, host_threads=1)[1]
+    tq1 = sim_run(m0, None, compute=False, host_threads=(0, 0, 1))[1]
+    tq2 = sim_run(m0, None, compute=False, host_threads=(0, 1, 1))[1]
+    assert {e.thread for e in tq1.host_events} >= {"InferShape+Tiling / Alloc", "Launch"}
+    assert {e.thread for e in tq2.host_events} >= {"InferShape+Tiling", "Alloc / Launch"}
+    assert tq2.issued_ns <= tq1.issued_ns < one.issued_ns
+    first = [e for e in tq1.host_events if e.thread == "InferShape+Tiling / Alloc" and e.name != "wait"]
+    assert all(a.end <= b.start for a, b in zip(first, first[1:]))       # one thread: its work never overlaps
