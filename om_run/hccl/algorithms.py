@@ -16,9 +16,14 @@ the reduction's rate:
   HCCL's hierarchy (algo_intro.md): e.g. AllReduce = intra ReduceScatter, inter AllReduce of n/p_local, intra
   AllGather.
 * Send/Recv: a + n b over the link between the two chips.
+* Doubling (310P3's all-reduce; hicann/hccl all_reduce_doubling_direct.cc): log2 p steps, each reading the whole
+  buffer from the step's partner with the SDMA engine's inline reduction: log2(p) (a + n b), no separate reduce.
 
 Intra-server choice (HCCL: from the hardware topology, not configurable): Mesh on a full mesh, Ring on PCIe (Ring.md:
-the algorithm for star / fat-tree interconnects). `algo=` overrides it for what-if studies.
+the algorithm for star / fat-tree interconnects) - but on the 310P3 an all-reduce the SDMA engine can reduce inline
+(fp16, fp32, int16; sum: device_capacity.cc) runs as Doubling for a power-of-two group of at most 8 ranks when its
+buffer is at most 256 KB, and always for two ranks on a Duo card (all_reduce_operator.cc SelectAlgfor310P3DUO /
+SelectAlgfor310P3). `algo=` overrides the choice for what-if studies.
 """
 from __future__ import annotations
 
@@ -34,7 +39,11 @@ from . import hccl_algo
 from .op_names import canonical_op
 from .rank_table import RankTable, dense_placement
 
-INTRA_ALGOS = ("mesh", "ring", "star", "pairwise")
+INTRA_ALGOS = ("mesh", "ring", "star", "pairwise", "doubling")
+DOUBLING_MAX_BYTES = 256 * 1024       # HCCL_SMALL_COUNT_256_KB
+DOUBLING_MAX_RANKS = 8                # AllReduceDoublingDirect: rankSize <= 8, a power of two
+INLINE_REDUCE_310P3 = ({"float16", "float32", "int16"}, {"sum"})     # IsDataTypeSupport / IsRedOpSupport, 310P3
+DUO_PRESET = "atlas-300i-duo"
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,11 @@ def _nhr(prim: str, p: int, n: float):
             "bc": (2 * depth, 2 * share, 0.0)}[prim]
 
 
+def _doubling(prim: str, p: int, n: float):
+    k = int(math.log2(p))
+    return (k, k * n, 0.0)      # the SDMA engine reduces as it writes: no reduce term
+
+
 def _pairwise(prim: str, p: int, n: float):
     return (p - 1, (p - 1) / p * n, 0.0)
 
@@ -116,7 +130,7 @@ def _star(prim: str, p: int, n: float, shared_root_link: bool):
 def _intra_stages(op: str, algo: str) -> list[tuple[str, str]]:
     """(primitive, name) stages of a one-server collective under an intra-server algorithm."""
     if op == "all_reduce":
-        return [("rs", "reduce-scatter"), ("ag", "all-gather")]
+        return [("ar", "all-reduce")] if algo == "doubling" else [("rs", "reduce-scatter"), ("ag", "all-gather")]
     if op == "reduce_scatter":
         return [("rs", "reduce-scatter")]
     if op == "all_gather":
@@ -133,16 +147,26 @@ def _primitive(algo: str, prim: str, p: int, n: float, topology: Topology):
         return _star(prim, p, n, shared_root_link=topology.interconnect != "full-mesh")
     if algo == "pairwise":
         return _pairwise(prim, p, n)
+    if algo == "doubling":
+        return _doubling(prim, p, n)
     return {"ring": _ring, "rhd": _rhd, "nhr": _nhr}[algo](prim, p, n)
 
 
-def _default_intra(op: str, topology: Topology) -> str:
+def _default_intra(op: str, topology: Topology, p: int, nbytes: int, dtype: str, reduction: str) -> str:
+    if _doubling_applies(op, p) and topology.soc_version == "Ascend310P3" \
+            and dtype in INLINE_REDUCE_310P3[0] and reduction in INLINE_REDUCE_310P3[1] \
+            and (nbytes <= DOUBLING_MAX_BYTES or (topology.name == DUO_PRESET and p == 2)):
+        return "doubling"
     if topology.interconnect == "full-mesh":
         return "mesh"
     return "pairwise" if op == "all_to_all" else "ring"
 
 
-def _check_intra(op: str, algo: str, topology: Topology) -> str:
+def _doubling_applies(op: str, p: int) -> bool:
+    return op == "all_reduce" and 2 <= p <= DOUBLING_MAX_RANKS and p & (p - 1) == 0
+
+
+def _check_intra(op: str, algo: str, topology: Topology, p: int = 2) -> str:
     if algo not in INTRA_ALGOS:
         raise _fail(algo, "algo", f"an intra-server algorithm is one of {', '.join(INTRA_ALGOS)}")
     if algo == "mesh" and topology.interconnect != "full-mesh":
@@ -154,6 +178,9 @@ def _check_intra(op: str, algo: str, topology: Topology) -> str:
         raise _fail(algo, "algo", "Pairwise is HCCL's algorithm for all-to-all only")
     if op == "all_to_all" and algo == "ring":
         raise _fail(algo, "algo", "all-to-all runs as mesh or pairwise")
+    if algo == "doubling" and not _doubling_applies(op, p):
+        raise _fail(algo, "algo", f"Doubling is HCCL's all-reduce for a power-of-two group of 2..{DOUBLING_MAX_RANKS} "
+                                  "ranks in one server")
     return algo
 
 
@@ -201,11 +228,13 @@ def _hierarchy(op: str, p_local: int, servers: int, n: float, algo0: str, algo1:
 
 
 def collective_cost(op: str, nbytes: int, group, topology: Topology, algo: str | None = None,
-                    dtype: str = "float16", placement: RankTable | None = None, environ=None) -> CollectiveCost:
+                    dtype: str = "float16", placement: RankTable | None = None, environ=None,
+                    reduction: str = "sum") -> CollectiveCost:
     """The simulated cost of one collective of `nbytes` (HCCL's n, hccl_test's data_size) over the ranks in `group`.
 
     placement: the rank table saying which server and device each rank is (default: ranks fill servers in order).
-    algo: the intra-server algorithm instead of HCCL's choice (mesh, ring, star, pairwise). HCCL_ALGO (environ,
+    algo: the intra-server algorithm instead of HCCL's choice (mesh, ring, star, pairwise, doubling); reduction: an
+    all-reduce's (sum, prod, max, min: whether the SDMA engine can reduce it inline). HCCL_ALGO (environ,
     default os.environ) chooses the level1 algorithm of a group that spans servers, as HCCL does."""
     op = canonical_op(op)
     try:
@@ -231,7 +260,9 @@ def collective_cost(op: str, nbytes: int, group, topology: Topology, algo: str |
                                     "inter-server communication")
     if len(servers) > 1 and len({servers_of.count(s) for s in servers}) > 1:
         notes.append("ranks are spread unevenly over the servers: priced with the fullest server's count")
-    algo0 = _check_intra(op, algo, topology) if algo else _default_intra(op, topology)
+    one_server = len(servers) == 1
+    algo0 = _check_intra(op, algo, topology, len(group) if one_server else 0) if algo else \
+        _default_intra(op, topology, len(group) if one_server else 0, int(nbytes), dtype, reduction)
     n = float(nbytes)
     if len(group) == 1 or nbytes == 0:
         phases: list[Phase] = []

@@ -107,7 +107,7 @@ def run(flags: dict) -> None:
         topology = topology.with_link_params(cal.link)
     itemsize = ht.np.dtype(dtype).itemsize
     costs = [collective_cost(op, ht.counted_bytes(op, s, itemsize, ranks), range(ranks), topology, dtype=dtype,
-                             placement=table) for s in sw.sizes]
+                             placement=table, reduction=reduction) for s in sw.sizes]
     link = topology.intra_link
     lines.append(f"[INFO] hccl-test on {topology.name} ({ranks} ranks): {op} by {costs[0].algorithm}; {link.name} "
                  f"{link.bandwidth_gbps.value:g} GB/s, {link.latency_ns.value:g} ns a step")

@@ -31,8 +31,9 @@ class WorldRun:
 def link_cost(topology, placement=None):
     """The World's cost of one collective: what HCCL's algorithm for the group on this topology costs over its links
     (om_run/hccl/algorithms.py), in whole ns."""
-    def cost(kind: str, nbytes: int, ranks: list, dtype: str) -> int:
-        return int(round(collective_cost(kind, nbytes, ranks, topology, dtype=dtype, placement=placement).ns))
+    def cost(kind: str, nbytes: int, ranks: list, dtype: str, reduction: str = "sum") -> int:
+        return int(round(collective_cost(kind, nbytes, ranks, topology, dtype=dtype, placement=placement,
+                                         reduction=reduction).ns))
     return cost
 
 

@@ -23,7 +23,7 @@ def code_fingerprint() -> str:
     built again (the package version alone does not change between commits)."""
     root = pathlib.Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
-    for pkg in ("atc_py", "om_run/sim", "om_run/tasks", "om_run/load", "om_run/serve"):
+    for pkg in ("atc_py", "om_run/sim", "om_run/tasks", "om_run/load", "om_run/serve", "om_run/hccl", "om_run/run"):
         for path in sorted((root / pkg).rglob("*.py")):
             h.update(str(path.relative_to(root)).encode())
             h.update(path.read_bytes())

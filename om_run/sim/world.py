@@ -78,9 +78,9 @@ class Deadlock(AtcError):
 
 class World:
     """The ranks of one multi-device run, the turn they take and their collectives' rendezvous.
-    `cost(kind, nbytes, ranks, dtype) -> ns`: the link model's time for one collective (om_run/hccl)."""
+    `cost(kind, nbytes, ranks, dtype, reduction) -> ns`: the link model's time for one collective (om_run/hccl)."""
 
-    def __init__(self, size: int, cost: Callable[[str, int, list, str], int]):
+    def __init__(self, size: int, cost: Callable[..., int]):
         if size < 1:
             raise AtcError("E30002", reason=f"a world needs at least one rank, got {size}")
         self.size = size
@@ -248,7 +248,7 @@ class World:
         d = first.in_descs[0] if first.in_descs else first.out_descs[0]
         nbytes = collective_bytes(rz.kind, d, len(rz.ranks))
         start = max(a.time for a in arr)
-        dur = int(self.cost(rz.kind, nbytes, rz.ranks, d.dtype))
+        dur = int(self.cost(rz.kind, nbytes, rz.ranks, d.dtype, first.reduction))
         end = start + dur
         self.log.append(dict(op=first.op_name, op_type=first.op_type, kind=rz.kind, ranks=list(rz.ranks),
                              bytes=nbytes, dtype=d.dtype, arrive={a.rank: a.time for a in arr}, start=start, end=end))
@@ -406,7 +406,7 @@ class MirrorBinding(WorldBinding):
     says for the whole group. Exact for a tensor-parallel decoder's ranks (same graph, same step); it prices a step
     with one simulated device instead of `size`."""
 
-    def __init__(self, size: int, cost: Callable[[str, int, list, str], int]):
+    def __init__(self, size: int, cost: Callable[..., int]):
         self.size, self.cost, self.rank = size, cost, 0
         self.log: list[dict] = []
 
@@ -417,7 +417,7 @@ class MirrorBinding(WorldBinding):
         d = (in_descs or out_descs)[0]
         ranks = [0, 1] if kind in ("send", "receive") else list(range(self.size))
         nbytes = collective_bytes(kind, d, len(ranks))
-        end = t + int(self.cost(kind, nbytes, ranks, d.dtype))
+        end = t + int(self.cost(kind, nbytes, ranks, d.dtype, op_attr(op, "reduction", "sum")))
         self.log.append(dict(op=op.name, op_type=op.type, kind=kind, ranks=ranks, bytes=nbytes, dtype=d.dtype,
                              arrive={0: t}, start=t, end=end))
         return t, end

@@ -153,3 +153,23 @@ def test_a_bad_group_is_refused(group):
     with pytest.raises(AtcError) as e:
         collective_cost("all_reduce", N, group, A2)
     assert e.value.code == "E10001"
+
+
+def test_a_310p3_all_reduce_the_sdma_engine_reduces_is_log2_p_steps_of_the_whole_buffer():
+    # hicann/hccl: Doubling for <= 256 KB over a power-of-two group of <= 8 (and always for two ranks on a Duo card),
+    # each step reading the partner's whole buffer with the SDMA engine reducing inline
+    a, b, _ = figures(DUO.intra_link)
+    small = 64 << 10
+    for p, topo in ((2, DUO), (4, DUO), (8, PRO), (2, PRO)):
+        c = collective_cost("all_reduce", small, range(p), topo)
+        k = {2: 1, 4: 2, 8: 3}[p]
+        assert c.algorithm == "doubling" and c.steps == k and c.reduce_bytes == 0
+        assert c.ns == pytest.approx(k * (a + small * b))
+    assert collective_cost("all_reduce", N, range(2), DUO).algorithm == "doubling"      # any size: 2 on a Duo
+    assert collective_cost("all_reduce", N, range(2), PRO).algorithm == "ring"          # a Pro card: <= 256 KB
+    assert collective_cost("all_reduce", small, range(3), PRO).algorithm == "ring"      # not a power of two
+    assert collective_cost("all_reduce", small, range(2), DUO, reduction="max").algorithm == "ring"
+    assert collective_cost("all_reduce", small, range(2), DUO, dtype="int32").algorithm == "ring"
+    assert collective_cost("all_reduce", small, range(8), A2).algorithm == "mesh"       # a 910B: Mesh
+    with pytest.raises(AtcError, match="Doubling"):
+        collective_cost("all_gather", small, range(2), DUO, algo="doubling")

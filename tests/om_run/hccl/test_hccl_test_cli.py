@@ -89,9 +89,15 @@ def test_the_reduction_flag_on_a_gather_warns_as_hccl_test_does():
     assert "Warning: The -o,--op <sum/prod/min/max> option does not take effect." in res.output
 
 
-def test_pcie_presets_run_ring():
-    res = run("all_reduce", "-b", "1M", "-e", "1M", "--topology", "atlas-300i-duo", "-p", "2")
-    assert res.exit_code == 0 and "by ring" in res.output
+def test_pcie_presets_run_ring_but_a_310p3_all_reduce_the_sdma_engine_reduces_runs_doubling():
+    # HCCL on a Duo card: two ranks always by Doubling when the SDMA engine can reduce (sum), else Ring; 4 ranks
+    # of a 1 MB buffer: Ring (Doubling only up to 256 KB)
+    duo = ("--topology", "atlas-300i-duo")
+    res = run("all_reduce", "-b", "1M", "-e", "1M", *duo, "-p", "2")
+    assert res.exit_code == 0 and "by doubling" in res.output
+    assert "by ring" in run("all_reduce", "-b", "1M", "-e", "1M", *duo, "-p", "2", "-o", "max").output
+    assert "by ring" in run("all_reduce", "-b", "1M", "-e", "1M", *duo, "-p", "4").output
+    assert "by doubling" in run("all_reduce", "-b", "64K", "-e", "64K", *duo, "-p", "4").output
 
 
 def test_a_rank_table_gives_the_ranks(tmp_path):
