@@ -48,6 +48,11 @@ class EngineConfig:
         V1 hands outputs to its front-end process at the step's end, MindIE at the step's end."""
         return self.engine == "vllm" and getattr(self.scheduler_settings, "scheduler", "") == "v0"
 
+    @property
+    def frontend_output(self) -> bool:
+        """vLLM's V1 engine: its API server process detokenises the outputs, apart from the engine core."""
+        return self.engine == "vllm" and getattr(self.scheduler_settings, "scheduler", "") == "v1"
+
     def lines(self) -> list[str]:
         mode = f"graph mode ({len(self.capture_sizes)} captured decode batches up to {self.capture_sizes[-1]})" \
             if self.graph_mode and self.capture_sizes else "eager mode"

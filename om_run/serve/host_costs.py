@@ -94,11 +94,37 @@ class EngineHostCosts:
 
     def output_s(self, plan: StepPlan) -> float:
         """Processing the step's sampled tokens: stop checks, detokenising, the response chunks."""
-        sampled = sum(1 for s in plan.scheduled if s.samples)
-        return (self.output_per_seq_us + self.detokenize_per_token_us) * sampled * 1e-6
+        return self.engine_output_s(plan) + self.detokenize_s(plan)
+
+    def engine_output_s(self, plan: StepPlan) -> float:
+        """The stop checks and response chunks of the step's sampled tokens."""
+        return self.output_per_seq_us * _sampled(plan) * 1e-6
+
+    def detokenize_s(self, plan: StepPlan) -> float:
+        """Detokenising the step's sampled tokens."""
+        return self.detokenize_per_token_us * _sampled(plan) * 1e-6
 
     def step_seconds(self, plan: StepPlan) -> float:
         return self.before_forward_s(plan) + self.sample_base_us * 1e-6 + self.output_s(plan)
+
+
+def _sampled(plan: StepPlan) -> int:
+    return sum(1 for s in plan.scheduled if s.samples)
+
+
+@dataclass(frozen=True)
+class V1Frontend:
+    """vLLM V1: the engine core schedules, prepares, runs, samples and checks stops; the API server's own process
+    detokenises each step's outputs while the core runs the next step (vLLM's V1 architecture,
+    blog.vllm.ai/2025/01/27/v1-alpha-release.html: detokenisation moved out of the engine loop and overlapped with
+    it). So the step carries no detokenising, and its tokens leave once the front end has detokenised them."""
+    host: EngineHostCosts
+
+    def step_s(self, plan: StepPlan) -> float:
+        return self.host.step_seconds(plan) - self.host.detokenize_s(plan)
+
+    def delivery_s(self, plan: StepPlan) -> float:
+        return self.host.detokenize_s(plan)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """The engine loop of a serving benchmark in simulated time: requests arrive (as the benchmark client sends them,
 at most --max-concurrency in flight), the scheduler plans each step, the step costs what the engine's host work
-and the compiled decoder's step cost, and every sampled token reaches the client when its step ends - or, with an
-asynchronous output processor (vLLM's V0 engine), while the next step runs: that engine processes step N's output
-(stop checks, detokenising, the response) in a callback the next step's forward call returns to, so step N's
-tokens leave once step N + 1 has been scheduled, prepared and issued to the device."""
+and the compiled decoder's step cost, and every sampled token reaches the client when its step ends (plus its
+front end's processing: vLLM V1) - or, with an asynchronous output processor (vLLM's V0 engine), while the next
+step runs: that engine processes step N's output (stop checks, detokenising, the response) in a callback the next
+step's forward call returns to, so step N's tokens leave once step N + 1 has been scheduled, prepared and issued."""
 from __future__ import annotations
 
 import heapq
@@ -42,13 +42,15 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
              host_cost: Callable[[StepPlan], float], sample: Callable[[StepPlan], dict] | None = None,
              max_concurrency: int | None = None, progress: Callable[[float, int, int], None] | None = None,
              max_steps: int = 50_000_000, collectives: Callable[[list[int]], list] | None = None,
-             async_output: AsyncOutput | None = None) -> LoopResult:
+             async_output: AsyncOutput | None = None,
+             delivery: Callable[[StepPlan], float] | None = None) -> LoopResult:
     """Run `requests` to completion. step_cost(q_lens, kv_lens, same_shape_as_last) -> (seconds, device seconds,
     issued seconds: when the forward's last kernel was launched);
     host_cost(plan) -> the engine's own seconds around the model (scheduling, input preparation, sampling,
     output processing); sample(plan) -> {Sequence: token id} (None: placeholder tokens, timing only);
     collectives(q_lens) -> the step's collectives (tensor parallel: StepPricer.collectives), kept on its record;
-    async_output: the engine's asynchronous output processor (None: tokens leave at their step's end)."""
+    async_output: the engine's asynchronous output processor (None: tokens leave at their step's end); delivery(plan):
+    the seconds after a step's end until its tokens leave (a front end that processes outputs apart: vLLM V1)."""
     pending = deque(sorted(requests, key=lambda r: (r.arrival_s, int(r.request_id) if r.request_id.isdigit() else 0)))
     records: dict[str, RequestRecord] = {}
     seqs: dict[str, Sequence] = {}
@@ -138,7 +140,7 @@ def run_loop(requests: list[Request], scheduler, step_cost: Callable[[list[int],
         if async_output is not None:
             held = (plan, end, list(sampled), list(finished))
         else:
-            deliver(sampled, finished, end)
+            deliver(sampled, finished, end + (delivery(plan) if delivery is not None else 0.0))
         in_flight -= len(finished)
         done += len(finished)
         colls = tuple(collectives(q)) if collectives is not None else ()

@@ -16,7 +16,7 @@ from atc_py.common.errors import AtcError
 from ..sim.profile import RuntimeProfile
 from .engine_config import EngineConfig, engine_config
 from .hf_config import DecoderConfig, read_config
-from .host_costs import V0AsyncOutput, host_costs_for, swap_seconds
+from .host_costs import V0AsyncOutput, V1Frontend, host_costs_for, swap_seconds
 from .loop import LoopResult, run_loop
 from .request import Request
 from .tensor_parallel import shard
@@ -125,14 +125,18 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     prof = RuntimeProfile()
     block_bytes = eng.block_size * shard(prep.cfg, eng.tp).kv_bytes_per_token()   # each rank swaps its own
 
+    frontend = V1Frontend(host) if eng.frontend_output else None
+
     def host_seconds(plan) -> float:
-        return host.step_seconds(plan) + swap_seconds(plan, block_bytes, prof)
+        engine = frontend.step_s(plan) if frontend is not None else host.step_seconds(plan)
+        return engine + swap_seconds(plan, block_bytes, prof)
     show = _progress(lambda now_s, done, total: f"requests done {done}/{total}, simulated time {now_s:.2f} s")
     res = run_loop(requests, scheduler, prep.pricer.step, host_seconds,
                    sample=prep.runner.sample if prep.runner is not None else None,
                    max_concurrency=max_concurrency, progress=show if progress else None,
                    collectives=prep.pricer.collectives if eng.tp > 1 else None,
-                   async_output=V0AsyncOutput(host) if eng.async_output else None)
+                   async_output=V0AsyncOutput(host) if eng.async_output else None,
+                   delivery=frontend.delivery_s if frontend is not None else None)
     if progress:
         sys.stderr.write("\n")
     return res

@@ -10,6 +10,7 @@ from om_run.serve.host_costs import (
     VLLM_ASCEND_TURBO,
     EngineHostCosts,
     V0AsyncOutput,
+    V1Frontend,
     host_software,
     swap_seconds,
     task_queue_level,
@@ -80,13 +81,21 @@ def test_the_host_presets_and_a_measured_dispatch():
     assert own.dispatch_ns == 12_500 and "--host-dispatch-us" in own.source
 
 
-def test_only_vllms_v0_engine_processes_its_output_asynchronously():
+def test_vllms_v0_processes_its_output_asynchronously_and_v1_in_its_front_end():
     from om_run.serve.engine_config import EngineConfig
     from om_run.serve.scheduler.vllm_settings import VllmSettings
 
     def engine(name, scheduler):
         s = VllmSettings(scheduler=scheduler, max_model_len=256, block_size=16).resolved()
         return EngineConfig(name, s, "Ascend910B1", False, 16, 256, 256, 8, 64, False, False)
-    assert engine("vllm", "v0").async_output
-    assert not engine("vllm", "v1").async_output
-    assert not engine("mindie", "v0").async_output
+    assert engine("vllm", "v0").async_output and not engine("vllm", "v0").frontend_output
+    assert not engine("vllm", "v1").async_output and engine("vllm", "v1").frontend_output
+    assert not engine("mindie", "v0").async_output and not engine("mindie", "v0").frontend_output
+
+
+def test_v1s_engine_core_leaves_detokenising_to_its_front_end():
+    c = EngineHostCosts()
+    p = plan(3, prefill=100)
+    v1 = V1Frontend(c)
+    assert abs(v1.step_s(p) + v1.delivery_s(p) - c.step_seconds(p)) < 1e-15
+    assert abs(v1.delivery_s(p) - 4 * c.detokenize_per_token_us * 1e-6) < 1e-15

@@ -81,3 +81,11 @@ def test_a_client_slot_frees_when_the_last_token_reaches_the_client():
     # one slot: the second request is sent when the first one's last token arrives (31 ms), not at its step's end
     res = run_async([Request("0", 0.0, 4, 3), Request("1", 0.0, 4, 2)], max_concurrency=1)
     assert abs(res.records[1].arrival_s - 0.031) < 1e-12
+
+
+def test_a_front_end_that_processes_outputs_apart_delays_each_steps_tokens_by_its_own_work():
+    # vLLM V1: a step's tokens leave once the API server has detokenised them (here 2 ms), the steps unchanged
+    res = run_loop([Request("0", 0.0, 4, 3)], scheduler(), lambda q, kv, same: (STEP, STEP, ISSUED),
+                   lambda plan: 0.0, delivery=lambda plan: 0.002)
+    assert [round(t, 9) for t in res.records[0].token_s] == [0.012, 0.022, 0.032]
+    assert [round(s.end_s, 9) for s in res.steps] == [0.010, 0.020, 0.030]
