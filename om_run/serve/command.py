@@ -76,6 +76,9 @@ def _rate(text: str) -> float:
               help="vLLM's: this many KV blocks instead of what the memory gives (testing preemption).")
 @click.option("--max-model-len", type=int, default=None, help="Default: the config's max_position_embeddings.")
 @click.option("--enforce-eager", is_flag=True, help="Op-by-op execution (vllm-ascend's eager mode).")
+@click.option("--sim-config", default=None,
+              help="JSON overriding the simulator's runtime-profile parameters (om-run's --sim-config, "
+                   "om_run/sim/profile.py): e.g. the DRAM efficiency or host costs you measured on your device.")
 @click.option("--mindie-turbo", is_flag=True,
               help="vLLM: the host runs vllm-ascend with MindIE Turbo installed (its own per-op dispatch cost).")
 @click.option("--host-dispatch-us", type=float, default=None,

@@ -41,6 +41,7 @@ class EngineConfig:
     tp: int = 1                           # tensor-parallel ranks (--tensor-parallel-size / worldSize)
     topology: object = None               # their machine (atc_py/platform/topology.py), tp > 1
     host: object = None                   # vLLM: the host software its eager steps dispatch through (HostSoftware)
+    profile: object = None                # the simulator's RuntimeProfile (--sim-config); None: the defaults
 
     @property
     def async_output(self) -> bool:
@@ -171,7 +172,10 @@ def engine_config(flags: dict, cfg: DecoderConfig) -> EngineConfig:
     if not device:
         raise AtcError("E10001", value=flags["soc_version"], parameter="--soc_version",
                        reason="the SoC's data has no memory size to size the KV cache from")
+    from ..sim.profile import RuntimeProfile
+    profile = RuntimeProfile.load(flags.get("sim_config"))      # a bad file fails before anything is built
     eng = _vllm(flags, cfg, device) if flags["engine"] == "vllm" else _mindie(flags, cfg, device)
+    eng.profile = profile
     if eng.tp > 1:
         eng.topology = tp_machine(flags, eng)
     return eng

@@ -122,7 +122,7 @@ def simulate(prep: Prepared, requests: list[Request], max_concurrency, progress:
     eng = prep.engine
     scheduler = make_scheduler(eng.engine, eng.scheduler_settings, eng.num_blocks, eng.num_cpu_blocks)
     host = host_costs_for(eng.engine)
-    prof = RuntimeProfile()
+    prof = eng.profile or RuntimeProfile()
     block_bytes = eng.block_size * shard(prep.cfg, eng.tp).kv_bytes_per_token()   # each rank swaps its own
 
     frontend = V1Frontend(host) if eng.frontend_output else None

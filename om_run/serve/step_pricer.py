@@ -25,10 +25,11 @@ class StepPricer:
         # operations are called directly, so its executor's own costs are the whole host side
         dispatch = engine.host.dispatch_ns if engine.host is not None else 0
         layout = engine.host.thread_layout if engine.host is not None else 1
-        self.eager = ServedModel(cfg, spec, replace(RuntimeProfile(), framework_dispatch_ns=dispatch),
+        base = engine.profile or RuntimeProfile()          # --sim-config's overrides, else the defaults
+        self.eager = ServedModel(cfg, spec, replace(base, framework_dispatch_ns=dispatch),
                                  topology=engine.topology, host_threads=layout)
         self.capture_sizes = list(engine.capture_sizes)
-        self.graphs = {n: ServedModel(cfg, spec, None, static_seqs=n, topology=engine.topology)
+        self.graphs = {n: ServedModel(cfg, spec, engine.profile, static_seqs=n, topology=engine.topology)
                        for n in self.capture_sizes}
         self.tables: dict[int, StepTable] = {}
         self.eager_table: StepTable | None = None

@@ -114,6 +114,8 @@ def test_random_workload_under_mindie(tmp_path, serve_cache):
     (["--slo-percentile", "101"], "(0, 100]"),
     (["--search-request-rate"], "--goodput"),
     (["--engine", "mindie"], "--mindie-config"),
+    (["--sim-config", "no-such-profile.json"], "--sim-config"),
+    (["--host-dispatch-us", "-1"], "--host-dispatch-us"),
 ])
 def test_bad_flags_are_one_error(tmp_path, serve_cache, args, message):
     model = config(tmp_path / "model")
@@ -154,3 +156,20 @@ def test_requests_longer_than_max_model_len_fail_one_by_one(tmp_path, serve_cach
     result = json.loads((tmp_path / "r.json").read_text())
     assert result["completed"] == 2 and result["failed"] == 1
     assert "Failed requests:                         1" in p.stdout
+
+
+@pytest.mark.heavy
+def test_a_sim_config_reaches_every_step_price(tmp_path, serve_cache):
+    # the runtime profile's overrides (om-run's --sim-config) price the served steps: a 200 us kernel launch on the
+    # host makes every step of the small model slower than the default 6 us does
+    model = config(tmp_path / "model")
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"host_launch_ns": 200000}))
+    runs = {}
+    for name, extra in (("default", []), ("slow", ["--sim-config", slow])):
+        out = tmp_path / f"{name}.json"
+        serve(model, "--load-format", "dummy", *SMALL, "--num-prompts", "4", "--random-input-len", "20",
+              "--random-output-len", "4", "--save-result", "--result-filename", out, *extra, cache=serve_cache)
+        runs[name] = json.loads(out.read_text())
+    assert runs["slow"]["mean_tpot_ms"] > 2 * runs["default"]["mean_tpot_ms"]
+    assert runs["slow"]["mean_ttft_ms"] > runs["default"]["mean_ttft_ms"]
