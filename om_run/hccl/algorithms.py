@@ -166,7 +166,7 @@ def _doubling_applies(op: str, p: int) -> bool:
     return op == "all_reduce" and 2 <= p <= DOUBLING_MAX_RANKS and p & (p - 1) == 0
 
 
-def _check_intra(op: str, algo: str, topology: Topology, p: int = 2) -> str:
+def _check_intra(op: str, algo: str, topology: Topology, p: int) -> str:
     if algo not in INTRA_ALGOS:
         raise _fail(algo, "algo", f"an intra-server algorithm is one of {', '.join(INTRA_ALGOS)}")
     if algo == "mesh" and topology.interconnect != "full-mesh":

@@ -4,6 +4,7 @@ figures were measured on GPU hosts unless the source says Ascend (no Ascend-host
 session notes list what is still open). None is fitted to the serving-fidelity rows."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 
 from atc_py.common.errors import AtcError
@@ -49,7 +50,6 @@ TASK_QUEUE_LAYOUTS = {0: (0, 0, 0), 1: (0, 0, 1), 2: (0, 1, 1)}
 
 def task_queue_level(environ=None) -> int:
     """TASK_QUEUE_ENABLE as torch_npu reads it (0, 1 or 2; unset: 1)."""
-    import os
     raw = (os.environ if environ is None else environ).get("TASK_QUEUE_ENABLE", "").strip()
     if not raw:
         return 1
